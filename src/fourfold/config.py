@@ -1,0 +1,29 @@
+"""Configuration: a typed object with defaults; one environment variable names the data dir."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "default_data_dir", "MemoryConfig"]
+
+DATA_DIR_ENV = "FOURFOLD_DATA_DIR"
+DEFAULT_DATA_DIR = "./agent_memory"
+
+
+def default_data_dir() -> Path:
+    """The data dir: $FOURFOLD_DATA_DIR, else ./agent_memory."""
+    return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """Knobs of `Memory.open`; every field has a sensible default."""
+
+    #: Seconds a writer waits for another process's write lock before `LockTimeout`.
+    lock_timeout: float = 30.0
+    #: Chroma collection name of the long-term store (docs share it, kept apart by kind).
+    collection: str = "fourfold_memories"
+    #: Refuse memories longer than this many characters (documents are chunked instead).
+    max_memory_chars: int = 20_000

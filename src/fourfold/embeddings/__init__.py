@@ -1,0 +1,23 @@
+"""Embedders: the interface, a hash-based test embedder, MiniLM and OpenAI-compatible clients."""
+
+from fourfold.embeddings.base import Embedder, Vectors
+from fourfold.embeddings.hashing import HashEmbedder
+
+__all__ = ["Embedder", "Vectors", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "default_embedder"]
+
+
+def __getattr__(name: str) -> object:
+    # Heavy backends load lazily so `import fourfold` stays fast.
+    if name == "MiniLMEmbedder":
+        from fourfold.embeddings.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder
+    if name == "OpenAIEmbedder":
+        from fourfold.embeddings.openai_compat import OpenAIEmbedder
+
+        return OpenAIEmbedder
+    if name == "default_embedder":
+        from fourfold.embeddings.minilm import default_embedder
+
+        return default_embedder
+    raise AttributeError(name)

@@ -1,0 +1,72 @@
+"""Typed errors: every failure fourfold reports derives from `FourfoldError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "FourfoldError",
+    "InvalidInput",
+    "NotFound",
+    "EmbedderMismatch",
+    "StoreUnavailable",
+    "StoreCorrupt",
+    "LockTimeout",
+    "ModelError",
+    "MissingDependency",
+]
+
+
+class FourfoldError(Exception):
+    """Base class of every error fourfold raises on purpose."""
+
+    code = "error"
+
+
+class InvalidInput(FourfoldError, ValueError):
+    """The caller passed something fourfold refuses (empty text, bad k, bad metadata...)."""
+
+    code = "invalid_input"
+
+
+class NotFound(FourfoldError, KeyError):
+    """The id or key does not exist."""
+
+    code = "not_found"
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain
+        return str(self.args[0]) if self.args else "not found"
+
+
+class EmbedderMismatch(FourfoldError):
+    """A store was built with another embedder or dimension than the one given."""
+
+    code = "embedder_mismatch"
+
+
+class StoreUnavailable(FourfoldError):
+    """A backend could not be reached or opened (server down, directory unreadable)."""
+
+    code = "store_unavailable"
+
+
+class StoreCorrupt(FourfoldError):
+    """A file in the data dir is damaged or from an unknown format version."""
+
+    code = "store_corrupt"
+
+
+class LockTimeout(FourfoldError):
+    """Another process held the data dir's write lock for too long."""
+
+    code = "lock_timeout"
+
+
+class ModelError(FourfoldError):
+    """A chat or embedding model call failed."""
+
+    code = "model_error"
+
+
+class MissingDependency(FourfoldError, ImportError):
+    """An optional extra is not installed; the message says which one."""
+
+    code = "missing_dependency"

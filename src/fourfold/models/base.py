@@ -1,0 +1,69 @@
+"""The chat-model seam: messages + system + tools in, text and tool calls out."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Message", "ToolCall", "ChatResponse", "ChatModel", "Usage"]
+
+#: A message in Anthropic shape: {"role": "user"|"assistant", "content": str | list[block]}.
+#: Blocks are dicts: {"type": "text", "text"}, {"type": "tool_use", "id", "name", "input"},
+#: {"type": "tool_result", "tool_use_id", "content"}.
+Message = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The model asks for a tool to be run."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """What a model answered: text, tool calls, and why it stopped."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "other"] = "end_turn"
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation (Anthropic content blocks)."""
+        blocks: list[dict[str, Any]] = []
+        if self.text:
+            blocks.append({"type": "text", "text": self.text})
+        for call in self.tool_calls:
+            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.input)})
+        return {"role": "assistant", "content": blocks or self.text}
+
+
+class ChatModel(ABC):
+    """One required method; `name` labels replies and reports (offline models say so)."""
+
+    name: str = "model"
+    #: True only for real LLMs; the offline model is never presented as one.
+    is_llm: bool = True
+
+    @abstractmethod
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str = "",
+        tools: Sequence[Mapping[str, Any]] = (),
+        max_tokens: int = 1024,
+    ) -> ChatResponse:
+        """Send one request; tools are Anthropic tool schemas (name, description, input_schema)."""

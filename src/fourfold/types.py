@@ -1,0 +1,93 @@
+"""Pure value types shared by the stores. Storage owns ids and timestamps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+__all__ = [
+    "MetadataValue",
+    "Metadata",
+    "MemoryKind",
+    "Recalled",
+    "Remembered",
+    "Redaction",
+    "Episode",
+    "Fact",
+    "DocHit",
+]
+
+MetadataValue = str | int | float | bool | list[str]
+Metadata = Mapping[str, MetadataValue]
+
+#: The kinds the library knows; any other non-empty identifier is accepted too.
+MemoryKind = Literal["preference", "fact", "resolution", "lesson", "note", "doc"]
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """One secret removed from a text before storage (never the secret itself)."""
+
+    kind: str  # e.g. "aws_access_key", "password", "card_number"
+    start: int  # offset in the original text
+    end: int
+    placeholder: str  # what replaced it, e.g. "[REDACTED:password]"
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """The outcome of a write: the id and what was redacted on the way in."""
+
+    id: str
+    text: str  # the text as stored (after redaction)
+    redactions: tuple[Redaction, ...] = ()
+    created: bool = True  # False when an identical memory already existed
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """One memory returned by recall, with its fused relevance score."""
+
+    id: str
+    text: str
+    kind: str
+    scope: str | None
+    score: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: float = 0.0  # unix seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One past experience: what was tried, and how it ended."""
+
+    goal: str
+    actions: tuple[str, ...]
+    outcome: str
+    success: bool
+    ts: float
+    id: str
+    scope: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """An authoritative value in the semantic store."""
+
+    key: str
+    value: Any  # JSON-compatible: str, int, float, bool, None, list, dict
+    description: str = ""
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DocHit:
+    """A chunk of an ingested document returned by docs.search."""
+
+    id: str
+    text: str
+    source: str
+    position: int  # chunk index within the source
+    score: float
+    heading: str = ""
