@@ -1,0 +1,45 @@
+"""fourfold: memory for LLM agents, with short-term, long-term, episodic and semantic kept apart."""
+
+from fourfold.errors import (
+    EmbedderMismatch,
+    FourfoldError,
+    InvalidInput,
+    LockTimeout,
+    MissingDependency,
+    ModelError,
+    NotFound,
+    StoreCorrupt,
+    StoreUnavailable,
+)
+from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # `Memory` pulls in numpy and the stores; importing the package stays cheap without it.
+    if name == "Memory":
+        from fourfold.memory import Memory
+
+        return Memory
+    raise AttributeError(f"module 'fourfold' has no attribute {name!r}")
+
+__all__ = [
+    "DocHit",
+    "EmbedderMismatch",
+    "Episode",
+    "Fact",
+    "FourfoldError",
+    "InvalidInput",
+    "LockTimeout",
+    "Memory",
+    "MissingDependency",
+    "ModelError",
+    "NotFound",
+    "Recalled",
+    "Redaction",
+    "Remembered",
+    "StoreCorrupt",
+    "StoreUnavailable",
+    "__version__",
+]

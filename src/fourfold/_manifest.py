@@ -1,0 +1,42 @@
+"""The data dir's manifest: which format and embedder built it."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from fourfold.errors import EmbedderMismatch, StoreCorrupt
+
+__all__ = ["FORMAT", "MANIFEST", "check_manifest"]
+
+FORMAT = 1
+MANIFEST = "fourfold.json"
+
+
+def check_manifest(data_dir: Path, embedder_identity: str) -> dict[str, object]:
+    """Create the manifest, or check that this data dir is ours, not newer, and same embedder."""
+    path = data_dir / MANIFEST
+    if not path.exists():
+        manifest: dict[str, object] = {"format": FORMAT, "embedder": embedder_identity, "created_at": time.time()}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        return manifest
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        fmt = int(manifest["format"])  # type: ignore[call-overload]
+        built_with = str(manifest["embedder"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise StoreCorrupt(f"{path} is damaged ({exc}); run `fourfold doctor {data_dir}`") from None
+    if fmt > FORMAT:
+        raise StoreCorrupt(
+            f"{data_dir} was written by a newer fourfold (format {fmt}, this one reads {FORMAT}): upgrade fourfold"
+        )
+    if built_with != embedder_identity:
+        raise EmbedderMismatch(
+            f"{data_dir} was built with embedder {built_with!r}, not {embedder_identity!r}: "
+            "open it with the same embedder, or re-index into a new data dir"
+        )
+    return manifest

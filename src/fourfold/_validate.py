@@ -1,0 +1,84 @@
+"""Input checks shared by every store, so each refuses bad input the same way."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from fourfold.errors import InvalidInput
+
+__all__ = ["check_text", "check_scope", "check_kind", "check_k", "check_metadata"]
+
+_KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
+_MAX_SCOPE = 256
+MAX_K = 1000
+
+
+def check_text(text: object, *, what: str = "text", max_chars: int = 20_000) -> str:
+    """A non-empty string of at most max_chars, valid UTF-8 (no lone surrogates)."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
+    if not text.strip():
+        raise InvalidInput(f"{what} is empty")
+    if len(text) > max_chars:
+        raise InvalidInput(f"{what} is {len(text):,} characters; the limit is {max_chars:,} (store documents with docs.ingest)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} is not valid Unicode (lone surrogate at {exc.start})") from None
+    return text
+
+
+def check_scope(scope: object) -> str | None:
+    """None (the unscoped space) or a non-empty printable string."""
+    if scope is None:
+        return None
+    if not isinstance(scope, str):
+        raise InvalidInput(f"scope must be a string or None, not {type(scope).__name__}")
+    if not scope.strip() or len(scope) > _MAX_SCOPE or not scope.isprintable():
+        raise InvalidInput(f"scope must be 1-{_MAX_SCOPE} printable characters, got {scope[:40]!r}")
+    return scope
+
+
+def check_kind(kind: object) -> str:
+    if not isinstance(kind, str) or not _KIND.match(kind):
+        raise InvalidInput(f"kind must be a lowercase identifier like 'preference', got {kind!r}")
+    return kind
+
+
+def check_k(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidInput(f"k must be an integer, not {type(k).__name__}")
+    if not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be between 1 and {MAX_K}, got {k}")
+    return k
+
+
+def check_metadata(metadata: object) -> dict[str, Any]:
+    """Any JSON-compatible mapping with string keys (nested values and None included)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"metadata must be a mapping, not {type(metadata).__name__}")
+    for key in metadata:
+        if not isinstance(key, str) or not key:
+            raise InvalidInput(f"metadata keys must be non-empty strings, got {key!r}")
+    try:
+        encoded = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"metadata must be JSON-compatible: {exc}") from None
+    if len(encoded) > 64_000:
+        raise InvalidInput("metadata is larger than 64 KB")
+    try:
+        encoded.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("metadata holds invalid Unicode (a lone surrogate)") from None
+    result: dict[str, Any] = json.loads(encoded)
+    return result
+
+
+def is_finite(x: float) -> bool:
+    return math.isfinite(x)

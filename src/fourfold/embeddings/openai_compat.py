@@ -1,0 +1,66 @@
+"""Embeddings from any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, llama.cpp)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fourfold.embeddings.base import Embedder, Vectors, normalize
+from fourfold.errors import MissingDependency, ModelError
+
+__all__ = ["OpenAIEmbedder"]
+
+
+class OpenAIEmbedder(Embedder):
+    """`POST {base_url}/embeddings` through the official `openai` SDK.
+
+    The dimension must be given (a store records it before the first call), and is
+    checked against what the server returns.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        dimension: int,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        batch_size: int = 64,
+        timeout: float = 60.0,
+    ) -> None:
+        self.name = f"openai:{model}"
+        self.model = model
+        self.dimension = dimension
+        self.batch_size = batch_size
+        self._base_url = base_url
+        self._api_key = api_key
+        self._timeout = timeout
+        self._client = client
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError as exc:
+                raise MissingDependency("the openai SDK is not installed: pip install openai") from exc
+            # Local servers (Ollama) ignore the key, but the SDK insists on one.
+            self._client = openai.OpenAI(
+                base_url=self._base_url, api_key=self._api_key or "not-needed", timeout=self._timeout, max_retries=1
+            )
+        return self._client
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        try:
+            response = self._get_client().embeddings.create(model=self.model, input=list(texts))
+        except Exception as exc:  # the SDK's error types vary by version; all are model errors
+            raise ModelError(f"embedding request to {self._base_url or 'OpenAI'} failed: {exc}") from exc
+        rows = sorted(response.data, key=lambda d: d.index)
+        vectors = np.asarray([row.embedding for row in rows], dtype=np.float32)
+        if vectors.shape != (len(texts), self.dimension):
+            raise ModelError(
+                f"{self.model} returned vectors of shape {vectors.shape}, expected ({len(texts)}, {self.dimension})"
+            )
+        return normalize(vectors)

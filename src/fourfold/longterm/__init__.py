@@ -1,0 +1,6 @@
+"""Long-term memory: durable memories recalled by hybrid similarity, scoped per customer."""
+
+from fourfold.longterm.retrieval import Weights
+from fourfold.longterm.store import DOC_KIND, LongTermMemory, MemoryId, MemoryInput
+
+__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "Weights"]

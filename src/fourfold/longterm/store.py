@@ -1,0 +1,281 @@
+"""Long-term memory: durable, scoped memories recalled by hybrid similarity."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fourfold._validate import check_k, check_kind, check_metadata, check_scope, check_text
+from fourfold.embeddings.base import Embedder
+from fourfold.errors import InvalidInput, NotFound
+from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
+from fourfold.stores.vector import VectorRecord, VectorStore
+from fourfold.text import is_chatter, redact
+from fourfold.types import Recalled, Redaction, Remembered
+
+__all__ = ["LongTermMemory", "MemoryId", "MemoryInput", "DOC_KIND"]
+
+log = logging.getLogger("fourfold.longterm")
+
+#: Document chunks share the vector store but are kept apart by this kind.
+DOC_KIND = "doc"
+
+
+class MemoryId(str):
+    """The id `remember` returns: a plain string that also says what was redacted."""
+
+    redactions: tuple[Redaction, ...]
+    created: bool
+
+    def __new__(cls, value: str, *, redactions: tuple[Redaction, ...] = (), created: bool = True) -> MemoryId:
+        self = super().__new__(cls, value)
+        self.redactions = redactions
+        self.created = created
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryInput:
+    """One memory to write with `remember_many` (dicts with these keys work too)."""
+
+    text: str
+    scope: str | None = None
+    kind: str = "note"
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def memory_id(scope: str | None, text: str, *, prefix: str = "mem") -> str:
+    """Content-derived id: the same text in the same scope is the same memory."""
+    digest = hashlib.blake2b(f"{scope or ''}\x00{text}".encode(), digest_size=16).hexdigest()
+    return f"{prefix}_{digest}"
+
+
+class LongTermMemory:
+    """remember / recall / forget over a `VectorStore`, with scope as a hard partition."""
+
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        *,
+        max_chars: int = 20_000,
+        weights: Weights | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.max_chars = max_chars
+        self.weights = weights or Weights()
+        self._indexes: dict[str | None, ScopeIndex] = {}
+        self._seen: Hashable | None = None
+        self._lock = threading.RLock()
+
+    # -- writing --------------------------------------------------------------------------
+
+    def remember(
+        self,
+        text: str,
+        *,
+        scope: str | None = None,
+        kind: str = "note",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryId:
+        """Store one durable memory; returns its id (which also lists any redactions)."""
+        result = self.remember_many([MemoryInput(text, scope, kind, metadata or {})])[0]
+        return MemoryId(result.id, redactions=result.redactions, created=result.created)
+
+    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[Remembered]:
+        """Validate, redact and embed all items, then store them in one locked write.
+
+        Nothing is written unless every item is valid, so a bad item never leaves half
+        a batch behind.
+        """
+        prepared = [self._prepare(_as_input(item)) for item in items]
+        return self._write(prepared)
+
+    def _prepare(self, item: MemoryInput, *, allow_doc: bool = False) -> _Prepared:
+        text = check_text(item.text, max_chars=self.max_chars)
+        scope = check_scope(item.scope)
+        kind = check_kind(item.kind)
+        if not allow_doc and kind == DOC_KIND:
+            raise InvalidInput("kind 'doc' is reserved for documents: use docs.ingest")
+        metadata = check_metadata(item.metadata)
+        if kind != DOC_KIND and is_chatter(text):
+            raise InvalidInput(f"not a durable memory (chatter): {text[:60]!r}")
+        clean, redactions = redact(text)
+        metadata, meta_redactions = _redact_metadata(metadata)
+        if redactions or meta_redactions:
+            log.warning("redacted %d secret(s) before storing a memory", len(redactions) + meta_redactions)
+        prefix = "doc" if kind == DOC_KIND else "mem"
+        key_text = clean if kind != DOC_KIND else f"{metadata.get('source', '')}\x00{metadata.get('position', '')}\x00{clean}"
+        return _Prepared(memory_id(scope, key_text, prefix=prefix), clean, scope, kind, metadata, redactions)
+
+    def _write(self, prepared: Sequence[_Prepared]) -> list[Remembered]:
+        if not prepared:
+            return []
+        unique = list({p.id: p for p in prepared}.values())
+        vectors = self.embedder.embed_many([p.text for p in unique])
+        now = time.time()
+        with self._lock, self.store.writing():
+            already = self.store.existing([p.id for p in unique])
+            fresh = [
+                VectorRecord(p.id, p.text, vec, p.scope, p.kind, now, p.metadata)
+                for p, vec in zip(unique, vectors, strict=True)
+                if p.id not in already
+            ]
+            self.store.add(fresh)
+            self._invalidate({p.scope for p in prepared})
+        new_ids = {r.id for r in fresh}
+        return [Remembered(p.id, p.text, p.redactions, p.id in new_ids) for p in prepared]
+
+    def forget(self, memory_id: str) -> None:
+        """Delete one memory; NotFound if it does not exist."""
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InvalidInput("memory_id must be a non-empty string")
+        with self._lock, self.store.writing():
+            found = self.store.get([memory_id])
+            if not found:
+                raise NotFound(f"no memory with id {memory_id!r}")
+            self.store.delete([memory_id])
+            self._invalidate({found[0].scope})
+
+    def forget_scope(self, scope: str) -> int:
+        """Delete every memory (and document chunk) of one scope; returns how many."""
+        scope_checked = check_scope(scope)
+        if scope_checked is None:
+            raise InvalidInput("forget_scope needs a scope name")
+        with self._lock, self.store.writing():
+            removed = self.store.delete_scope(scope_checked)
+            self._invalidate({scope_checked})
+        return removed
+
+    def get(self, memory_id: str) -> Recalled:
+        found = self.store.get([memory_id]) if isinstance(memory_id, str) and memory_id else []
+        if not found:
+            raise NotFound(f"no memory with id {memory_id!r}")
+        return _recalled(found[0], 1.0)
+
+    def all(self, *, scope: str | None = None, kinds: Sequence[str] | None = None) -> list[Recalled]:
+        """Every memory of a scope, oldest first (documents only when kinds asks for them)."""
+        keep = _kind_filter(kinds)
+        index = self._index(check_scope(scope))
+        records = sorted((r for r in index.records if keep(r.kind)), key=lambda r: r.created_at)
+        return [_recalled(r, 1.0) for r in records]
+
+    # -- reading --------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        k: int = 3,
+        kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        min_score: float | None = None,
+    ) -> list[Recalled]:
+        """The k memories of `scope` most relevant to `query`, best first.
+
+        Scope is a hard filter: scope=None sees only memories stored without a scope.
+        Documents (kind 'doc') come back only when `kinds` names them.
+        """
+        query = check_text(query, what="query", max_chars=self.max_chars)
+        k = check_k(k)
+        scope = check_scope(scope)
+        keep_kind = _kind_filter(kinds)
+        where = check_metadata(where) if where else {}
+        index = self._index(scope)
+        if not len(index):
+            return []
+        hits = index.search(
+            self.embedder.embed(query),
+            query,
+            k=k,
+            keep=lambda r: keep_kind(r.kind) and (not where or matches_where(r.metadata, where)),
+            weights=self.weights,
+        )
+        return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
+
+    def _index(self, scope: str | None) -> ScopeIndex:
+        with self._lock:
+            generation = self.store.generation()
+            if generation is None or generation != self._seen:
+                self._indexes.clear()
+                self._seen = generation
+            index = self._indexes.get(scope)
+            if index is None:
+                index = ScopeIndex(self.store.scan(scope), self.embedder.dimension)
+                if generation is not None:
+                    self._indexes[scope] = index
+            return index
+
+    def _invalidate(self, scopes: set[str | None]) -> None:
+        for scope in scopes:
+            self._indexes.pop(scope, None)
+
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    id: str
+    text: str
+    scope: str | None
+    kind: str
+    metadata: dict[str, Any]
+    redactions: tuple[Redaction, ...]
+
+
+def _as_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
+    if isinstance(item, MemoryInput):
+        return item
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"each memory must be a MemoryInput or a mapping, not {type(item).__name__}")
+    unknown = set(item) - {"text", "scope", "kind", "metadata"}
+    if unknown:
+        raise InvalidInput(f"unknown memory fields: {sorted(unknown)}")
+    if "text" not in item:
+        raise InvalidInput("each memory needs a 'text'")
+    return MemoryInput(item["text"], item.get("scope"), item.get("kind", "note"), item.get("metadata") or {})
+
+
+def _kind_filter(kinds: Sequence[str] | None) -> Any:
+    if kinds is None:
+        return lambda kind: kind != DOC_KIND
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    wanted = {check_kind(k) for k in kinds}
+    return lambda kind: kind in wanted
+
+
+def _redact_metadata(metadata: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    count = 0
+
+    def clean(value: Any) -> Any:
+        nonlocal count
+        if isinstance(value, str):
+            text, found = redact(value)
+            count += len(found)
+            return text
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        return value
+
+    return {k: clean(v) for k, v in metadata.items()}, count
+
+
+def _recalled(record: VectorRecord, score: float) -> Recalled:
+    return Recalled(
+        id=record.id,
+        text=record.text,
+        kind=record.kind,
+        scope=record.scope,
+        score=score,
+        metadata=dict(record.metadata),
+        created_at=record.created_at,
+    )

@@ -1,0 +1,14 @@
+"""Vector-store backends behind one small interface: embedded Chroma, Chroma server, in-memory."""
+
+from fourfold.stores.inmemory import InMemoryVectorStore
+from fourfold.stores.vector import VectorRecord, VectorStore
+
+__all__ = ["InMemoryVectorStore", "VectorRecord", "VectorStore", "ChromaVectorStore"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "ChromaVectorStore":  # chromadb takes ~1 s to import: only when asked
+        from fourfold.stores.chroma import ChromaVectorStore
+
+        return ChromaVectorStore
+    raise AttributeError(name)

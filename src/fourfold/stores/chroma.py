@@ -1,0 +1,283 @@
+"""Chroma as fourfold's durable vector store: embedded on disk by default, or a server."""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from fourfold._locks import FileLock
+from fourfold.embeddings.base import Embedder
+from fourfold.errors import EmbedderMismatch, FourfoldError, MissingDependency, StoreUnavailable
+from fourfold.stores.vector import VectorRecord, VectorStore, chunked
+
+__all__ = ["ChromaVectorStore"]
+
+T = TypeVar("T")
+
+_IDENTITY_KEY = "fourfold_embedder"
+_FORMAT_KEY = "fourfold_format"
+_FORMAT = 1
+_INCLUDE = ["embeddings", "documents", "metadatas"]
+_SERVER_HINT = "Run `chroma run` and open the memory with chroma_url=... to share one store between processes."
+
+
+def _chromadb() -> Any:
+    # Chroma reads this at import; telemetry stays off even for users who import it first.
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    try:
+        import chromadb
+    except ImportError as exc:  # pragma: no cover - chromadb is a core dependency
+        raise MissingDependency("chromadb is not installed: pip install 'fourfold'") from exc
+    return chromadb
+
+
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+class _EmbedderFunction:
+    """Chroma's embedding-function protocol over our embedder, so Chroma never embeds by itself."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+
+    def __call__(self, input: Sequence[str]) -> list[Any]:
+        return list(self._embedder.embed_many(list(input)))
+
+    def embed_query(self, input: Sequence[str]) -> list[Any]:
+        return self(input)
+
+    def embed_documents(self, input: Sequence[str]) -> list[Any]:
+        return self(input)
+
+    @staticmethod
+    def name() -> str:
+        return "fourfold"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"identity": self._embedder.identity}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> _EmbedderFunction:
+        # Chroma rebuilds this when it reopens a collection; fourfold always passes its own
+        # embedder and never lets Chroma embed, so a stand-in that refuses is enough.
+        return _EmbedderFunction(_Unbound(str(config.get("identity", "unknown:0"))))
+
+    def is_legacy(self) -> bool:
+        return False
+
+    def default_space(self) -> str:
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        return ["cosine"]
+
+    def validate_config(self, config: dict[str, Any]) -> None:
+        return None
+
+    def validate_config_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        return None
+
+
+class _Unbound(Embedder):
+    """Stands in for the embedder that built a collection when Chroma reopens it alone."""
+
+    def __init__(self, identity: str) -> None:
+        self.name, _, dim = identity.rpartition(":")
+        self.dimension = int(dim) if dim.isdigit() else 0
+
+    def embed_batch(self, texts: Sequence[str]) -> Any:
+        raise StoreUnavailable(f"this collection was built by fourfold with {self.identity}; open it through fourfold")
+
+
+class ChromaVectorStore(VectorStore):
+    """A Chroma collection holding every scope, keyed by the `ff_scope` metadata field."""
+
+    def __init__(
+        self,
+        client: Any,
+        embedder: Embedder,
+        *,
+        collection: str = "fourfold_memories",
+        lock: FileLock | None = None,
+        generation_file: Path | None = None,
+        where: str = "chroma",
+    ) -> None:
+        self.embedder_identity = embedder.identity
+        self._client = client
+        self._lock = lock
+        self._generation_file = generation_file
+        self._where = where
+        self._collection = self._call(
+            lambda: client.get_or_create_collection(
+                name=collection,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={_IDENTITY_KEY: embedder.identity, _FORMAT_KEY: _FORMAT},
+                embedding_function=_EmbedderFunction(embedder),
+            )
+        )
+        built_with = (self._collection.metadata or {}).get(_IDENTITY_KEY)
+        if built_with != embedder.identity:
+            raise EmbedderMismatch(
+                f"{where} was built with embedder {built_with!r}, not {embedder.identity!r}: "
+                "open it with the embedder that built it, or re-index into a new data dir"
+            )
+        self._max_batch = int(self._call(client.get_max_batch_size))
+
+    @classmethod
+    def persistent(
+        cls, path: str | os.PathLike[str], embedder: Embedder, *, collection: str = "fourfold_memories", lock_timeout: float = 30.0
+    ) -> ChromaVectorStore:
+        """Embedded Chroma on disk; writes from several processes are serialized by a file lock."""
+        chromadb = _chromadb()
+        root = Path(path)
+        root.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(root / ".fourfold-write.lock", timeout=lock_timeout, hint=_SERVER_HINT)
+        with lock.hold():  # creating the collection is a write too
+            client = _call_chroma(lambda: chromadb.PersistentClient(path=str(root), settings=_settings()), str(root))
+            return cls(
+                client, embedder, collection=collection, lock=lock,
+                generation_file=root / ".fourfold-generation", where=str(root),
+            )
+
+    @classmethod
+    def http(
+        cls, url: str, embedder: Embedder, *, collection: str = "fourfold_memories", headers: dict[str, str] | None = None
+    ) -> ChromaVectorStore:
+        """A Chroma server (`chroma run`): the path when one process or machine is not enough."""
+        from urllib.parse import urlparse
+
+        chromadb = _chromadb()
+        parsed = urlparse(url if "://" in url else f"http://{url}")
+        host, port = parsed.hostname or "127.0.0.1", parsed.port or 8000
+        client = _call_chroma(
+            lambda: chromadb.HttpClient(
+                host=host, port=port, ssl=parsed.scheme == "https", headers=headers or {}, settings=_settings()
+            ),
+            url,
+        )
+        return cls(client, embedder, collection=collection, where=url)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the cross-process write lock (embedded mode) and bump the generation after."""
+        if self._lock is None:
+            yield
+            return
+        with self._lock.hold():
+            try:
+                yield
+            finally:
+                self._bump_generation()
+
+    def add(self, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        with self.writing():
+            for part in chunked(records, self._max_batch):
+                self._call(
+                    lambda part=part: self._collection.add(
+                        ids=[r.id for r in part],
+                        embeddings=np.stack([r.embedding for r in part]),
+                        documents=[r.text for r in part],
+                        metadatas=[r.flat_metadata() for r in part],
+                    )
+                )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self.writing():
+            for part in chunked(list(ids), self._max_batch):
+                self._call(lambda part=part: self._collection.delete(ids=list(part)))
+
+    def delete_scope(self, scope: str) -> int:
+        with self.writing():
+            ids = self._call(lambda: self._collection.get(where={"ff_scope": scope}, include=[]))["ids"]
+            self.delete(ids)
+            return len(ids)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        found: set[str] = set()
+        for part in chunked(list(ids), self._max_batch):
+            got = self._call(lambda part=part: self._collection.get(ids=list(part), include=[]))
+            found.update(got["ids"])
+        return found
+
+    def get(self, ids: Sequence[str]) -> list[VectorRecord]:
+        if not ids:
+            return []
+        got = self._call(lambda: self._collection.get(ids=list(ids), include=_INCLUDE))
+        return _records(got)
+
+    def scan(self, scope: str | None) -> list[VectorRecord]:
+        key = "" if scope is None else scope
+        got = self._call(lambda: self._collection.get(where={"ff_scope": key}, include=_INCLUDE))
+        return _records(got)
+
+    def count(self) -> int:
+        return int(self._call(self._collection.count))
+
+    def scopes(self) -> list[str | None]:
+        got = self._call(lambda: self._collection.get(include=["metadatas"]))
+        keys = {str(m.get("ff_scope", "")) for m in got["metadatas"] or []}
+        return [None if k == "" else k for k in keys]
+
+    def generation(self) -> Hashable | None:
+        if self._generation_file is None:
+            return None
+        try:
+            return self._generation_file.read_bytes()
+        except FileNotFoundError:
+            return b""
+
+    def _bump_generation(self) -> None:
+        assert self._generation_file is not None
+        try:
+            current = struct.unpack("<Q", self._generation_file.read_bytes())[0]
+        except (FileNotFoundError, struct.error):
+            current = 0
+        tmp = self._generation_file.with_suffix(".tmp")
+        tmp.write_bytes(struct.pack("<Q", current + 1))
+        os.replace(tmp, self._generation_file)
+
+    def close(self) -> None:
+        self._client = None
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        return _call_chroma(fn, self._where)
+
+
+def _call_chroma(fn: Callable[[], T], where: str) -> T:
+    """Run a Chroma call, turning its exceptions into ours (never a dependency's traceback)."""
+    try:
+        return fn()
+    except FourfoldError:
+        raise
+    except Exception as exc:  # Chroma raises many unrelated types; all mean the store failed
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreUnavailable(f"vector store at {where} failed: {first}") from exc
+
+
+def _records(got: Any) -> list[VectorRecord]:
+    embeddings = got.get("embeddings")
+    if embeddings is None:
+        embeddings = [np.zeros(0, dtype=np.float32)] * len(got["ids"])
+    return [
+        VectorRecord.from_flat(i, doc or "", emb, meta or {})
+        for i, doc, emb, meta in zip(got["ids"], got["documents"], embeddings, got["metadatas"], strict=True)
+    ]

@@ -1,0 +1,119 @@
+"""The vector-store seam: durable records with embeddings, read back one scope at a time.
+
+fourfold does its own ranking (dense + lexical, filters) over a scope's records, so a
+backend only needs to store, fetch by scope and delete. That keeps backends small and
+makes scope a hard partition rather than a relevance hint.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fourfold.embeddings.base import Vectors
+
+__all__ = ["VectorRecord", "VectorStore", "GLOBAL_SCOPE_KEY", "scope_key"]
+
+#: How the unscoped space (scope=None) is stored; user scopes are never empty strings.
+GLOBAL_SCOPE_KEY = ""
+
+
+def scope_key(scope: str | None) -> str:
+    return GLOBAL_SCOPE_KEY if scope is None else scope
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    """One stored memory: text, its embedding and fourfold's bookkeeping."""
+
+    id: str
+    text: str
+    embedding: Vectors  # shape (dimension,), float32, unit length
+    scope: str | None
+    kind: str
+    created_at: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def flat_metadata(self) -> dict[str, str | int | float | bool]:
+        """Metadata in the flat shape vector databases accept; user metadata travels as JSON."""
+        return {
+            "ff_scope": scope_key(self.scope),
+            "ff_kind": self.kind,
+            "ff_created": float(self.created_at),
+            "ff_meta": json.dumps(self.metadata, ensure_ascii=False, sort_keys=True),
+        }
+
+    @staticmethod
+    def from_flat(id: str, text: str, embedding: Any, flat: Mapping[str, Any]) -> VectorRecord:
+        scope = str(flat.get("ff_scope", GLOBAL_SCOPE_KEY))
+        return VectorRecord(
+            id=id,
+            text=text,
+            embedding=np.asarray(embedding, dtype=np.float32),
+            scope=None if scope == GLOBAL_SCOPE_KEY else scope,
+            kind=str(flat.get("ff_kind", "note")),
+            created_at=float(flat.get("ff_created", 0.0)),
+            metadata=json.loads(str(flat.get("ff_meta", "{}"))),
+        )
+
+
+class VectorStore(ABC):
+    """Durable storage of `VectorRecord`s, partitioned by scope."""
+
+    #: "embedder:dimension" of the vectors this store holds; checked when it is opened.
+    embedder_identity: str = ""
+
+    @abstractmethod
+    def add(self, records: Sequence[VectorRecord]) -> None:
+        """Store records whose ids are new (callers check with `existing`)."""
+
+    @abstractmethod
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """The subset of ids already stored."""
+
+    @abstractmethod
+    def get(self, ids: Sequence[str]) -> list[VectorRecord]:
+        """Records by id, in no particular order; unknown ids are skipped."""
+
+    @abstractmethod
+    def scan(self, scope: str | None) -> list[VectorRecord]:
+        """Every record of one scope (None: the unscoped space), with embeddings."""
+
+    @abstractmethod
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove records; unknown ids are ignored."""
+
+    @abstractmethod
+    def delete_scope(self, scope: str) -> int:
+        """Remove every record of a scope; returns how many."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """Number of records in the store."""
+
+    @abstractmethod
+    def scopes(self) -> list[str | None]:
+        """Every scope that holds at least one record."""
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the store's write lock across several calls (check-then-add stays atomic)."""
+        yield
+
+    def generation(self) -> Hashable | None:
+        """A token that changes whenever any process writes; None when unknowable."""
+        return None
+
+    def close(self) -> None:
+        """Release files and clients."""
+
+
+def chunked(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,119 @@
+"""Long-term memory behaviour, run over every vector-store backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fourfold import EmbedderMismatch, InvalidInput, NotFound
+from fourfold.embeddings import HashEmbedder
+from fourfold.longterm import LongTermMemory, MemoryInput
+from fourfold.stores.vector import VectorStore
+
+
+@pytest.fixture
+def lt(vector_store: VectorStore, embedder: HashEmbedder) -> LongTermMemory:
+    return LongTermMemory(vector_store, embedder)
+
+
+def test_remember_then_recall(lt: LongTermMemory) -> None:
+    mid = lt.remember("Prefers email over phone calls", scope="customer:42", kind="preference", metadata={"src": "t1"})
+    (hit,) = lt.recall("how does the customer like to be contacted? email or phone", scope="customer:42", k=3)
+    assert (hit.id, hit.text, hit.kind, hit.scope, hit.metadata) == (
+        mid, "Prefers email over phone calls", "preference", "customer:42", {"src": "t1"},
+    )
+    assert hit.created_at > 0
+
+
+def test_scope_is_a_hard_filter_that_fails_closed(lt: LongTermMemory) -> None:
+    lt.remember("Customer A uses a Visa card ending 4242", scope="customer:A")
+    lt.remember("Global lesson: restart the worker on 502", scope=None)
+    assert lt.recall("Visa card", scope="customer:B", k=10) == []
+    assert all(r.scope is None for r in lt.recall("Visa card worker", k=10))
+    assert [r.scope for r in lt.recall("Visa card", scope="customer:A", k=10)] == ["customer:A"]
+
+
+def test_same_text_same_scope_is_idempotent(lt: LongTermMemory) -> None:
+    first = lt.remember("Ships to Berlin office", scope="c1")
+    second = lt.remember("Ships to Berlin office", scope="c1")
+    other = lt.remember("Ships to Berlin office", scope="c2")
+    assert first == second and first.created and not second.created
+    assert other != first
+    assert len(lt.all(scope="c1")) == 1
+
+
+def test_ids_never_collide_after_a_delete(lt: LongTermMemory) -> None:
+    """The seed's mem-{count} reuses an id after a delete and Chroma drops the new memory."""
+    a = lt.remember("alpha fact about invoices", scope="s")
+    lt.remember("beta fact about shipping", scope="s")
+    lt.forget(a)
+    lt.remember("gamma fact about refunds", scope="s")
+    assert sorted(r.text for r in lt.all(scope="s")) == ["beta fact about shipping", "gamma fact about refunds"]
+
+
+def test_forget_unknown_id_is_not_found(lt: LongTermMemory) -> None:
+    with pytest.raises(NotFound):
+        lt.forget("mem_does_not_exist")
+
+
+def test_kinds_and_metadata_filters(lt: LongTermMemory) -> None:
+    lt.remember("likes dark mode in the dashboard", scope="u", kind="preference", metadata={"product": "web"})
+    lt.remember("dashboard crash fixed by clearing cache", scope="u", kind="resolution", metadata={"product": "ios"})
+    assert [r.kind for r in lt.recall("dashboard", scope="u", k=5, kinds=("resolution",))] == ["resolution"]
+    assert [r.metadata["product"] for r in lt.recall("dashboard", scope="u", k=5, where={"product": "web"})] == ["web"]
+
+
+def test_bad_input_is_refused_and_nothing_is_written(lt: LongTermMemory) -> None:
+    lt.remember("keeps invoices in PDF", scope="u")
+    for bad in ["", "   ", "thanks!", "ok", 42, "bad \ud800 surrogate"]:
+        with pytest.raises(InvalidInput):
+            lt.remember(bad, scope="u")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        lt.remember_many([MemoryInput("a valid memory about invoices", "u"), MemoryInput("", "u")])
+    for kwargs in ({"k": 0}, {"k": -1}, {"k": 1_000_000}, {"k": "3"}, {"scope": ""}, {"kinds": ("Bad Kind",)}):
+        with pytest.raises(InvalidInput):
+            lt.recall("invoices", **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        lt.remember("kind doc is reserved for documents", scope="u", kind="doc")
+    assert [r.text for r in lt.all(scope="u")] == ["keeps invoices in PDF"]
+
+
+def test_secrets_are_redacted_and_reported(lt: LongTermMemory) -> None:
+    mid = lt.remember("API key for staging is sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", scope="u")
+    assert mid.redactions and all(r.placeholder in lt.get(mid).text for r in mid.redactions)
+    assert "sk-ant-api03" not in lt.get(mid).text
+
+
+def test_forget_scope_only_touches_that_scope(lt: LongTermMemory) -> None:
+    lt.remember("A likes tea", scope="A")
+    lt.remember("B likes coffee", scope="B")
+    assert lt.forget_scope("A") == 1
+    assert lt.all(scope="A") == []
+    assert [r.text for r in lt.all(scope="B")] == ["B likes coffee"]
+
+
+def test_hybrid_ranks_exact_identifier_match_first(lt: LongTermMemory) -> None:
+    lt.remember_many(
+        [MemoryInput(f"Order ORD-{1000 + i} shipped on time to the warehouse", "u") for i in range(20)]
+        + [MemoryInput("Order ORD-7777 was lost in transit and refunded", "u")]
+    )
+    assert lt.recall("what happened to ORD-7777?", scope="u", k=1)[0].text.startswith("Order ORD-7777")
+
+
+def test_second_instance_sees_writes_of_the_first(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    writer, reader = LongTermMemory(vector_store, embedder), LongTermMemory(vector_store, embedder)
+    assert reader.recall("teapot", scope="s", k=3) == []
+    writer.remember("collects antique teapot designs", scope="s")
+    assert [r.text for r in reader.recall("teapot", scope="s", k=3)] == ["collects antique teapot designs"]
+
+
+def test_embedded_store_persists_and_rejects_another_embedder(tmp_path: Path, embedder: HashEmbedder) -> None:
+    from fourfold.stores.chroma import ChromaVectorStore
+
+    lt = LongTermMemory(ChromaVectorStore.persistent(tmp_path / "v", embedder), embedder)
+    lt.remember("billing address is in Lyon", scope="c")
+    reopened = LongTermMemory(ChromaVectorStore.persistent(tmp_path / "v", embedder), embedder)
+    assert [r.text for r in reopened.recall("billing address", scope="c", k=2)] == ["billing address is in Lyon"]
+    with pytest.raises(EmbedderMismatch):
+        ChromaVectorStore.persistent(tmp_path / "v", HashEmbedder(dimension=64))

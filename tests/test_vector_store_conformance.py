@@ -1,0 +1,55 @@
+"""One conformance suite for every VectorStore backend (in-memory, embedded Chroma, Chroma server)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fourfold.embeddings import HashEmbedder
+from fourfold.stores.vector import VectorRecord, VectorStore
+
+
+def rec(e: HashEmbedder, i: int, scope: str | None, *, meta: dict | None = None) -> VectorRecord:  # type: ignore[type-arg]
+    text = f"memory number {i} about topic {i % 3}"
+    return VectorRecord(f"id-{i}", text, e.embed(text), scope, "note", 1000.0 + i, meta or {})
+
+
+def test_add_then_get_round_trips_every_field(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    original = rec(embedder, 1, "customer:1", meta={"nested": {"a": [1, None]}, "none": None, "empty": []})
+    vector_store.add([original])
+    (got,) = vector_store.get(["id-1"])
+    assert (got.id, got.text, got.scope, got.kind, got.created_at) == (
+        original.id, original.text, original.scope, original.kind, original.created_at,
+    )
+    assert got.metadata == {"nested": {"a": [1, None]}, "none": None, "empty": []}
+    np.testing.assert_allclose(got.embedding, original.embedding, rtol=1e-6, atol=1e-6)
+
+
+def test_scan_returns_exactly_one_scope(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    vector_store.add([rec(embedder, i, ["a", "b", None][i % 3]) for i in range(30)])
+    assert {r.id for r in vector_store.scan("a")} == {f"id-{i}" for i in range(30) if i % 3 == 0}
+    assert {r.id for r in vector_store.scan(None)} == {f"id-{i}" for i in range(30) if i % 3 == 2}
+    assert vector_store.scan("nobody") == []
+    assert set(vector_store.scopes()) == {"a", "b", None}
+
+
+def test_existing_delete_and_count(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    vector_store.add([rec(embedder, i, "a") for i in range(5)])
+    assert vector_store.existing(["id-1", "id-9"]) == {"id-1"}
+    vector_store.delete(["id-1", "id-unknown"])
+    assert vector_store.count() == 4
+    assert vector_store.get(["id-1"]) == []
+
+
+def test_delete_scope_leaves_other_scopes(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    vector_store.add([rec(embedder, i, "a" if i % 2 else "b") for i in range(10)])
+    assert vector_store.delete_scope("a") == 5
+    assert vector_store.scan("a") == []
+    assert len(vector_store.scan("b")) == 5
+
+
+def test_generation_changes_on_write_when_known(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    before = vector_store.generation()
+    vector_store.add([rec(embedder, 1, "a")])
+    after = vector_store.generation()
+    if before is not None:  # a server cannot tell; it answers None and readers re-read
+        assert after != before
