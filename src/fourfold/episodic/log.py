@@ -1,0 +1,318 @@
+"""An append-only, multi-process-safe JSON Lines log of episodes, searchable by situation."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fourfold._locks import FileLock
+from fourfold._validate import check_k, check_scope, check_text
+from fourfold.embeddings import Embedder, Vectors
+from fourfold.episodic._codec import build_episode, decode_line, encode_line
+from fourfold.episodic._index import EpisodeIndex, dense_text
+from fourfold.episodic._vectors import VectorSidecar, fsync_dir, write_all, write_atomically
+from fourfold.errors import EmbedderMismatch, InvalidInput, LockTimeout, NotFound
+from fourfold.text import tokenize
+from fourfold.types import Episode
+
+__all__ = ["EpisodeLog"]
+
+#: Weight of dense similarity in the fused score; BM25 gets the rest.
+DENSE_WEIGHT = 0.5
+#: A candidate sharing no word with the situation must at least be this close in meaning.
+MIN_COSINE = 0.25
+
+Floats = npt.NDArray[np.float64]
+
+
+class EpisodeLog:
+    """Episodes in `path` (one JSON object per line), vectors cached in `<path>.vectors`.
+
+    Writers append whole lines with one `os.write` on an O_APPEND descriptor under a
+    cross-process lock; readers parse only the bytes appended since their last call.
+    """
+
+    def __init__(self, path: str | Path, embedder: Embedder, *, lock_timeout: float = 30.0) -> None:
+        if not isinstance(embedder, Embedder):
+            raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
+        self.path = Path(path)
+        self.embedder = embedder
+        self._lock = FileLock(
+            f"{self.path}.lock", timeout=lock_timeout, hint="Retry, or raise lock_timeout."
+        )
+        self._sidecar = VectorSidecar(
+            Path(f"{self.path}.vectors"), embedder.identity, embedder.dimension
+        )
+        self._mutex = threading.RLock()  # one thread at a time touches the in-memory index
+        self._clear()
+
+    def _clear(self) -> None:
+        self._index = EpisodeIndex(self.embedder.dimension)
+        self._offset = 0  # bytes of the log parsed so far (always just after a newline)
+        self._line_count = 0
+        self._file_key: tuple[int, int] | None = None
+        self._last_line = b""  # the last line parsed, to notice a replaced file on a reused inode
+        self._sidecar.reset()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def record(
+        self,
+        *,
+        goal: str,
+        actions: Sequence[str],
+        outcome: str,
+        success: bool,
+        scope: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> Episode:
+        """Append one episode (its text redacted) and return it as stored."""
+        item = {"goal": goal, "actions": actions, "outcome": outcome, "success": success}
+        return self.record_many([{**item, "scope": scope, "tags": tags}])[0]
+
+    def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[Episode]:
+        """Append several episodes with one locked, fsynced write; all or none are valid."""
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+            raise InvalidInput("record_many takes a sequence of episode mappings")
+        episodes = [build_episode(item, ts=time.time()) for item in items]
+        if episodes:
+            self._append(b"".join(encode_line(ep) for ep in episodes))
+        return episodes
+
+    def _append(self, payload: bytes) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock.hold():
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    payload = b"\n" + payload  # a crashed writer left a torn line: end it
+                write_all(fd, payload)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if size == 0:
+                fsync_dir(self.path.parent)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Parse what was appended since the last call; reload if the file was replaced."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            if self._file_key is not None:
+                self._clear()
+            return
+        try:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino)
+            if self._file_key not in (None, key) or not self._still_same_file(fd, st.st_size):
+                self._clear()  # forget_scope (here or elsewhere) or a truncation
+            self._file_key = key
+            data = (
+                os.pread(fd, st.st_size - self._offset, self._offset)
+                if st.st_size > self._offset
+                else b""
+            )
+        finally:
+            os.close(fd)
+        self._consume(data)
+
+    def _still_same_file(self, fd: int, size: int) -> bool:
+        """The bytes already parsed are still in place (an inode number can be reused)."""
+        if size < self._offset:
+            return False
+        width = len(self._last_line)
+        return os.pread(fd, width, self._offset - width) == self._last_line
+
+    def _consume(self, data: bytes) -> None:
+        """Index every complete line; a trailing partial line waits for its newline."""
+        end = data.rfind(b"\n") + 1
+        if not end:
+            return
+        self._offset += end
+        self._last_line = data[data.rfind(b"\n", 0, end - 1) + 1 : end]
+        for line in data[:end].split(b"\n")[:-1]:
+            self._line_count += 1
+            if line.strip():
+                self._index_line(line, self._line_count)
+
+    def _index_line(self, line: bytes, lineno: int) -> None:
+        try:
+            ep = decode_line(line)
+        except ValueError as exc:
+            warnings.warn(
+                f"{self.path}:{lineno}: skipped a corrupt episode line ({exc})",
+                RuntimeWarning,
+                stacklevel=5,
+            )
+            return
+        if ep.id in self._index.rows:
+            warnings.warn(
+                f"{self.path}:{lineno}: skipped a duplicate of episode {ep.id}",
+                RuntimeWarning,
+                stacklevel=5,
+            )
+            return
+        self._index.add(ep)
+
+    def episodes(self, *, scope: str | None = None, success: bool | None = None) -> list[Episode]:
+        """Episodes oldest first; scope=None lists every scope, a scope lists exactly that one."""
+        scope = check_scope(scope)
+        if success is not None and not isinstance(success, bool):
+            raise InvalidInput("success must be True, False or None")
+        with self._mutex:
+            self._refresh()
+            return [
+                ep
+                for ep in self._index.episodes
+                if (scope is None or ep.scope == scope)
+                and (success is None or ep.success is success)
+            ]
+
+    def get(self, episode_id: str) -> Episode:
+        """The episode with this id; NotFound if the log has none."""
+        with self._mutex:
+            self._refresh()
+            row = self._index.rows.get(episode_id) if isinstance(episode_id, str) else None
+            if row is None:
+                raise NotFound(f"no episode {episode_id!r} in {self.path}")
+            return self._index.episodes[row]
+
+    def __len__(self) -> int:
+        with self._mutex:
+            self._refresh()
+            return len(self._index.episodes)
+
+    # -- similarity --------------------------------------------------------------------
+
+    def similar_successes(
+        self, situation: str, *, k: int = 3, scope: str | None = None
+    ) -> list[Episode]:
+        """Successful episodes most like situation, from scope and the unscoped shared ones.
+
+        scope=None sees only unscoped episodes: one customer's episodes never reach another.
+        """
+        situation = check_text(situation, what="situation")
+        k = check_k(k)
+        scope = check_scope(scope)
+        with self._mutex:
+            self._refresh()
+            rows = self._index.success_rows(scope)
+            if not rows:
+                return []
+            self._ensure_vectors(rows)
+            ranked = self._rank(situation, rows)
+            return [self._index.episodes[row] for row in ranked[:k]]
+
+    def _ensure_vectors(self, rows: list[int]) -> None:
+        """Load cached vectors, embed the episodes still missing one, and cache those."""
+        self._index.set_vectors(self._sidecar.read_new())
+        missing = self._index.rows_without_vector(rows)
+        if not missing:
+            return
+        episodes = [self._index.episodes[row] for row in missing]
+        vectors = self.embedder.embed_many([dense_text(ep) for ep in episodes])
+        if vectors.shape != (len(episodes), self.embedder.dimension):
+            raise EmbedderMismatch(
+                f"{self.embedder.identity} returned vectors of shape {vectors.shape}"
+            )
+        fresh = {ep.id: vectors[i] for i, ep in enumerate(episodes)}
+        self._index.set_vectors(fresh)
+        self._persist_vectors(fresh)
+
+    def _persist_vectors(self, fresh: dict[str, Vectors]) -> None:
+        try:
+            with self._lock.hold():
+                self._index.set_vectors(self._sidecar.read_new())
+                self._sidecar.append(fresh)
+        except (OSError, LockTimeout) as exc:
+            # The sidecar is only a cache: searching still works, the next call retries.
+            warnings.warn(
+                f"could not cache episode vectors in {self._sidecar.path}: {exc}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+    def _rank(self, situation: str, rows: list[int]) -> list[int]:
+        """Rows by fused dense + BM25 score, newest first among equals; unrelated rows dropped."""
+        lexical_by_id = self._index.bm25.scores(tokenize(situation))
+        episodes = self._index.episodes
+        lexical = np.array([lexical_by_id.get(episodes[row].id, 0.0) for row in rows])
+        dense = (self._index.vectors(rows) @ self.embedder.embed(situation)).astype(np.float64)
+        keep = (lexical > 0) | (dense >= MIN_COSINE)
+        fused = DENSE_WEIGHT * _min_max(dense[keep]) + (1 - DENSE_WEIGHT) * _min_max(lexical[keep])
+        kept = [row for row, ok in zip(rows, keep, strict=True) if ok]
+        order = sorted(range(len(kept)), key=lambda i: (-fused[i], -episodes[kept[i]].ts, -kept[i]))
+        return [kept[i] for i in order]
+
+    # -- forgetting --------------------------------------------------------------------
+
+    def forget_scope(self, scope: str) -> int:
+        """Rewrite the log (and its vector cache) without scope's episodes; returns how many."""
+        checked = check_scope(scope)
+        if checked is None:
+            raise InvalidInput("forget_scope needs a scope; unscoped episodes are shared know-how")
+        with self._mutex, self._lock.hold():
+            try:
+                data = self.path.read_bytes()
+            except FileNotFoundError:
+                return 0
+            kept, removed, dropped = _split_scope(data, checked)
+            if removed or dropped:
+                self._rewrite(kept, dropped)
+            return removed
+
+    def _rewrite(self, kept: list[bytes], dropped: int) -> None:
+        """Replace log and sidecar under the lock; unreadable lines go too (they may hold the text)."""
+        if dropped:
+            warnings.warn(
+                f"{self.path}: dropped {dropped} unreadable line(s) while forgetting",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        self._refresh()
+        self._index.set_vectors(self._sidecar.read_new())
+        vectors = self._index.known_vectors()
+        write_atomically(self.path, [line + b"\n" for line in kept])
+        kept_ids = {decode_line(line).id for line in kept}
+        self._sidecar.rewrite({i: v for i, v in vectors.items() if i in kept_ids})
+        self._clear()
+
+
+def _split_scope(data: bytes, scope: str) -> tuple[list[bytes], int, int]:
+    """(lines to keep, episodes of scope removed, unreadable lines dropped)."""
+    kept: list[bytes] = []
+    removed = dropped = 0
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            ep = decode_line(line)
+        except ValueError:
+            dropped += 1
+            continue
+        if ep.scope == scope:
+            removed += 1
+        else:
+            kept.append(line)
+    return kept, removed, dropped
+
+
+def _min_max(values: Floats) -> Floats:
+    """Scale to [0, 1]; all-equal values become 1 when positive (they all match) else 0."""
+    if values.size == 0:
+        return values
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo <= 1e-12:
+        return np.full_like(values, 1.0 if hi > 0 else 0.0)
+    return (values - lo) / (hi - lo)

@@ -1,0 +1,403 @@
+"""Authoritative facts (policies, limits, definitions) in SQLite, for exact lookups by key."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple
+
+from fourfold.errors import (
+    FourfoldError,
+    InvalidInput,
+    LockTimeout,
+    NotFound,
+    StoreCorrupt,
+    StoreUnavailable,
+)
+from fourfold.types import Fact
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_KEY_CHARS",
+    "MAX_VALUE_BYTES",
+    "SCHEMA_VERSION",
+    "UNKNOWN",
+    "FactStore",
+    "validate_key",
+]
+
+#: What a model is told for a key with no recorded value.
+UNKNOWN = "UNKNOWN — escalate to a human"
+SCHEMA_VERSION = 1
+MAX_KEY_CHARS = 128
+#: Limit on a value's JSON (UTF-8 bytes), and on a description.
+MAX_VALUE_BYTES = 64 * 1024
+#: Deepest list/dict nesting accepted, so encoding never hits the recursion limit.
+MAX_DEPTH = 100
+
+_KEY = re.compile(rf"[A-Za-z0-9_.:-]{{1,{MAX_KEY_CHARS}}}")
+_CACHE_LIMIT = 4096  # cached keys (negative ones too) before the cache is dropped
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value_json TEXT NOT NULL,"
+    " description TEXT NOT NULL DEFAULT '', updated_at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS fact_history (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
+    " value_json TEXT NOT NULL, description TEXT NOT NULL DEFAULT '', replaced_at REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS fact_history_key ON fact_history (key, id)",
+)
+_UPSERT = (
+    "INSERT INTO facts (key, value_json, description, updated_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT(key) DO UPDATE SET value_json = excluded.value_json,"
+    " description = excluded.description, updated_at = excluded.updated_at"
+)
+_ARCHIVE = (
+    "INSERT INTO fact_history (key, value_json, description, replaced_at) VALUES (?, ?, ?, ?)"
+)
+
+
+class _Row(NamedTuple):
+    """A fact as stored, plus its rendering for a model (cached together)."""
+
+    value_json: str
+    description: str
+    updated_at: float
+    text: str
+
+
+class FactStore:
+    """Key -> JSON value facts in one SQLite file, safe across threads and processes."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        # key -> row (None: known absent); valid while PRAGMA data_version is unchanged.
+        self._cache: dict[str, _Row | None] = {}
+        self._seen_version: int | None = None
+        self._conn: sqlite3.Connection | None = _open(self.path, timeout)
+
+    def __repr__(self) -> str:
+        return f"FactStore({str(self.path)!r})"
+
+    def __enter__(self) -> FactStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; further calls raise StoreUnavailable. Idempotent."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._cache.clear()
+
+    def set(self, key: str, value: Any, *, description: str | None = None) -> Fact:
+        """Record `value` under `key`, archiving the previous value; None keeps the description."""
+        key = validate_key(key)
+        value_json = _encode(value)
+        if description is not None:
+            _check_description(description)
+        with self._locked() as conn:
+            with _transaction(conn):
+                stored = _upsert(conn, key, value_json, description)
+            row = _make_row(*stored, path=self.path)
+            self._remember(key, row)
+        return _fact(key, row, self.path)
+
+    def get(self, key: str) -> Fact:
+        """The fact recorded under `key`; NotFound if there is none."""
+        row = self._row(validate_key(key))
+        if row is None:
+            raise NotFound(f"no fact named {key!r}")
+        return _fact(key, row, self.path)
+
+    def lookup(self, key: object) -> str:
+        """The value as text for a model (str as-is, else JSON), or exactly UNKNOWN.
+
+        An invalid or non-string key is also UNKNOWN: a model's bad call is not an error.
+        """
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            return UNKNOWN
+        row = self._row(key)
+        return UNKNOWN if row is None else row.text
+
+    def delete(self, key: str) -> None:
+        """Remove a fact, keeping its last value in the history; NotFound if unknown."""
+        key = validate_key(key)
+        with self._locked() as conn:
+            with _transaction(conn):
+                old = _current(conn, key)
+                if old is None:
+                    raise NotFound(f"no fact named {key!r}")
+                conn.execute(_ARCHIVE, (key, old[0], old[1], time.time()))
+                conn.execute("DELETE FROM facts WHERE key = ?", (key,))
+            self._remember(key, None)
+
+    def keys(self) -> builtins.list[str]:
+        """Every key, sorted."""
+        with self._locked() as conn:
+            return [r[0] for r in conn.execute("SELECT key FROM facts ORDER BY key")]
+
+    def history(self, key: str) -> builtins.list[tuple[Any, float]]:
+        """Previous values with the time each was replaced or deleted, oldest first."""
+        key = validate_key(key)
+        sql = "SELECT value_json, replaced_at FROM fact_history WHERE key = ? ORDER BY id"
+        with self._locked() as conn:
+            rows = conn.execute(sql, (key,)).fetchall()
+        return [(_decode(value_json, self.path), when) for value_json, when in rows]
+
+    def list(self) -> builtins.list[Fact]:
+        """Every fact, sorted by key."""
+        sql = "SELECT key, value_json, description, updated_at FROM facts ORDER BY key"
+        with self._locked() as conn:
+            rows = conn.execute(sql).fetchall()
+        return [Fact(k, _decode(v, self.path), d, t) for k, v, d, t in rows]
+
+    def tool_schema(
+        self, *, name: str = "lookup_policy", description: str | None = None
+    ) -> dict[str, Any]:
+        """An Anthropic tool schema whose key enum is the current keys (see `policy_tool_schema`)."""
+        from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
+
+        text = DEFAULT_DESCRIPTION if description is None else description
+        return policy_tool_schema(self.keys(), name=name, description=text)
+
+    @contextmanager
+    def _locked(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, _sqlite_errors(self.path):
+            if self._conn is None:
+                raise StoreUnavailable(f"the fact store {self.path} is closed")
+            yield self._conn
+
+    def _row(self, key: str) -> _Row | None:
+        """The stored row for a valid key, from the cache when no one has committed since."""
+        with self._locked() as conn:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._seen_version:
+                self._cache.clear()
+                self._seen_version = version
+            if key in self._cache:
+                return self._cache[key]
+            row = _current(conn, key)
+            self._remember(key, None if row is None else _make_row(*row, path=self.path))
+            return self._cache[key]
+
+    def _remember(self, key: str, row: _Row | None) -> None:
+        # Own commits do not change data_version, so writes update the cache themselves.
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[key] = row
+
+
+def validate_key(key: object) -> str:
+    """A key: 1-128 chars of letters, digits, '_', '.', ':', '-' (so it fits a schema enum)."""
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise InvalidInput(
+            f"fact keys are 1-{MAX_KEY_CHARS} characters of letters, digits, '_', '.', ':' "
+            f"or '-'; got {key!r:.80}"
+        )
+    return key
+
+
+def _check_description(description: object) -> None:
+    if not isinstance(description, str):
+        raise InvalidInput(f"description must be a string, not {type(description).__name__}")
+    _utf8_size(description, "description")
+
+
+def _encode(value: Any) -> str:
+    """The value as JSON text; InvalidInput unless it round-trips to an equal value of the same types."""
+    _check_json(value, 0)
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # e.g. an int past Python's digit limit
+        raise InvalidInput(f"fact value cannot be stored as JSON: {exc}") from None
+    _utf8_size(text, "fact value (as JSON)")
+    return text
+
+
+def _check_json(value: Any, depth: int) -> None:
+    """Exact JSON types only: a tuple, set, int subclass or non-str dict key would not round-trip."""
+    if depth > MAX_DEPTH:
+        raise InvalidInput(f"fact value is nested deeper than {MAX_DEPTH} levels")
+    kind = type(value)
+    if kind in (str, int, bool, type(None)):
+        return
+    if kind is float:
+        if not math.isfinite(value):
+            raise InvalidInput(f"fact value {value!r} is not a finite number (JSON has no NaN/inf)")
+        return
+    if kind is list:
+        for item in value:
+            _check_json(item, depth + 1)
+        return
+    if kind is dict:
+        for name, item in value.items():
+            if type(name) is not str:
+                raise InvalidInput(
+                    f"fact value dict keys must be strings, got {type(name).__name__}"
+                )
+            _check_json(item, depth + 1)
+        return
+    raise InvalidInput(
+        f"fact values are JSON (str, int, float, bool, None, list, dict), not {kind.__name__}"
+    )
+
+
+def _utf8_size(text: str, what: str) -> None:
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} is not valid Unicode (lone surrogate at {exc.start})") from None
+    if size > MAX_VALUE_BYTES:
+        raise InvalidInput(f"{what} is {size:,} bytes; the limit is {MAX_VALUE_BYTES:,}")
+
+
+def _decode(value_json: str, path: Path) -> Any:
+    try:
+        return json.loads(value_json)
+    except (TypeError, ValueError) as exc:
+        raise StoreCorrupt(
+            f"{path} holds a fact value that is not valid JSON ({exc}); restore the file from "
+            "a backup, or move it aside to start an empty fact store"
+        ) from None
+
+
+def _make_row(value_json: str, description: str, updated_at: float, *, path: Path) -> _Row:
+    value = _decode(value_json, path)
+    return _Row(
+        value_json, description, updated_at, value if isinstance(value, str) else value_json
+    )
+
+
+def _fact(key: str, row: _Row, path: Path) -> Fact:
+    """A Fact with a freshly decoded value, so callers cannot mutate the cache."""
+    return Fact(key, _decode(row.value_json, path), row.description, row.updated_at)
+
+
+def _current(conn: sqlite3.Connection, key: str) -> tuple[str, str, float] | None:
+    sql = "SELECT value_json, description, updated_at FROM facts WHERE key = ?"
+    row: tuple[str, str, float] | None = conn.execute(sql, (key,)).fetchone()
+    return row
+
+
+def _upsert(
+    conn: sqlite3.Connection, key: str, value_json: str, description: str | None
+) -> tuple[str, str, float]:
+    """Write inside a transaction; an unchanged value and description is not a new version."""
+    old = _current(conn, key)
+    text = description if description is not None else (old[1] if old else "")
+    if old is not None and old[0] == value_json and old[1] == text:
+        return old
+    now = time.time()
+    if old is not None:
+        conn.execute(_ARCHIVE, (key, old[0], old[1], now))
+    conn.execute(_UPSERT, (key, value_json, text, now))
+    return value_json, text, now
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE: take the write lock up front, so a busy writer waits instead of failing."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextmanager
+def _sqlite_errors(path: Path) -> Iterator[None]:
+    """Turn sqlite3 errors into fourfold errors that say what to do."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _translate(exc, path) from exc
+
+
+def _translate(exc: sqlite3.Error, path: Path) -> FourfoldError:
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        return StoreCorrupt(
+            f"{path} is damaged or is not a SQLite database ({exc}). Restore it from a backup, "
+            "or move it aside to start with an empty fact store."
+        )
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return LockTimeout(f"{path} stayed locked by another writer: {exc}")
+    return StoreUnavailable(f"cannot use the fact store {path}: {exc}")
+
+
+def _open(path: Path, timeout: float) -> sqlite3.Connection:
+    """Connect, switch to WAL and check or create the schema."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot create the directory for {path}: {exc}") from None
+    with _sqlite_errors(path):
+        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        with _sqlite_errors(path):
+            conn.execute(f"PRAGMA busy_timeout = {max(int(timeout * 1000), 0)}")
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA synchronous = FULL")
+            with _transaction(conn):
+                _migrate(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Create the schema in a new file; refuse files from a newer fourfold or another program."""
+    version = _schema_version(conn, path)
+    if version is not None and version > SCHEMA_VERSION:
+        raise StoreCorrupt(
+            f"{path} has fact-store schema version {version}, but this fourfold knows only up "
+            f"to {SCHEMA_VERSION}: the data dir is from a newer fourfold. Upgrade fourfold to open it."
+        )
+    for statement in _SCHEMA:
+        conn.execute(statement)
+    if version is None:
+        conn.execute(
+            "INSERT INTO meta (name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        )
+
+
+def _schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
+    """The recorded schema version; None for a new, empty database."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "meta" not in tables:
+        if tables:
+            raise StoreCorrupt(
+                f"{path} is a SQLite database but not a fourfold fact store (tables: "
+                f"{', '.join(sorted(tables))}); move it aside or point fourfold at another data dir."
+            )
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise StoreCorrupt(
+            f"{path} has no readable schema version; restore it from a backup or move it aside."
+        ) from None

@@ -1,0 +1,90 @@
+"""An incremental, exact Okapi BM25 index: add and remove documents at any time."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from fourfold.errors import InvalidInput
+
+__all__ = ["BM25Index"]
+
+
+class BM25Index:
+    """Okapi BM25 over token lists, always scored with the current collection statistics.
+
+    Postings are kept per term, so a query touches only the documents that share a term
+    with it; scores equal those of an index rebuilt from scratch over the same documents.
+    """
+
+    def __init__(self, *, k1: float = 0.9, b: float = 0.4) -> None:
+        if not (math.isfinite(k1) and k1 >= 0):
+            raise InvalidInput(f"k1 must be a finite number >= 0, got {k1!r}")
+        if not (math.isfinite(b) and 0 <= b <= 1):
+            raise InvalidInput(f"b must be between 0 and 1, got {b!r}")
+        self.k1 = k1
+        self.b = b
+        self._postings: dict[str, dict[str, int]] = {}
+        self._doc_terms: dict[str, Counter[str]] = {}
+        self._doc_len: dict[str, int] = {}
+        self._total_len = 0
+
+    def __len__(self) -> int:
+        return len(self._doc_len)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._doc_len
+
+    def add(self, doc_id: str, tokens: Sequence[str]) -> None:
+        """Index a document, replacing any earlier document with the same id."""
+        if isinstance(tokens, str):
+            raise InvalidInput("tokens must be a sequence of strings, not one string")
+        self.remove(doc_id)
+        counts = Counter(tokens)
+        for term, tf in counts.items():
+            self._postings.setdefault(term, {})[doc_id] = tf
+        self._doc_terms[doc_id] = counts
+        self._doc_len[doc_id] = len(tokens)
+        self._total_len += len(tokens)
+
+    def remove(self, doc_id: str) -> None:
+        """Drop a document; nothing happens if it is not indexed."""
+        counts = self._doc_terms.pop(doc_id, None)
+        if counts is None:
+            return
+        for term in counts:
+            posting = self._postings[term]
+            del posting[doc_id]
+            if not posting:
+                del self._postings[term]
+        self._total_len -= self._doc_len.pop(doc_id)
+
+    def scores(self, query_tokens: Sequence[str]) -> dict[str, float]:
+        """BM25 score of every document sharing a term with the query (all scores > 0)."""
+        n_docs = len(self._doc_len)
+        if not n_docs or not self._total_len:
+            return {}
+        avgdl = self._total_len / n_docs
+        k1, b = self.k1, self.b
+        out: dict[str, float] = {}
+        for term in query_tokens:  # a repeated query term counts once per occurrence
+            posting = self._postings.get(term)
+            if not posting:
+                continue
+            df = len(posting)
+            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            for doc_id, tf in posting.items():
+                norm = k1 * (1.0 - b + b * self._doc_len[doc_id] / avgdl)
+                out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        return {doc_id: score for doc_id, score in out.items() if score > 0}
+
+    def top(self, query_tokens: Sequence[str], k: int) -> list[tuple[str, float]]:
+        """The k best (doc_id, score) pairs, best first, ties broken by doc_id."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InvalidInput(f"k must be an integer >= 0, got {k!r}")
+        ranked = heapq.nsmallest(
+            k, self.scores(query_tokens).items(), key=lambda kv: (-kv[1], kv[0])
+        )
+        return ranked

@@ -1,0 +1,517 @@
+"""Episodic memory: the append-only log, its recovery, concurrency, search and rendering."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import re
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+import fourfold.episodic as episodic_pkg
+from fourfold._locks import FileLock
+from fourfold.embeddings import HashEmbedder, Vectors
+from fourfold.episodic import EpisodeLog, render_episode, render_episodes
+from fourfold.errors import InvalidInput, LockTimeout, NotFound
+from fourfold.text import redact
+from fourfold.types import Episode
+
+
+class CountingEmbedder(HashEmbedder):
+    """A HashEmbedder that records every text it was asked to embed."""
+
+    def __init__(self, dimension: int = 256) -> None:
+        super().__init__(dimension)
+        self.seen: list[str] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        self.seen.extend(texts)
+        return super().embed_batch(texts)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "episodes.jsonl"
+
+
+@pytest.fixture
+def log(path: Path) -> EpisodeLog:
+    return EpisodeLog(path, HashEmbedder())
+
+
+def _record(
+    log: EpisodeLog,
+    goal: str,
+    *,
+    success: bool = True,
+    scope: str | None = None,
+    outcome: str = "fixed",
+    actions: Sequence[str] = ("looked into it",),
+) -> Episode:
+    return log.record(goal=goal, actions=actions, outcome=outcome, success=success, scope=scope)
+
+
+def test_episodic_package_exports_exactly_the_public_names() -> None:
+    assert sorted(episodic_pkg.__all__) == ["EpisodeLog", "render_episode", "render_episodes"]
+
+
+# -- writing and reading back -------------------------------------------------------------
+
+
+def test_round_trip_through_a_fresh_instance(log: EpisodeLog, path: Path) -> None:
+    ep = log.record(
+        goal="deploy 502",
+        actions=["checked logs", "restarted worker"],
+        outcome="fixed",
+        success=True,
+        scope="acme",
+        tags=["deploy", "infra"],
+    )
+    assert re.fullmatch(r"[0-9a-f]{32}", ep.id)
+    assert ep.ts > 0
+    assert (ep.actions, ep.tags, ep.scope) == (
+        ("checked logs", "restarted worker"),
+        ("deploy", "infra"),
+        "acme",
+    )
+    reopened = EpisodeLog(path, HashEmbedder())
+    assert reopened.get(ep.id) == ep
+    assert reopened.episodes() == [ep]
+    assert len(reopened) == 1
+
+
+def test_episodes_are_listed_oldest_first_and_filtered(log: EpisodeLog) -> None:
+    a = _record(log, "first", scope="a")
+    b = _record(log, "second", success=False)
+    c = _record(log, "third", scope="b")
+    assert log.episodes() == [a, b, c]
+    assert log.episodes(scope="a") == [a]
+    assert log.episodes(success=False) == [b]
+    assert log.episodes(success=True) == [a, c]
+
+
+def test_record_many_appends_all_in_one_go(log: EpisodeLog, path: Path) -> None:
+    items = [
+        {"goal": f"goal {i}", "actions": ["a"], "outcome": "ok", "success": i % 2 == 0}
+        for i in range(5)
+    ]
+    stored = log.record_many(items)
+    assert [ep.goal for ep in stored] == [f"goal {i}" for i in range(5)]
+    assert log.episodes() == stored
+    assert log.record_many([]) == []
+    assert path.read_bytes().count(b"\n") == 5
+
+
+def test_get_unknown_id_is_not_found(log: EpisodeLog) -> None:
+    _record(log, "something")
+    with pytest.raises(NotFound):
+        log.get("0" * 32)
+
+
+def test_secrets_are_redacted_before_they_reach_the_disk(log: EpisodeLog, path: Path) -> None:
+    ep = log.record(
+        goal="login fails, password=hunter2",
+        actions=["used key AKIAIOSFODNN7EXAMPLE"],
+        outcome="card 4111 1111 1111 1111 refunded",
+        success=True,
+    )
+    raw = path.read_text()
+    for secret in ("hunter2", "AKIAIOSFODNN7EXAMPLE", "4111 1111 1111 1111"):
+        assert secret not in raw
+    assert ep.goal == "login fails, password=[REDACTED:password]"
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        {"goal": ""},
+        {"goal": "   "},
+        {"goal": 42},
+        {"outcome": ""},
+        {"actions": "restart the worker"},
+        {"actions": ["ok", 3]},
+        {"actions": [""]},
+        {"success": "yes"},
+        {"success": 1},
+        {"success": None},
+        {"tags": "deploy"},
+        {"tags": [1]},
+        {"scope": ""},
+        {"scope": 7},
+        {"goal": "bad \ud800 surrogate"},
+        {"actions": ["lone \udfff"]},
+    ],
+)
+def test_invalid_episodes_are_refused_and_nothing_is_written(
+    log: EpisodeLog, path: Path, override: dict[str, object]
+) -> None:
+    item: dict[str, object] = {
+        "goal": "g",
+        "actions": ["a"],
+        "outcome": "o",
+        "success": True,
+        **override,
+    }
+    with pytest.raises(InvalidInput):
+        log.record_many([item])
+    assert not path.exists() or path.read_bytes() == b""
+
+
+def test_record_many_refuses_unknown_fields_and_a_bare_mapping(log: EpisodeLog) -> None:
+    with pytest.raises(InvalidInput):
+        log.record_many(
+            [{"goal": "g", "actions": [], "outcome": "o", "success": True, "sucess": True}]
+        )
+    with pytest.raises(InvalidInput):
+        log.record_many({"goal": "g", "actions": [], "outcome": "o", "success": True})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("k", [0, -1, 1001, 2.5, True, "3"])
+def test_similar_successes_rejects_bad_k(log: EpisodeLog, k: object) -> None:
+    with pytest.raises(InvalidInput):
+        log.similar_successes("deploy", k=k)  # type: ignore[arg-type]
+
+
+def test_a_held_lock_ends_in_lock_timeout(path: Path) -> None:
+    slow = EpisodeLog(path, HashEmbedder(), lock_timeout=0.05)
+    with FileLock(f"{path}.lock").hold(), pytest.raises(LockTimeout):
+        _record(slow, "blocked")
+
+
+# -- crash recovery --------------------------------------------------------------------
+
+
+def test_torn_last_line_is_ended_before_the_next_append(log: EpisodeLog, path: Path) -> None:
+    first = _record(log, "before the crash")
+    with path.open("ab") as f:
+        f.write(b'{"v":1,"id":"0123456789abcdef0123456789abcdef","goal":"half writ')
+    second = _record(EpisodeLog(path, HashEmbedder()), "after the crash")
+    with pytest.warns(RuntimeWarning, match=r"episodes\.jsonl:2:"):
+        assert EpisodeLog(path, HashEmbedder()).episodes() == [first, second]
+    lines = path.read_bytes().split(b"\n")
+    assert json.loads(lines[2])["goal"] == "after the crash"
+
+
+@pytest.mark.parametrize(
+    "bad_line",
+    [b"{not json at all", b'{"v":1,"goal":"no id or outcome"}', b"[1, 2, 3]", b"\xff\xfe garbage"],
+)
+def test_a_corrupt_middle_line_is_skipped_with_a_warning_naming_it(
+    log: EpisodeLog, path: Path, bad_line: bytes
+) -> None:
+    eps = [_record(log, f"episode {i}") for i in range(3)]
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = bad_line
+    path.write_bytes(b"\n".join(lines))
+    with pytest.warns(RuntimeWarning, match=r"episodes\.jsonl:2: skipped a corrupt"):
+        assert EpisodeLog(path, HashEmbedder()).episodes() == [eps[0], eps[2]]
+
+
+# -- several writers and readers -------------------------------------------------------------
+
+
+def _append_worker(path: str, worker: int, count: int) -> None:
+    log = EpisodeLog(path, HashEmbedder(dimension=32))
+    for i in range(count):
+        log.record(
+            goal=f"worker {worker} episode {i}", actions=["step"], outcome="done", success=True
+        )
+
+
+def test_four_processes_appending_at_once_lose_nothing(path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_worker, args=(str(path), w, 50)) for w in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+        assert proc.exitcode == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any torn or interleaved line would warn
+        goals = [ep.goal for ep in EpisodeLog(path, HashEmbedder(dimension=32)).episodes()]
+    assert sorted(goals) == sorted(f"worker {w} episode {i}" for w in range(4) for i in range(50))
+
+
+def test_another_instance_sees_appends_incrementally(path: Path) -> None:
+    writer, reader = EpisodeLog(path, HashEmbedder()), EpisodeLog(path, HashEmbedder())
+    assert len(reader) == 0
+    first = _record(writer, "deploy returns 502", scope="acme")
+    assert reader.episodes() == [first]
+    kept = reader.episodes()[0]
+    second = _record(writer, "refund stuck", scope="globex")
+    assert reader.episodes() == [first, second]
+    assert reader.episodes()[0] is kept  # already-read lines are not parsed again
+    assert reader.similar_successes("refund stuck", scope="globex")[0] == second
+
+
+def test_a_reader_reloads_after_another_instance_forgets_a_scope(path: Path) -> None:
+    writer, reader = EpisodeLog(path, HashEmbedder()), EpisodeLog(path, HashEmbedder())
+    _record(writer, "acme deploy broke", scope="acme")
+    keep = _record(writer, "globex refund", scope="globex")
+    assert len(reader) == 2
+    assert writer.forget_scope("acme") == 1
+    assert reader.episodes() == [keep]
+    assert reader.similar_successes("acme deploy broke", scope="acme") == []
+
+
+def test_a_reader_notices_a_file_rewritten_in_place(path: Path) -> None:
+    writer, reader = EpisodeLog(path, HashEmbedder()), EpisodeLog(path, HashEmbedder())
+    _record(writer, "acme secret project", scope="acme")
+    rest = [_record(writer, f"globex issue {i}", scope="globex") for i in range(2)]
+    assert len(reader) == 3
+    elsewhere = EpisodeLog(path.with_name("other.jsonl"), HashEmbedder())
+    more = [_record(elsewhere, f"later issue {i}") for i in range(3)]
+    kept_lines = b"".join(path.read_bytes().splitlines(keepends=True)[1:])
+    # Same inode, a longer file, other bytes: what a forget plus a reused inode number look like.
+    with path.open("r+b") as f:
+        f.write(kept_lines + path.with_name("other.jsonl").read_bytes())
+    assert reader.episodes() == [*rest, *more]
+
+
+# -- similarity ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def support_log(log: EpisodeLog) -> EpisodeLog:
+    log.record(
+        goal="customer cannot reset password",
+        actions=["sent reset link"],
+        outcome="logged in",
+        success=True,
+    )
+    log.record(
+        goal="deploy returns 502 bad gateway",
+        actions=["checked nginx", "restarted worker"],
+        outcome="fixed, deploy healthy",
+        success=True,
+    )
+    log.record(
+        goal="refund not received",
+        actions=["reissued refund"],
+        outcome="refund arrived",
+        success=True,
+    )
+    log.record(goal="slow dashboard", actions=["added index"], outcome="loads in 1s", success=True)
+    return log
+
+
+def test_the_relevant_episode_ranks_first(support_log: EpisodeLog) -> None:
+    hits = support_log.similar_successes("deploy returns 502", k=3)
+    assert hits[0].goal == "deploy returns 502 bad gateway"
+    assert len(hits) <= 3
+
+
+def test_unrelated_episodes_are_not_returned(support_log: EpisodeLog) -> None:
+    hits = support_log.similar_successes("deploy returns 502", k=10)
+    assert "slow dashboard" not in [ep.goal for ep in hits]
+
+
+def test_k_limits_the_result(support_log: EpisodeLog) -> None:
+    assert len(support_log.similar_successes("refund deploy password dashboard", k=2)) == 2
+
+
+def test_only_successes_are_returned(log: EpisodeLog) -> None:
+    _record(log, "deploy returns 502", success=False, outcome="rollback failed")
+    win = _record(log, "deploy returns 502 on staging", outcome="restarted worker")
+    assert log.similar_successes("deploy returns 502", k=5) == [win]
+
+
+def test_scopes_never_leak_but_unscoped_know_how_is_shared(log: EpisodeLog) -> None:
+    a = _record(log, "refund to Visa failed", scope="customer-a")
+    b = _record(log, "refund to Visa failed", scope="customer-b")
+    shared = _record(log, "refund to Visa failed generally")
+    assert set(log.similar_successes("refund to Visa", k=10, scope="customer-b")) == {b, shared}
+    assert set(log.similar_successes("refund to Visa", k=10, scope="customer-a")) == {a, shared}
+    assert log.similar_successes("refund to Visa", k=10) == [shared]
+    assert log.similar_successes("refund to Visa", k=10, scope="customer-c") == [shared]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    owners=st.lists(st.sampled_from(["a", "b", "c", None]), min_size=1, max_size=12),
+    asker=st.sampled_from(["a", "b", "c", None]),
+)
+def test_isolation_property(owners: list[str | None], asker: str | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        log = EpisodeLog(Path(tmp) / "e.jsonl", HashEmbedder(dimension=64))
+        for owner in owners:
+            _record(log, f"printer jams on tray {owner}", scope=owner)
+        hits = log.similar_successes("printer jams", k=50, scope=asker)
+        assert {ep.scope for ep in hits} <= {asker, None}
+        assert len(hits) == sum(1 for owner in owners if owner in (asker, None))
+
+
+def test_equal_scores_come_newest_first(log: EpisodeLog) -> None:
+    older = _record(log, "vpn drops every hour", outcome="renewed certificate")
+    newer = _record(log, "vpn drops every hour", outcome="renewed certificate")
+    assert log.similar_successes("vpn drops", k=2) == [newer, older]
+
+
+def test_vectors_are_cached_in_a_sidecar_and_not_recomputed(path: Path) -> None:
+    first = CountingEmbedder()
+    log = EpisodeLog(path, first)
+    for i in range(5):
+        _record(log, f"issue number {i} with the deploy")
+    log.similar_successes("deploy issue")
+    assert len(first.seen) == 6  # five episodes + the situation
+    second = CountingEmbedder()
+    assert EpisodeLog(path, second).similar_successes("deploy issue") == log.similar_successes(
+        "deploy issue"
+    )
+    assert second.seen == ["deploy issue"]
+
+
+def test_a_sidecar_from_another_embedder_is_rebuilt(path: Path) -> None:
+    log = EpisodeLog(path, HashEmbedder(dimension=256))
+    target = _record(log, "deploy returns 502", outcome="restarted worker")
+    _record(log, "password reset email missing")
+    log.similar_successes("deploy 502")
+    other = CountingEmbedder(dimension=64)
+    assert EpisodeLog(path, other).similar_successes("deploy returns 502")[0] == target
+    assert len(other.seen) == 3  # the cache of the 256-d embedder was not used
+    assert path.with_name("episodes.jsonl.vectors").read_bytes().find(b"hash-v1:64") > 0
+
+
+# -- forgetting ---------------------------------------------------------------------------
+
+
+def test_forget_scope_removes_the_text_from_disk_and_keeps_the_rest(
+    log: EpisodeLog, path: Path
+) -> None:
+    gone = log.record(
+        goal="Zanzibar-7 account closure",
+        actions=["wiped Zanzibar-7 data"],
+        outcome="closed",
+        success=True,
+        scope="acme",
+    )
+    kept = _record(log, "globex printer", scope="globex")
+    shared = _record(log, "generic printer advice")
+    log.similar_successes("Zanzibar-7 account", scope="acme")  # puts its vector in the sidecar
+    assert log.forget_scope("acme") == 1
+    assert b"Zanzibar" not in path.read_bytes()
+    assert gone.id.encode() not in path.with_name("episodes.jsonl.vectors").read_bytes()
+    assert log.episodes() == [kept, shared]
+    assert EpisodeLog(path, HashEmbedder()).episodes() == [kept, shared]
+    with pytest.raises(NotFound):
+        log.get(gone.id)
+    assert log.forget_scope("acme") == 0
+    _record(log, "appending still works", scope="acme")
+    assert len(log) == 3
+
+
+def test_forget_scope_refuses_none(log: EpisodeLog) -> None:
+    with pytest.raises(InvalidInput):
+        log.forget_scope(None)  # type: ignore[arg-type]
+
+
+def test_forget_scope_on_a_missing_file_removes_nothing(log: EpisodeLog) -> None:
+    assert log.forget_scope("acme") == 0
+
+
+# -- unicode round trip ------------------------------------------------------------------------
+
+_any_text = st.text(
+    alphabet=st.one_of(st.characters(codec=None), st.sampled_from("\x00\n\r\u2028")), max_size=40
+)
+
+
+def _has_surrogate(text: str) -> bool:
+    return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    goal=_any_text,
+    actions=st.lists(_any_text, max_size=4),
+    outcome=_any_text,
+    surrogate=st.none() | st.characters(categories=["Cs"]),
+    where=st.sampled_from(["goal", "outcome", "action"]),
+)
+def test_any_unicode_round_trips_or_is_refused_cleanly(
+    goal: str, actions: list[str], outcome: str, surrogate: str | None, where: str
+) -> None:
+    if surrogate is not None:  # a lone surrogate cannot be encoded as UTF-8
+        if where == "goal":
+            goal += surrogate
+        elif where == "outcome":
+            outcome = surrogate + outcome
+        else:
+            actions = [*actions, f"step {surrogate}"]
+    texts = [goal, outcome, *actions]
+    valid = all(t.strip() and not _has_surrogate(t) for t in texts)
+    event("stored" if valid else "refused")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "e.jsonl"
+        log = EpisodeLog(path, HashEmbedder(dimension=16))
+        if not valid:
+            with pytest.raises(InvalidInput):
+                log.record(goal=goal, actions=actions, outcome=outcome, success=True)
+            return
+        ep = log.record(goal=goal, actions=actions, outcome=outcome, success=True)
+        assert (ep.goal, ep.outcome) == (redact(goal)[0], redact(outcome)[0])
+        assert ep.actions == tuple(redact(a)[0] for a in actions)
+        assert EpisodeLog(path, HashEmbedder(dimension=16)).episodes() == [ep]
+        assert path.read_bytes().count(b"\n") == 1  # user newlines stay escaped inside the line
+
+
+def test_nul_bytes_and_newlines_are_stored_safely(log: EpisodeLog, path: Path) -> None:
+    ep = _record(log, "nul \x00 and\nnew\rline \u2028 here")
+    assert EpisodeLog(path, HashEmbedder()).get(ep.id).goal == "nul \x00 and\nnew\rline \u2028 here"
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+
+def _episode(
+    goal: str = "deploy 502",
+    actions: tuple[str, ...] = ("restarted worker",),
+    outcome: str = "fixed",
+    success: bool = True,
+) -> Episode:
+    return Episode(
+        goal=goal, actions=actions, outcome=outcome, success=success, ts=1.0, id="0" * 32
+    )
+
+
+def test_render_episode_reads_as_a_worked_example() -> None:
+    assert render_episode(_episode()) == "Previously: deploy 502 -> restarted worker -> fixed"
+    two = _episode(actions=("checked logs", "restarted worker"))
+    assert (
+        render_episode(two) == "Previously: deploy 502 -> checked logs, restarted worker -> fixed"
+    )
+    assert render_episode(_episode(actions=())) == "Previously: deploy 502 -> fixed"
+    assert (
+        render_episode(_episode(success=False))
+        == "Previously (failed): deploy 502 -> restarted worker -> fixed"
+    )
+
+
+def test_render_episode_is_one_line_whatever_the_user_text() -> None:
+    ep = _episode(goal="line one\nline two\r\n\x00", actions=("a\u2028b",), outcome="ok\x85done")
+    rendered = render_episode(ep)
+    assert rendered == "Previously: line one line two -> a b -> ok done"
+    assert len(rendered.splitlines()) == 1
+
+
+def test_render_episode_truncates_long_text_and_many_actions() -> None:
+    ep = _episode(goal="word " * 100, actions=tuple(f"step {i} " + "x" * 100 for i in range(8)))
+    rendered = render_episode(ep)
+    assert len(rendered) < 1000
+    assert "…" in rendered
+    assert "(+3 more)" in rendered
+    assert "step 4" in rendered and "step 5" not in rendered
+
+
+def test_render_episodes_puts_one_episode_per_line() -> None:
+    eps = [_episode(goal="first"), _episode(goal="second")]
+    assert render_episodes(eps).splitlines() == [render_episode(eps[0]), render_episode(eps[1])]
+    assert render_episodes([]) == ""
