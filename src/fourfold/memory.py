@@ -16,6 +16,7 @@ from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.longterm import LongTermMemory
 from fourfold.semantic.docs import DocumentStore
 from fourfold.semantic.facts import FactStore
+from fourfold.shortterm.threads import ConversationStore
 from fourfold.stores.vector import VectorStore
 
 __all__ = ["Memory"]
@@ -38,6 +39,7 @@ class Memory:
         self.episodes = episodes
         self.facts = facts
         self.docs = DocumentStore(long_term)
+        self.conversations = ConversationStore(data_dir / "conversations", lock_timeout=config.lock_timeout)
         self.config = config
 
     @classmethod
@@ -85,6 +87,7 @@ class Memory:
         return {
             "memories": self.long_term.forget_scope(checked),
             "episodes": self.episodes.forget_scope(checked),
+            "conversations": int(self.conversations.delete(checked)),
         }
 
     def close(self) -> None:

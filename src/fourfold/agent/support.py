@@ -1,0 +1,238 @@
+"""The reference application: a support agent that reads and writes all four kinds of memory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from fourfold._validate import check_text
+from fourfold.shortterm.threads import Thread
+from fourfold.agent.distill import distill_offline, distill_with_model
+from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_system
+from fourfold.errors import InvalidInput
+from fourfold.memory import Memory
+from fourfold.models.base import ChatModel, ChatResponse
+from fourfold.semantic.tools import PolicyTool
+from fourfold.shortterm import EstimateCounter, ExtractiveSummarizer, ModelSummarizer, Summarize, TokenBudget
+from fourfold.types import DocHit, Episode, Recalled
+
+__all__ = ["SupportAgent", "Reply", "TurnReport", "ToolUse", "Resolution", "customer_scope"]
+
+Strategy = Callable[[Sequence[Mapping[str, Any]]], list[Mapping[str, Any]]]
+
+
+def customer_scope(customer_id: str) -> str:
+    """The memory scope of one customer: a hard partition in every store."""
+    if not isinstance(customer_id, str) or not customer_id.strip() or not customer_id.isprintable():
+        raise InvalidInput(f"customer_id must be a non-empty printable string, got {customer_id!r}")
+    return f"customer:{customer_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    name: str
+    input: Mapping[str, Any]
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReport:
+    """What a turn assembled and spent, so a user can see why the agent said what it said."""
+
+    model: str
+    memories: tuple[Recalled, ...]
+    episodes: tuple[Episode, ...]
+    docs: tuple[DocHit, ...]
+    tool_uses: tuple[ToolUse, ...]
+    input_tokens: int
+    output_tokens: int
+    messages_sent: int
+    model_calls: int
+    system_prompt: str = field(repr=False, default="")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    report: TurnReport
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    episode: Episode
+    remembered: tuple[str, ...]  # ids of the distilled memories
+
+
+class SupportAgent:
+    """turn() assembles context from all four memories and runs the tool loop; resolve() writes back."""
+
+    def __init__(
+        self,
+        memory: Memory,
+        model: ChatModel,
+        *,
+        short_term: Strategy | None = None,
+        memory_k: int = 3,
+        episode_k: int = 3,
+        doc_k: int = 2,
+        max_tool_rounds: int = 4,
+        max_tokens: int = 1024,
+        instructions: str = BASE_INSTRUCTIONS,
+    ) -> None:
+        self.memory = memory
+        self.model = model
+        self.short_term = short_term or default_short_term(model)
+        self.conversations = memory.conversations
+        self.policy = PolicyTool(memory.facts)
+        self.memory_k, self.episode_k, self.doc_k = memory_k, episode_k, doc_k
+        self.max_tool_rounds = max_tool_rounds
+        self.max_tokens = max_tokens
+        self.instructions = instructions
+
+    # -- one turn -------------------------------------------------------------------------
+
+    def turn(self, customer_id: str, user_msg: str) -> Reply:
+        """Answer one customer message, using and updating that customer's thread."""
+        scope = customer_scope(customer_id)
+        user_msg = check_text(user_msg, what="message", max_chars=50_000)
+        with self.conversations.lock(scope).hold():
+            thread = self.conversations.load(scope)
+            messages = _append_user(list(thread.messages), user_msg)
+            messages = list(self.short_term(messages))
+            parts = self.retrieve(scope, user_msg)
+            system = assemble_system(parts, instructions=self.instructions)
+            messages, responses, tool_uses = self._tool_loop(messages, system)
+            actions = [f"{t.name}({_args(t.input)}) -> {t.result}" for t in tool_uses]
+            thread = replace(
+                thread,
+                messages=tuple(messages),
+                ticket_goal=thread.ticket_goal or user_msg,
+                ticket_actions=thread.ticket_actions + tuple(actions),
+            )
+            self.conversations.save(thread)
+        report = TurnReport(
+            model=self.model.name,
+            memories=tuple(parts.memories),
+            episodes=tuple(parts.episodes),
+            docs=tuple(parts.docs),
+            tool_uses=tuple(tool_uses),
+            input_tokens=sum(r.usage.input_tokens for r in responses),
+            output_tokens=sum(r.usage.output_tokens for r in responses),
+            messages_sent=len(messages),
+            model_calls=len(responses),
+            system_prompt=system,
+        )
+        return Reply(responses[-1].text, report)
+
+    def retrieve(self, scope: str, user_msg: str) -> PromptParts:
+        """Long-term memories and episodes of this customer only, plus shared documentation."""
+        memories = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k)
+        episodes = self.memory.episodes.similar_successes(user_msg, k=self.episode_k, scope=scope)
+        docs = self.memory.docs.search(user_msg, k=self.doc_k) if self.doc_k else []
+        return PromptParts(memories, episodes, docs)
+
+    def _tool_loop(
+        self, messages: list[Mapping[str, Any]], system: str
+    ) -> tuple[list[Mapping[str, Any]], list[ChatResponse], list[ToolUse]]:
+        responses: list[ChatResponse] = []
+        uses: list[ToolUse] = []
+        tools = [self.policy.schema()]
+        for _ in range(self.max_tool_rounds + 1):
+            response = self.model.chat(messages, system=system, tools=tools, max_tokens=self.max_tokens)
+            responses.append(response)
+            messages.append(response.as_message())
+            if not response.tool_calls:
+                return messages, responses, uses
+            results = []
+            for call in response.tool_calls:
+                result = self._run_tool(call.name, call.input)
+                uses.append(ToolUse(call.name, dict(call.input), result))
+                results.append({"type": "tool_result", "tool_use_id": call.id, "content": result})
+            messages.append({"role": "user", "content": results})
+        # Out of rounds: the tool results are answered by a note, so the thread stays valid.
+        stop = ChatResponse(text=f"(stopped after {self.max_tool_rounds} tool rounds; escalating to a human)")
+        responses.append(stop)
+        messages.append(stop.as_message())
+        return messages, responses, uses
+
+    def _run_tool(self, name: str, tool_input: Mapping[str, Any]) -> str:
+        if name == self.policy.name:
+            return self.policy.handle(tool_input)
+        return f"error: unknown tool {name!r}"
+
+    # -- write-back -----------------------------------------------------------------------
+
+    def resolve(self, customer_id: str, outcome: str, success: bool = True) -> Resolution:
+        """Close the open ticket: record the episode and remember the distilled durable facts."""
+        scope = customer_scope(customer_id)
+        outcome = check_text(outcome, what="outcome")
+        with self.conversations.lock(scope).hold():
+            thread = self.conversations.load(scope)
+            if not thread.ticket_goal:
+                raise InvalidInput(f"customer {customer_id!r} has no open ticket to resolve")
+            episode = self.memory.episodes.record(
+                goal=thread.ticket_goal, actions=list(thread.ticket_actions), outcome=outcome,
+                success=success, scope=scope, tags=("support",),
+            )
+            remembered = self._remember_distilled(scope, thread, outcome) if success else ()
+            self.conversations.save(replace(thread, ticket_goal="", ticket_actions=()))
+        return Resolution(episode, remembered)
+
+    def _remember_distilled(self, scope: str, thread: Thread, outcome: str) -> tuple[str, ...]:
+        user_texts = [m["content"] for m in thread.messages if m.get("role") == "user" and isinstance(m.get("content"), str)]
+        if self.model.is_llm:
+            transcript = "\n".join(f"customer: {t}" for t in user_texts)
+            distilled = distill_with_model(self.model, thread.ticket_goal, outcome, transcript)
+        else:
+            distilled = distill_offline(thread.ticket_goal, outcome, user_texts)
+        ids = []
+        for text, kind in distilled.items:
+            try:
+                ids.append(str(self.memory.long_term.remember(text, scope=scope, kind=kind)))
+            except InvalidInput:  # chatter or empty: not worth keeping
+                continue
+        return tuple(ids)
+
+    def history(self, customer_id: str) -> list[Mapping[str, Any]]:
+        return list(self.conversations.load(customer_scope(customer_id)).messages)
+
+    def forget_customer(self, customer_id: str) -> dict[str, int]:
+        """Erase a customer from every store, conversation thread included."""
+        return self.memory.forget_scope(customer_scope(customer_id))
+
+
+def default_short_term(model: ChatModel) -> Strategy:
+    """Summarize past a high-water mark (with the model when it is an LLM), then a hard budget."""
+    summarizer = ModelSummarizer(model) if model.is_llm else ExtractiveSummarizer()
+    counter = EstimateCounter()
+    summarize = Summarize(summarizer, trigger_tokens=6000, keep_recent=6)
+    budget = TokenBudget(12000, counter)
+    return lambda messages: budget(summarize(messages))
+
+
+def _append_user(messages: list[Mapping[str, Any]], text: str) -> list[Mapping[str, Any]]:
+    if messages and messages[-1].get("role") == "user":  # never two user turns in a row
+        last = messages[-1]
+        blocks = _blocks(last.get("content")) + [{"type": "text", "text": text}]
+        return [*messages[:-1], {"role": "user", "content": blocks}]
+    return [*messages, {"role": "user", "content": text}]
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [dict(b) for b in content or []]
+
+
+def _args(tool_input: Mapping[str, Any]) -> str:
+    return ", ".join(f"{v}" if k == "key" else f"{k}={json.dumps(v)}" for k, v in tool_input.items())
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

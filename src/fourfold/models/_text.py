@@ -1,0 +1,81 @@
+"""Small pure helpers shared by the chat models and the fake LLM server."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fourfold.models.base import Message
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+#: Words too common to signal what a message is about.
+STOP_WORDS = frozenset(
+    """a an and are as at be been but by can could do does did for from had has have how i
+    if in into is it its me my no not of on or our please so than that the their them then
+    there these they this to up us was we were what when where which who why will with would
+    you your yours about any all also just get got need want tell know""".split()
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free estimate (about 4 characters a token); no Claude tokenizer runs offline."""
+    return (len(text) + 3) // 4
+
+
+def json_dumps(value: Any) -> str:
+    """Compact, key-sorted JSON: stable for estimates and tool-call arguments alike."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def plain(value: Any) -> Any:
+    """Deep-copy Mappings/Sequences into dicts/lists so SDKs and json see plain data."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def block_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, Sequence):
+        for block in content:
+            if isinstance(block, Mapping) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+    return "\n".join(parts)
+
+
+def blocks(message: Message) -> list[Mapping[str, Any]]:
+    """A message's content as a list of blocks (a string becomes one text block)."""
+    content = message.get("content", "")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [b for b in content if isinstance(b, Mapping)]
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word tokens with a light plural fold ("windows" -> "window")."""
+    return [_fold(w) for w in _WORD.findall(text.lower())]
+
+
+def content_words(text: str) -> set[str]:
+    """The words of `text` that say something (stop words dropped)."""
+    return {w for w in words(text) if w not in STOP_WORDS}
+
+
+def _fold(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Collapse whitespace so an error message stays on one line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
