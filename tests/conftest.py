@@ -13,7 +13,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from fourfold.embeddings import HashEmbedder  # noqa: E402
+from fourfold.embeddings import HashEmbedder
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 from fourfold.errors import InvalidInput
 
-__all__ = ["check_text", "check_scope", "check_kind", "check_k", "check_metadata"]
+__all__ = ["check_k", "check_kind", "check_metadata", "check_scope", "check_text"]
 
 _KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
 _MAX_SCOPE = 256

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "default_data_dir", "MemoryConfig"]
+__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "MemoryConfig", "default_data_dir"]
 
 DATA_DIR_ENV = "FOURFOLD_DATA_DIR"
 DEFAULT_DATA_DIR = "./agent_memory"

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 __all__ = [
+    "EmbedderMismatch",
     "FourfoldError",
     "InvalidInput",
-    "NotFound",
-    "EmbedderMismatch",
-    "StoreUnavailable",
-    "StoreCorrupt",
     "LockTimeout",
-    "ModelError",
     "MissingDependency",
+    "ModelError",
+    "NotFound",
+    "StoreCorrupt",
+    "StoreUnavailable",
 ]
 
 

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 __all__ = [
-    "MetadataValue",
-    "Metadata",
-    "MemoryKind",
-    "Recalled",
-    "Remembered",
-    "Redaction",
+    "DocHit",
     "Episode",
     "Fact",
-    "DocHit",
+    "MemoryKind",
+    "Metadata",
+    "MetadataValue",
+    "Recalled",
+    "Redaction",
+    "Remembered",
 ]
 
 MetadataValue = str | int | float | bool | list[str]

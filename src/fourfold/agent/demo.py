@@ -9,7 +9,7 @@ from fourfold.agent.support import Reply, SupportAgent, customer_scope
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
 
-__all__ = ["DemoStep", "DemoOutcome", "run_demo", "POLICIES"]
+__all__ = ["POLICIES", "DemoOutcome", "DemoStep", "run_demo"]
 
 POLICIES: dict[str, tuple[object, str]] = {
     "refund_window_days": (30, "Days after purchase within which a refund can be requested"),

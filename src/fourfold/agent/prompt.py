@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fourfold.episodic import render_episode
 from fourfold.types import DocHit, Episode, Recalled
 
-__all__ = ["PromptParts", "assemble_system", "quote", "DATA_OPEN", "DATA_CLOSE"]
+__all__ = ["DATA_CLOSE", "DATA_OPEN", "PromptParts", "assemble_system", "quote"]
 
 DATA_OPEN = "<memory_data>"
 DATA_CLOSE = "</memory_data>"

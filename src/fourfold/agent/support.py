@@ -8,17 +8,23 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fourfold._validate import check_text
-from fourfold.shortterm.threads import Thread
 from fourfold.agent.distill import distill_offline, distill_with_model
 from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_system
 from fourfold.errors import InvalidInput
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel, ChatResponse
 from fourfold.semantic.tools import PolicyTool
-from fourfold.shortterm import EstimateCounter, ExtractiveSummarizer, ModelSummarizer, Summarize, TokenBudget
+from fourfold.shortterm import (
+    EstimateCounter,
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Summarize,
+    TokenBudget,
+)
+from fourfold.shortterm.threads import Thread
 from fourfold.types import DocHit, Episode, Recalled
 
-__all__ = ["SupportAgent", "Reply", "TurnReport", "ToolUse", "Resolution", "customer_scope"]
+__all__ = ["Reply", "Resolution", "SupportAgent", "ToolUse", "TurnReport", "customer_scope"]
 
 Strategy = Callable[[Sequence[Mapping[str, Any]]], list[Mapping[str, Any]]]
 
@@ -218,7 +224,7 @@ def default_short_term(model: ChatModel) -> Strategy:
 def _append_user(messages: list[Mapping[str, Any]], text: str) -> list[Mapping[str, Any]]:
     if messages and messages[-1].get("role") == "user":  # never two user turns in a row
         last = messages[-1]
-        blocks = _blocks(last.get("content")) + [{"type": "text", "text": text}]
+        blocks = [*_blocks(last.get("content")), {"type": "text", "text": text}]
         return [*messages[:-1], {"role": "user", "content": blocks}]
     return [*messages, {"role": "user", "content": text}]
 

@@ -9,7 +9,7 @@ from fourfold.agent.demo import DemoOutcome, DemoStep
 from fourfold.agent.support import Reply
 from fourfold.episodic import render_episode
 
-__all__ = ["print_reply", "print_demo_step", "print_demo_summary"]
+__all__ = ["print_demo_step", "print_demo_summary", "print_reply"]
 
 
 def _console() -> Any:

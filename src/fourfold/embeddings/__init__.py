@@ -3,7 +3,7 @@
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.embeddings.hashing import HashEmbedder
 
-__all__ = ["Embedder", "Vectors", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "default_embedder"]
+__all__ = ["Embedder", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "Vectors", "default_embedder"]
 
 
 def __getattr__(name: str) -> object:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,8 @@ class Embedder(ABC):
 
     def embed(self, text: str) -> Vectors:
         """Embed one text; shape (dimension,)."""
-        return self.embed_many([text])[0]
+        vectors: Vectors = self.embed_many([text])[0]
+        return vectors
 
     def embed_many(self, texts: Sequence[str]) -> Vectors:
         """Embed any number of texts in batches of `batch_size`."""
@@ -57,4 +58,5 @@ def normalize(vectors: Vectors) -> Vectors:
     """L2-normalise rows, leaving zero rows as they are."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (vectors / norms).astype(np.float32, copy=False)
+    result: Vectors = (vectors / norms).astype(np.float32, copy=False)
+    return result

@@ -18,7 +18,7 @@ from fourfold.stores.vector import VectorRecord, VectorStore
 from fourfold.text import is_chatter, redact
 from fourfold.types import Recalled, Redaction, Remembered
 
-__all__ = ["LongTermMemory", "MemoryId", "MemoryInput", "DOC_KIND"]
+__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput"]
 
 log = logging.getLogger("fourfold.longterm")
 

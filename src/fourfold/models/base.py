@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Message", "ToolCall", "ChatResponse", "ChatModel", "Usage"]
+__all__ = ["ChatModel", "ChatResponse", "Message", "ToolCall", "Usage"]
 
 #: A message in Anthropic shape: {"role": "user"|"assistant", "content": str | list[block]}.
 #: Blocks are dicts: {"type": "text", "text"}, {"type": "tool_use", "id", "name", "input"},

@@ -13,7 +13,7 @@ from typing import Any
 from fourfold._locks import FileLock
 from fourfold.errors import StoreCorrupt
 
-__all__ = ["Thread", "ConversationStore"]
+__all__ = ["ConversationStore", "Thread"]
 
 _FORMAT = 1
 

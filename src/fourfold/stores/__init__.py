@@ -3,7 +3,7 @@
 from fourfold.stores.inmemory import InMemoryVectorStore
 from fourfold.stores.vector import VectorRecord, VectorStore
 
-__all__ = ["InMemoryVectorStore", "VectorRecord", "VectorStore", "ChromaVectorStore"]
+__all__ = ["ChromaVectorStore", "InMemoryVectorStore", "VectorRecord", "VectorStore"]
 
 
 def __getattr__(name: str) -> object:

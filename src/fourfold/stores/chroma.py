@@ -6,6 +6,7 @@ import os
 import struct
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -185,21 +186,22 @@ class ChromaVectorStore(VectorStore):
             return
         with self.writing():
             for part in chunked(records, self._max_batch):
-                self._call(
-                    lambda part=part: self._collection.add(
-                        ids=[r.id for r in part],
-                        embeddings=np.stack([r.embedding for r in part]),
-                        documents=[r.text for r in part],
-                        metadatas=[r.flat_metadata() for r in part],
-                    )
-                )
+                self._call(partial(self._add_part, part))
+
+    def _add_part(self, part: Sequence[VectorRecord]) -> None:
+        self._collection.add(
+            ids=[r.id for r in part],
+            embeddings=np.stack([r.embedding for r in part]),
+            documents=[r.text for r in part],
+            metadatas=[r.flat_metadata() for r in part],
+        )
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
         with self.writing():
             for part in chunked(list(ids), self._max_batch):
-                self._call(lambda part=part: self._collection.delete(ids=list(part)))
+                self._call(partial(self._collection.delete, ids=list(part)))
 
     def delete_scope(self, scope: str) -> int:
         with self.writing():
@@ -214,7 +216,7 @@ class ChromaVectorStore(VectorStore):
             return set()
         found: set[str] = set()
         for part in chunked(list(ids), self._max_batch):
-            got = self._call(lambda part=part: self._collection.get(ids=list(part), include=[]))
+            got = self._call(partial(self._collection.get, ids=list(part), include=[]))
             found.update(got["ids"])
         return found
 

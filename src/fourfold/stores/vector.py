@@ -18,7 +18,7 @@ import numpy as np
 
 from fourfold.embeddings.base import Vectors
 
-__all__ = ["VectorRecord", "VectorStore", "GLOBAL_SCOPE_KEY", "scope_key"]
+__all__ = ["GLOBAL_SCOPE_KEY", "VectorRecord", "VectorStore", "scope_key"]
 
 #: How the unscoped space (scope=None) is stored; user scopes are never empty strings.
 GLOBAL_SCOPE_KEY = ""
@@ -110,7 +110,7 @@ class VectorStore(ABC):
         """A token that changes whenever any process writes; None when unknowable."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook; most backends hold nothing
         """Release files and clients."""
 
 

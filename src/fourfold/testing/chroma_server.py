@@ -45,7 +45,7 @@ class ChromaServer:
     def start(self) -> ChromaServer:
         self.path.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-        log = open(self.path / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
+        log = open(self.path / "server.log", "wb")
         self._proc = subprocess.Popen(
             [_chroma_cli(), "run", "--path", str(self.path / "data"), "--host", "127.0.0.1", "--port", str(self.port)],
             stdout=log, stderr=subprocess.STDOUT, env=env,

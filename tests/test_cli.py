@@ -1,0 +1,89 @@
+"""The CLI is a thin adapter: JSON where scripts want it, one-line errors and non-zero exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fourfold.cli import main
+
+
+@pytest.fixture
+def run(tmp_path: Path, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    def _run(*args: str) -> tuple[int, str, str]:
+        code = main(["--data-dir", str(tmp_path / "d"), "--embedder", "hash", *args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return _run
+
+
+def test_remember_recall_forget_round_trip(run) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run("--json", "remember", "Prefers invoices by email", "--scope", "c:1", "--kind", "preference",
+                       "-m", "ticket=T-1")
+    assert code == 0
+    mid = json.loads(out)["id"]
+    code, out, _ = run("--json", "recall", "invoices email", "--scope", "c:1")
+    hits = json.loads(out)
+    assert code == 0 and hits[0]["id"] == mid and hits[0]["metadata"] == {"ticket": "T-1"}
+    assert run("forget", mid)[0] == 0
+    code, _, err = run("forget", mid)
+    assert code == 3 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_secrets_are_reported(run) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run("--json", "remember", "db password=hunter2secret for staging", "--scope", "ops")
+    assert code == 0 and json.loads(out)["redacted"] == ["password"]
+
+
+def test_bad_input_is_one_line_and_nonzero(run) -> None:  # type: ignore[no-untyped-def]
+    for args in (["remember", "   "], ["recall", "x", "-k", "0"], ["remember", "ok"], ["remember", "x", "-m", "novalue"]):
+        code, _, err = run(*args)
+        assert code == 2, args
+        assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_facts_and_schema(run) -> None:  # type: ignore[no-untyped-def]
+    assert run("facts", "set", "refund_window_days", "30", "--description", "Refund window")[0] == 0
+    assert run("facts", "set", "support_hours", "Mon-Fri 9-18")[0] == 0
+    _, out, _ = run("--json", "facts", "get", "refund_window_days")
+    assert json.loads(out)["value"] == 30
+    _, out, _ = run("facts", "schema")
+    assert json.loads(out)["input_schema"]["properties"]["key"]["enum"] == ["refund_window_days", "support_hours"]
+    assert run("facts", "get", "missing")[0] == 3
+
+
+def test_episodes_and_docs(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert run("episodes", "record", "--goal", "deploy 502", "--action", "restart worker", "--outcome", "fixed")[0] == 0
+    code, out, _ = run("episodes", "similar", "deploy gives 502")
+    assert code == 0 and out.strip() == "Previously: deploy 502 -> restart worker -> fixed"
+    doc = tmp_path / "faq.md"
+    doc.write_text("# Shipping\n\nParcels ship within two business days.")
+    assert run("docs", "ingest", str(doc))[0] == 0
+    code, out, _ = run("--json", "docs", "search", "when do parcels ship")
+    assert json.loads(out)[0]["source"] == "faq.md"
+
+
+def test_chat_reads_stdin(tmp_path: Path) -> None:
+    env = {**os.environ, "ANTHROPIC_API_KEY": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fourfold.cli", "--data-dir", str(tmp_path), "--embedder", "hash", "chat", "ann"],
+        input="hello, my order ORD-1 is late\n/resolve re-shipped ORD-1\n/quit\n", capture_output=True, text=True,
+        env=env, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "[offline model — not an LLM]" in proc.stdout and "resolved: episode" in proc.stdout
+
+
+def test_help_does_not_import_heavy_dependencies() -> None:
+    code = (
+        "import sys\nfrom fourfold.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('HEAVY', sorted(m for m in ('torch', 'chromadb', 'anthropic', 'sentence_transformers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out and "remember" in out

@@ -1,0 +1,119 @@
+"""The `Memory` facade: one data dir, the manifest, forget_scope across stores, processes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fourfold
+from fourfold import EmbedderMismatch, InvalidInput, Memory, StoreCorrupt
+from fourfold.embeddings import HashEmbedder
+
+
+def test_exported_names_are_exactly_the_public_api() -> None:
+    assert set(fourfold.__all__) == {
+        "DocHit", "EmbedderMismatch", "Episode", "Fact", "FourfoldError", "InvalidInput", "LockTimeout",
+        "Memory", "MissingDependency", "ModelError", "NotFound", "Recalled", "Redaction", "Remembered",
+        "StoreCorrupt", "StoreUnavailable", "__version__",
+    }
+    for name in fourfold.__all__:
+        assert getattr(fourfold, name) is not None
+    assert all(issubclass(getattr(fourfold, n), fourfold.FourfoldError) for n in fourfold.errors.__all__)
+
+
+def test_import_is_light() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, fourfold; print(sorted(m for m in ('torch','chromadb','numpy','anthropic') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_seed_style_api_round_trip(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        mid = mem.long_term.remember("Prefers email", scope="customer:42", kind="preference", metadata={"src": "t"})
+        assert mem.long_term.recall("email", scope="customer:42", k=3, kinds=("preference",))[0].id == mid
+        ep = mem.episodes.record(goal="deploy 502", actions=["restart worker"], outcome="fixed", success=True)
+        assert mem.episodes.similar_successes("deploy returns 502", k=3)[0].id == ep.id
+        mem.facts.set("refund_window_days", 30)
+        assert mem.facts.lookup("refund_window_days") == "30"
+        assert mem.facts.lookup("nope") == "UNKNOWN — escalate to a human"
+        assert mem.facts.tool_schema()["name"] == "lookup_policy"
+        ids = mem.docs.ingest("# Refunds\n\nRefunds go back to the original card within 5 days.", source="refunds.md")
+        assert ids and mem.docs.search("refund card", k=5)[0].source == "refunds.md"
+        # documents never leak into long-term recall, memories never into docs.search
+        assert all(r.kind != "doc" for r in mem.long_term.recall("refund card", k=10))
+        assert all(h.source == "refunds.md" for h in mem.docs.search("email", k=10))
+
+
+def test_docs_ingest_a_file_and_reingest_is_idempotent(tmp_path: Path) -> None:
+    doc = tmp_path / "manual.md"
+    doc.write_text("# Setup\n\nInstall the app.\n\n## Login\n\nUse SSO to log in. " + "More detail. " * 200)
+    with Memory.open(tmp_path / "d", embedder=HashEmbedder()) as mem:
+        first = mem.docs.ingest(doc)
+        assert mem.docs.ingest(doc) == first and len(first) > 1
+        hit = mem.docs.search("log in with SSO", k=1)[0]
+        assert (hit.source, hit.heading) == ("manual.md", "Setup > Login")
+
+
+def test_forget_scope_erases_every_store_and_the_bytes_on_disk(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        mem.long_term.remember("Zanzibar shipping address", scope="A")
+        mem.long_term.remember("Reykjavik shipping address", scope="B")
+        mem.episodes.record(goal="Zanzibar parcel", actions=[], outcome="sent", success=True, scope="A")
+        counts = mem.forget_scope("A")
+        assert counts["memories"] == 1 and counts["episodes"] == 1
+        assert mem.long_term.recall("shipping address", scope="A", k=5) == []
+        assert [r.text for r in mem.long_term.recall("shipping address", scope="B", k=5)] == ["Reykjavik shipping address"]
+        assert "Zanzibar" not in (tmp_path / "episodes.jsonl").read_text()
+        with pytest.raises(InvalidInput):
+            mem.forget_scope(None)  # type: ignore[arg-type]
+
+
+def test_reopen_with_another_embedder_is_a_clear_error(tmp_path: Path) -> None:
+    Memory.open(tmp_path, embedder=HashEmbedder()).close()
+    with pytest.raises(EmbedderMismatch, match="hash-v1:256"):
+        Memory.open(tmp_path, embedder=HashEmbedder(dimension=64))
+
+
+def test_data_dir_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "fourfold.json").write_text(json.dumps({"format": 99, "embedder": "hash-v1:256"}))
+    with pytest.raises(StoreCorrupt, match="newer fourfold"):
+        Memory.open(tmp_path, embedder=HashEmbedder())
+
+
+def test_data_dir_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FOURFOLD_DATA_DIR", str(tmp_path / "from-env"))
+    with Memory.open(embedder=HashEmbedder()) as mem:
+        assert mem.data_dir == tmp_path / "from-env"
+
+
+def _writer(data_dir: str, worker: int, n: int) -> None:
+    with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
+        for i in range(n):
+            mem.long_term.remember(f"worker w{worker}n{i} wrote a durable fact", scope=f"w{worker}")
+
+
+def test_several_processes_write_one_embedded_store_safely(tmp_path: Path) -> None:
+    """Embedded Chroma silently damages its index with concurrent writers; fourfold serializes them."""
+    Memory.open(tmp_path, embedder=HashEmbedder()).close()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, 40)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        store = mem.long_term.store
+        assert store.count() == 160
+        # every stored vector is still found as its own nearest neighbour by Chroma's index
+        collection = store._collection  # type: ignore[attr-defined]
+        got = collection.get(include=["embeddings"])
+        found = collection.query(query_embeddings=np.asarray(got["embeddings"]), n_results=1, include=[])["ids"]
+        assert sum(ids[0] == own for ids, own in zip(found, got["ids"], strict=True)) == 160

@@ -1,0 +1,55 @@
+"""The real default embedder: loads offline from the installed package, and ranks by meaning."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fourfold import Memory
+from fourfold.embeddings import MiniLMEmbedder
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    from fourfold.embeddings import default_embedder
+
+    return default_embedder()  # type: ignore[no-any-return]
+
+
+def test_loads_with_the_hub_unreachable(tmp_path: Path) -> None:
+    """A fresh process with an empty HF cache, hub offline and no proxy route still embeds."""
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
+    code = "from fourfold.embeddings import MiniLMEmbedder; v = MiniLMEmbedder().embed('hello'); print(v.shape)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "(384,)"
+
+
+def test_vectors_are_unit_length_and_deterministic(minilm: MiniLMEmbedder) -> None:
+    a = minilm.embed_many(["The refund went back to my card.", "The refund went back to my card."])
+    assert a.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(a[0], a[1], atol=1e-6)
+
+
+def test_semantically_close_text_ranks_first(minilm: MiniLMEmbedder, tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=minilm) as mem:
+        for text in [
+            "Customer prefers to be contacted by e-mail rather than telephone",
+            "The warehouse in Rotterdam closes at 6pm",
+            "Invoices are generated on the first day of each month",
+            "Two-factor authentication was reset after the phone was lost",
+        ]:
+            mem.long_term.remember(text, scope="c")
+        hits = mem.long_term.recall("how should we reach this person? they dislike calls", scope="c", k=4)
+        assert hits[0].text.startswith("Customer prefers to be contacted by e-mail")
+        hits = mem.long_term.recall("when is the monthly bill created", scope="c", k=4)
+        assert hits[0].text.startswith("Invoices are generated")
