@@ -1,5 +1,7 @@
 """fourfold: memory for LLM agents, with short-term, long-term, episodic and semantic kept apart."""
 
+from typing import TYPE_CHECKING
+
 from fourfold.errors import (
     EmbedderMismatch,
     FourfoldError,
@@ -12,6 +14,9 @@ from fourfold.errors import (
     StoreUnavailable,
 )
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
+
+if TYPE_CHECKING:
+    from fourfold.memory import Memory
 
 __version__ = "0.1.0"
 
