@@ -184,3 +184,33 @@ def test_end_to_end_through_the_real_anthropic_sdk(mem: Memory, monkeypatch: pyt
     assert first["tools"][0]["name"] == "lookup_policy"
     assert second["messages"][-2]["content"][0]["type"] == "tool_use"
     assert answer.report.input_tokens > 0
+
+
+def test_demo_runs_on_any_messages_api_server(tmp_path: Path) -> None:
+    """`fourfold demo` with ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL uses that server through the SDK."""
+    import os
+
+    from fourfold.testing import FakeLLMServer
+
+    def reply(body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        if isinstance(last["content"], list) and last["content"][0].get("type") == "tool_result":
+            return "Refund window: " + str(last["content"][0]["content"]) + " days."
+        text = json.dumps(last["content"])
+        if "refund" in text:
+            return ChatResponse("", (ToolCall("toolu_9", "lookup_policy", {"key": "refund_window_days"}),), "tool_use")
+        if "durable" in text or "Extract" in text:
+            return json.dumps({"memories": [{"text": "Prefers contact by email, never phone", "kind": "preference"},
+                                            {"text": "Invoice 502 fixed by clearing the cache", "kind": "resolution"}]})
+        return "Thanks, looking into it."
+
+    with FakeLLMServer(reply) as server:
+        env = {**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.url}
+        proc = subprocess.run(
+            [sys.executable, "-m", "fourfold", "--embedder", "hash", "demo", "--demo-dir", str(tmp_path / "demo")],
+            capture_output=True, text=True, env=env, timeout=300,
+        )
+        paths = {r.path for r in server.requests}
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "model claude-sonnet-4-6" in proc.stdout and "Refund window: 30 days." in proc.stdout
+    assert proc.stdout.count("PASS") == 4 and paths == {"/v1/messages"}

@@ -9,7 +9,7 @@ request so tests can assert on the wire format the SDK produced:
         assert server.requests[0].body["system"] == "..."
 
 Endpoints: POST /v1/messages, POST /v1/messages/count_tokens (a character estimate, does
-not use the script) and POST /v1/chat/completions. Script entries are shared by both APIs.
+not use the script), POST /v1/chat/completions and POST /v1/embeddings (hash vectors). Script entries are shared by both APIs.
 """
 
 from __future__ import annotations
@@ -196,6 +196,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/v1/messages/count_tokens":
             self._send_json(200, {"input_tokens": estimate_tokens(_prompt_text(body))}, flavor)
+        elif path == "/v1/embeddings":
+            self._send_json(200, _embeddings_body(body), "openai")
         elif path in ("/v1/messages", "/v1/chat/completions"):
             missing = [k for k in _REQUIRED[flavor] if k not in body]
             if missing:
@@ -290,7 +292,22 @@ _OPENAI_ERRORS = {  # status -> (type, code)
 
 
 def _flavor(path: str) -> Flavor:
-    return "openai" if "/chat/completions" in path else "anthropic"
+    return "openai" if "/chat/completions" in path or "/embeddings" in path else "anthropic"
+
+
+def _embeddings_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """OpenAI embeddings: deterministic hash vectors (`dimensions` in the request, default 8)."""
+    from fourfold.embeddings.hashing import HashEmbedder
+
+    texts = body.get("input", [])
+    texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+    vectors = HashEmbedder(int(body.get("dimensions") or 8)).embed_batch(texts) if texts else []
+    return {
+        "object": "list",
+        "model": body.get("model", "fake-embedding"),
+        "data": [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(vectors)],
+        "usage": {"prompt_tokens": sum(estimate_tokens(t) for t in texts), "total_tokens": 0},
+    }
 
 
 def _error_body(flavor: Flavor, error: ErrorReply) -> dict[str, Any]:

@@ -1,0 +1,38 @@
+"""The OpenAI-compatible embedder through the real `openai` SDK against a local server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fourfold import EmbedderMismatch, Memory, ModelError
+from fourfold.embeddings import OpenAIEmbedder
+from fourfold.testing import FakeLLMServer
+
+
+def test_embeds_batches_in_order_and_stores_work(tmp_path: Path) -> None:
+    with FakeLLMServer() as server:
+        emb = OpenAIEmbedder(model="nomic-embed-text", dimension=8, base_url=server.openai_url, batch_size=2)
+        vectors = emb.embed_many(["alpha beta", "gamma", "alpha beta"])
+        assert vectors.shape == (3, 8)
+        np.testing.assert_allclose(vectors[0], vectors[2], atol=1e-6)
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        bodies = [r.body for r in server.requests if r.path == "/v1/embeddings"]
+        sent = [t for b in bodies for t in b["input"]]
+        assert sorted(set(sent)) == ["alpha beta", "gamma"] and all(len(b["input"]) <= 2 for b in bodies)
+        assert bodies[0]["model"] == "nomic-embed-text"
+        with Memory.open(tmp_path, embedder=emb) as mem:
+            mem.long_term.remember("alpha beta durable fact", scope="s")
+            assert mem.long_term.recall("alpha beta", scope="s", k=1)[0].text == "alpha beta durable fact"
+    with pytest.raises(EmbedderMismatch, match="openai:nomic-embed-text:8"):
+        Memory.open(tmp_path, embedder=OpenAIEmbedder(model="other", dimension=8, base_url="http://127.0.0.1:9"))
+
+
+def test_wrong_dimension_and_dead_server_are_model_errors() -> None:
+    with FakeLLMServer() as server:
+        with pytest.raises(ModelError, match="expected"):
+            OpenAIEmbedder(model="m", dimension=384, base_url=server.openai_url).embed("x")
+    with pytest.raises(ModelError):
+        OpenAIEmbedder(model="m", dimension=8, base_url="http://127.0.0.1:9/v1", timeout=2).embed("x")
