@@ -301,7 +301,7 @@ def _embeddings_body(body: Mapping[str, Any]) -> dict[str, Any]:
 
     texts = body.get("input", [])
     texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
-    vectors = HashEmbedder(int(body.get("dimensions") or 8)).embed_batch(texts) if texts else []
+    vectors: list[Any] = list(HashEmbedder(int(body.get("dimensions") or 8)).embed_batch(texts)) if texts else []
     return {
         "object": "list",
         "model": body.get("model", "fake-embedding"),
