@@ -179,11 +179,13 @@ def test_end_to_end_through_the_real_anthropic_sdk(mem: Memory, monkeypatch: pyt
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         answer = SupportAgent(mem, AnthropicModel(max_retries=0)).turn("ann", "How long is the refund window?")
         first, second = (r.body for r in server.requests if r.path == "/v1/messages")
+        counted = [r for r in server.requests if r.path == "/v1/messages/count_tokens"]
     assert answer.text == "Your refund window is 30 days."
     assert first["model"] == "claude-sonnet-4-6" and DATA_OPEN in first["system"]
     assert first["tools"][0]["name"] == "lookup_policy"
     assert second["messages"][-2]["content"][0]["type"] == "tool_use"
     assert answer.report.input_tokens > 0
+    assert counted, "with Claude the compaction trigger is measured by count_tokens"
 
 
 def test_demo_runs_on_any_messages_api_server(tmp_path: Path) -> None:
@@ -213,4 +215,4 @@ def test_demo_runs_on_any_messages_api_server(tmp_path: Path) -> None:
         paths = {r.path for r in server.requests}
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "model claude-sonnet-4-6" in proc.stdout and "Refund window: 30 days." in proc.stdout
-    assert proc.stdout.count("PASS") == 4 and paths == {"/v1/messages"}
+    assert proc.stdout.count("PASS") == 4 and paths == {"/v1/messages", "/v1/messages/count_tokens"}

@@ -12,14 +12,17 @@ from fourfold.agent.distill import distill_offline, distill_with_model
 from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_system
 from fourfold.errors import InvalidInput
 from fourfold.memory import Memory
+from fourfold.models.anthropic import AnthropicModel
 from fourfold.models.base import ChatModel, ChatResponse
 from fourfold.semantic.tools import PolicyTool
 from fourfold.shortterm import (
+    AnthropicCounter,
     EstimateCounter,
     ExtractiveSummarizer,
     ModelSummarizer,
     Summarize,
     TokenBudget,
+    TokenCounter,
 )
 from fourfold.shortterm.threads import Thread
 from fourfold.types import DocHit, Episode, Recalled
@@ -213,11 +216,17 @@ class SupportAgent:
 
 
 def default_short_term(model: ChatModel) -> Strategy:
-    """Summarize past a high-water mark (with the model when it is an LLM), then a hard budget."""
+    """Summarize past a high-water mark (with the model when it is an LLM), then a hard budget.
+
+    With Claude, the high-water mark is measured by Anthropic's count_tokens endpoint (cached
+    per request); the hard budget's search uses the offline estimate, which needs no calls.
+    """
     summarizer = ModelSummarizer(model) if model.is_llm else ExtractiveSummarizer()
-    counter = EstimateCounter()
-    summarize = Summarize(summarizer, trigger_tokens=6000, keep_recent=6)
-    budget = TokenBudget(12000, counter)
+    counter: TokenCounter = EstimateCounter()
+    if isinstance(model, AnthropicModel):
+        counter = AnthropicCounter(model.client, model.model)
+    summarize = Summarize(summarizer, trigger_tokens=6000, keep_recent=6, counter=counter)
+    budget = TokenBudget(12000, EstimateCounter())
     return lambda messages: budget(summarize(messages))
 
 
