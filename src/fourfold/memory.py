@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fourfold._manifest import check_manifest
 from fourfold._validate import check_scope
@@ -18,6 +18,9 @@ from fourfold.semantic.docs import DocumentStore
 from fourfold.semantic.facts import FactStore
 from fourfold.shortterm.threads import ConversationStore
 from fourfold.stores.vector import VectorStore
+
+if TYPE_CHECKING:
+    from fourfold.remote import RemoteMemory
 
 __all__ = ["Memory"]
 
@@ -58,19 +61,18 @@ class Memory:
         injects any backend. The embedder defaults to the bundled all-MiniLM-L6-v2.
         """
         config = config or MemoryConfig()
-        data_dir = Path(path) if path is not None else default_data_dir()
-        try:
-            data_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreUnavailable(f"cannot create data dir {data_dir}: {exc.strerror}") from None
-        if not data_dir.is_dir():
-            raise InvalidInput(f"{data_dir} is not a directory")
+        if not isinstance(config, MemoryConfig):
+            raise InvalidInput(f"config must be a MemoryConfig, not {type(config).__name__}")
+        data_dir = _data_dir(path)
         if embedder is None:
             from fourfold.embeddings.minilm import default_embedder
 
             embedder = default_embedder()
-        check_manifest(data_dir, embedder.identity)
+        if not isinstance(embedder, Embedder):
+            raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
+        check_manifest(data_dir, embedder.identity, create=False)
         store = vector_store or _vector_store(data_dir, embedder, chroma_url, config)
+        check_manifest(data_dir, embedder.identity)  # written only once the vector store agreed
         return cls(
             data_dir,
             long_term=LongTermMemory(store, embedder, max_chars=config.max_memory_chars),
@@ -79,16 +81,24 @@ class Memory:
             config=config,
         )
 
+    @staticmethod
+    def connect(url: str, *, api_key: str | None = None, timeout: float = 30.0) -> RemoteMemory:
+        """The same API over HTTP, served by `fourfold serve` (the key defaults to $FOURFOLD_API_KEY)."""
+        from fourfold.remote import connect
+
+        return connect(url, api_key=api_key, timeout=timeout)
+
     def forget_scope(self, scope: str) -> dict[str, int]:
         """Erase one scope from every store; other scopes are untouched. Returns counts."""
         checked = check_scope(scope)
         if checked is None:
             raise InvalidInput("forget_scope needs a scope name")
-        return {
-            "memories": self.long_term.forget_scope(checked),
-            "episodes": self.episodes.forget_scope(checked),
-            "conversations": int(self.conversations.delete(checked)),
-        }
+        memories = self.long_term.forget_scope(checked)
+        episodes = self.episodes.forget_scope(checked)
+        # The thread's lock: a turn running in another process cannot save it back afterwards.
+        with self.conversations.lock(checked).hold():
+            conversations = int(self.conversations.delete(checked))
+        return {"memories": memories, "episodes": episodes, "conversations": conversations}
 
     def close(self) -> None:
         self.facts.close()
@@ -102,6 +112,25 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"Memory({str(self.data_dir)!r})"
+
+
+def _data_dir(path: object) -> Path:
+    """The data dir as a Path, created if needed; bad paths are InvalidInput, not a traceback."""
+    if path is None:
+        data_dir = default_data_dir()
+    elif isinstance(path, (str, os.PathLike)):
+        data_dir = Path(path)
+    else:
+        raise InvalidInput(f"path must be a string or a path, not {type(path).__name__}")
+    if "\x00" in str(data_dir):
+        raise InvalidInput(f"data dir {str(data_dir)!r} contains a NUL byte")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except (OSError, UnicodeEncodeError) as exc:
+        raise StoreUnavailable(f"cannot create data dir {data_dir}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not data_dir.is_dir():
+        raise InvalidInput(f"{data_dir} is not a directory")
+    return data_dir
 
 
 def _vector_store(data_dir: Path, embedder: Embedder, chroma_url: str | None, config: MemoryConfig) -> Any:

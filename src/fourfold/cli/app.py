@@ -348,3 +348,15 @@ def _run_benchmark(name: str, args: list[str]) -> None:
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.parent))  # benchmarks import their sibling helpers
     runpy.run_path(str(script), run_name="__main__")
+
+
+def _register_adapters() -> None:
+    # The service, MCP and doctor commands live in their own modules; their heavy imports
+    # (fastapi, uvicorn, mcp) happen inside the commands, so --help stays fast.
+    from fourfold.cli import doctor_command, service_commands
+
+    service_commands.register(app)
+    doctor_command.register(app)
+
+
+_register_adapters()

@@ -31,6 +31,13 @@ class DocumentStore:
         source defaults to the file name. Re-ingesting the same content is idempotent.
         """
         text, source = _read(text_or_path, source)
+        return self.ingest_text(text, source=source, scope=scope)
+
+    def ingest_text(self, text: str, *, source: str, scope: str | None = None) -> list[str]:
+        """Chunk and store a text; never reads a file (the safe call for network adapters)."""
+        text = check_text(text, what="document", max_chars=_MAX_DOC_CHARS)
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
         scope = check_scope(scope)
         chunks = chunk_text(text, max_chars=self.max_chars, overlap=self.overlap)
         items = [

@@ -1,0 +1,222 @@
+"""Service load benchmark: many concurrent clients on loopback, then every acknowledged write is read back.
+
+Starts `fourfold serve` on a fresh data dir (or uses --url), seeds a few tenants, and runs
+--clients concurrent clients for --duration seconds with a support-desk mix: 70% recall,
+20% remember, 10% episodes and facts. Afterwards every write the service acknowledged is
+fetched again; one that is missing counts as lost.
+
+    python benchmarks/service.py [--clients 50] [--duration 60] [--embedder minilm|hash]
+                                 [--tenants 4] [--scopes 25] [--url URL --key TENANT=KEY ...]
+
+The last line printed is ``service: rps=X p95_ms=X errors=N lost=N`` (p95 over all requests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+WORDS = (
+    "refund invoice parcel courier warehouse password login vpn router billing card address "
+    "subscription upgrade downgrade discount voucher delivery damaged missing late email phone "
+    "chat weekend lisbon berlin lyon pdf export dashboard dark mode mobile ios android printer"
+).split()
+
+
+@dataclass
+class Stats:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    error_samples: list[str] = field(default_factory=list)
+    memories: list[tuple[str, str, str]] = field(default_factory=list)  # (tenant, id, text)
+    episodes: list[tuple[str, str]] = field(default_factory=list)
+    facts: dict[tuple[str, str], Any] = field(default_factory=dict)  # last acknowledged value
+
+
+def sentence(rng: random.Random, n: int = 12) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+async def client_loop(
+    i: int, url: str, keys: dict[str, str], scopes: int, stop_at: float, stats: Stats, counter: list[int]
+) -> None:
+    rng = random.Random(i)
+    tenant = list(keys)[i % len(keys)]
+    headers = {"Authorization": f"Bearer {keys[tenant]}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+        n = 0
+        while time.monotonic() < stop_at:
+            n += 1
+            roll = rng.random()
+            scope = f"customer:{rng.randrange(scopes)}"
+            if roll < 0.70:
+                route, method, path = "recall", "POST", "/v1/memories/search"
+                body: Any = {"query": sentence(rng, 6), "scope": scope, "k": 5}
+            elif roll < 0.90:
+                route, method, path = "remember", "POST", "/v1/memories"
+                body = {"text": f"client {i} note {n}: {sentence(rng)}", "scope": scope, "kind": "note"}
+            elif roll < 0.94:
+                route, method, path = "episode", "POST", "/v1/episodes"
+                body = {"goal": sentence(rng, 6), "actions": [sentence(rng, 4)], "outcome": sentence(rng, 4),
+                        "success": rng.random() < 0.8, "scope": scope}
+            elif roll < 0.97:
+                route, method, path = "similar", "POST", "/v1/episodes/similar"
+                body = {"situation": sentence(rng, 6), "scope": scope, "k": 3}
+            elif roll < 0.985:
+                key = f"limit.{rng.randrange(10)}"
+                route, method, path = "fact_put", "PUT", f"/v1/facts/{key}"
+                body = {"value": rng.randrange(1000)}
+            else:
+                route, method, path = "fact_get", "POST", "/v1/facts/lookup"
+                body = {"key": f"limit.{rng.randrange(10)}"}
+            started = time.perf_counter()
+            try:
+                response = await http.request(method, path, json=body)
+                ok = response.is_success
+            except httpx.HTTPError as exc:
+                response, ok = None, False
+                stats.error_samples.append(f"{route}: {exc!r}"[:200])
+            stats.latencies[route].append(time.perf_counter() - started)
+            counter[0] += 1
+            if not ok:
+                stats.errors[route] += 1
+                if response is not None and len(stats.error_samples) < 20:
+                    stats.error_samples.append(f"{route}: {response.status_code} {response.text[:150]}")
+                continue
+            assert response is not None
+            if route == "remember":
+                stats.memories.append((tenant, response.json()["id"], response.json()["text"]))
+            elif route == "episode":
+                stats.episodes.append((tenant, response.json()["id"]))
+            elif route == "fact_put":
+                stats.facts[(tenant, path.rsplit("/", 1)[1])] = body["value"]
+
+
+async def seed(url: str, keys: dict[str, str], scopes: int, per_tenant: int) -> None:
+    rng = random.Random(0)
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        for tenant, key in keys.items():
+            headers = {"Authorization": f"Bearer {key}"}
+            items = [{"text": f"seed {tenant} {j}: {sentence(rng)}", "scope": f"customer:{j % scopes}"}
+                     for j in range(per_tenant)]
+            for start in range(0, len(items), 200):
+                r = await http.post("/v1/memories/batch", json={"items": items[start:start + 200]}, headers=headers)
+                r.raise_for_status()
+            for j in range(10):
+                (await http.put(f"/v1/facts/limit.{j}", json={"value": j}, headers=headers)).raise_for_status()
+
+
+async def verify(url: str, keys: dict[str, str], stats: Stats) -> int:
+    """Read back every acknowledged write; returns how many are missing or wrong."""
+    lost = 0
+    sem = asyncio.Semaphore(16)
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+
+        async def check(tenant: str, path: str, expect: Any = None) -> int:
+            async with sem:
+                r = await http.get(path, headers={"Authorization": f"Bearer {keys[tenant]}"})
+            if r.status_code != 200:
+                return 1
+            if expect is not None and r.json().get("value", r.json().get("text")) != expect:
+                return 1
+            return 0
+
+        jobs = [check(t, f"/v1/memories/{mid}", text) for t, mid, text in stats.memories]
+        jobs += [check(t, f"/v1/episodes/{eid}") for t, eid in stats.episodes]
+        jobs += [check(t, f"/v1/facts/{key}", value) for (t, key), value in stats.facts.items()]
+        for found in await asyncio.gather(*jobs):
+            lost += found
+    return lost
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+def report(stats: Stats, elapsed: float, lost: int) -> str:
+    print(f"{'route':<10} {'count':>7} {'p50_ms':>8} {'p95_ms':>8} {'p99_ms':>8} {'errors':>7}")
+    every: list[float] = []
+    for route in ("recall", "remember", "episode", "similar", "fact_put", "fact_get"):
+        values = stats.latencies.get(route, [])
+        every += values
+        print(f"{route:<10} {len(values):>7} {pct(values, .5):>8.1f} {pct(values, .95):>8.1f} "
+              f"{pct(values, .99):>8.1f} {stats.errors.get(route, 0):>7}")
+    errors = sum(stats.errors.values())
+    rps = len(every) / elapsed if elapsed else 0.0
+    print(f"{'all':<10} {len(every):>7} {pct(every, .5):>8.1f} {pct(every, .95):>8.1f} {pct(every, .99):>8.1f} {errors:>7}")
+    print(f"requests/s {rps:.1f} over {elapsed:.1f}s; acknowledged writes: {len(stats.memories)} memories, "
+          f"{len(stats.episodes)} episodes, {len(stats.facts)} facts; lost {lost}")
+    for sample in stats.error_samples[:5]:
+        print(f"  error sample: {sample}")
+    if every:
+        print(f"mean {statistics.fmean(every) * 1000:.1f} ms")
+    return f"service: rps={rps:.1f} p95_ms={pct(every, .95):.1f} errors={errors} lost={lost}"
+
+
+async def run(url: str, keys: dict[str, str], args: argparse.Namespace) -> str:
+    if args.seed:
+        await seed(url, keys, args.scopes, args.seed)
+    stats = Stats()
+    counter = [0]
+    started = time.monotonic()
+    stop_at = started + args.duration
+    await asyncio.gather(*(client_loop(i, url, keys, args.scopes, stop_at, stats, counter) for i in range(args.clients)))
+    elapsed = time.monotonic() - started
+    lost = await verify(url, keys, stats)
+    return report(stats, elapsed, lost)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    p.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
+    p.add_argument("--tenants", type=int, default=4)
+    p.add_argument("--scopes", type=int, default=25, help="customers per tenant")
+    p.add_argument("--seed", type=int, default=500, help="memories written per tenant before the run")
+    p.add_argument("--data-dir", type=Path, default=None, help="default: a temp dir")
+    p.add_argument("--url", default=None, help="use a running service instead of starting one")
+    p.add_argument("--key", action="append", default=[], help="TENANT=KEY for --url (repeatable)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from fourfold.service.testing import LiveService
+
+    with ExitStack() as stack:
+        if args.url:
+            url = args.url
+            keys = dict(pair.split("=", 1) for pair in args.key)
+            if not keys:
+                raise SystemExit("--url needs at least one --key TENANT=KEY")
+        else:
+            data_dir = args.data_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fourfold-bench-")))
+            tenants = {f"tenant-{t}": 1 for t in range(args.tenants)}
+            live = stack.enter_context(LiveService(data_dir, embedder=args.embedder, keys=tenants, startup_timeout=120))
+            url, keys = live.url, {t: ks[0] for t, ks in live.keys.items()}
+        print(f"fourfold service benchmark: {args.clients} clients, {args.duration:g}s, embedder {args.embedder}, "
+              f"{len(keys)} tenants x {args.scopes} scopes, {url}")
+        last = asyncio.run(run(url, keys, args))
+    print(last)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

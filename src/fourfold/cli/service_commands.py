@@ -1,0 +1,163 @@
+"""`fourfold serve`, `fourfold keys ...` and `fourfold mcp`: the service's commands.
+
+FastAPI, uvicorn and the MCP SDK are imported inside the commands, so `fourfold --help`
+stays fast and works without them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from fourfold.cli.app import _out, state
+from fourfold.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from fourfold.embeddings.base import Embedder
+    from fourfold.service.keys import ApiKey, KeyStore
+
+__all__ = ["register"]
+
+keys_app = typer.Typer(help="API keys of the service: each belongs to one tenant.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve`, `keys` and `mcp` to the fourfold command (idempotent)."""
+    if any(c.name == "serve" for c in app.registered_commands):
+        return
+    app.command("serve")(serve)
+    app.command("mcp")(mcp)
+    app.add_typer(keys_app, name="keys")
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind; anything but loopback needs an API key.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    max_body: Annotated[int, typer.Option(help="Largest request body, in bytes.")] = 8 * 1024 * 1024,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+) -> None:
+    """Serve the data dir over HTTP (REST at /v1, MCP at /mcp, OpenAPI at /openapi.json)."""
+    import uvicorn
+
+    from fourfold.service.app import create_app
+    from fourfold.service.tenancy import Tenants
+
+    keys = _keys()
+    loopback = _is_loopback(host)
+    if not loopback and not any(k.active for k in keys.list()):
+        raise InvalidInput(
+            f"refusing to bind {host} without an API key: create one with "
+            "`fourfold keys create --tenant NAME`, or bind 127.0.0.1"
+        )
+    tenants = Tenants(state.data_dir, embedder=_embedder())
+    try:
+        app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body)
+        auth = "API keys" if keys.has_keys() else "none until a key is created (loopback only)"
+        typer.echo(f"fourfold serving {state.data_dir} on http://{_url_host(host)}:{port} (auth: {auth})", err=True)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    finally:
+        tenants.close()
+        keys.close()
+
+
+def mcp(
+    scope: Annotated[str | None, typer.Option(help="Default scope of every tool call, e.g. user:me.")] = None,
+    tenant: Annotated[str | None, typer.Option(help="Serve this tenant of a service data dir (default: the data dir itself).")] = None,
+) -> None:
+    """Serve the memory as MCP tools over stdio (for Claude Desktop, Claude Code...)."""
+    from fourfold._validate import check_scope
+    from fourfold.service.mcp import build_mcp_server
+    from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
+
+    check_scope(scope)
+    tenants = Tenants(state.data_dir, embedder=_embedder())
+    try:
+        memory = tenants.get(tenant or DEFAULT_TENANT)
+        build_mcp_server(lambda _request: memory, scope=scope).run("stdio")
+    finally:
+        tenants.close()
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option(help="The tenant the key belongs to (its own namespace).")],
+    label: Annotated[str, typer.Option(help="A note to recognise the key by.")] = "",
+) -> None:
+    """Create a key and print it once: only its digest is stored."""
+    with _closing(_keys()) as keys:
+        record, secret = keys.create(tenant, label=label)
+    _out({"id": record.id, "tenant": record.tenant, "key": secret}, secret)
+
+
+@keys_app.command("list")
+def keys_list(tenant: Annotated[str | None, typer.Option(help="Only this tenant's keys.")] = None) -> None:
+    """Every key's id, tenant and state (never the key itself)."""
+    with _closing(_keys()) as keys:
+        found = keys.list(tenant=tenant)
+    _out([_key_dict(k) for k in found], "\n".join(_key_line(k) for k in found) or "(no keys)")
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (from `keys list`) or the key.")]) -> None:
+    """Revoke a key: requests with it get 401 at once, even on a running service."""
+    with _closing(_keys()) as keys:
+        record = keys.revoke(key_id)
+    _out(_key_dict(record), f"revoked {record.id} ({record.tenant})")
+
+
+def _keys() -> KeyStore:
+    from fourfold.service.keys import KeyStore
+
+    return KeyStore(state.data_dir / "keys.sqlite3")
+
+
+class _closing:
+    def __init__(self, keys: KeyStore) -> None:
+        self.keys = keys
+
+    def __enter__(self) -> KeyStore:
+        return self.keys
+
+    def __exit__(self, *exc: object) -> None:
+        self.keys.close()
+
+
+def _embedder() -> Embedder:
+    """The embedder chosen by the global --embedder option (as `_memory` does)."""
+    if state.embedder == "hash":
+        from fourfold.embeddings import HashEmbedder
+
+        return HashEmbedder()
+    if state.embedder != "minilm":
+        raise InvalidInput(f"unknown embedder {state.embedder!r}: use minilm or hash")
+    from fourfold.embeddings.minilm import default_embedder
+
+    return default_embedder()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _key_dict(k: ApiKey) -> dict[str, object]:
+    return {"id": k.id, "tenant": k.tenant, "label": k.label, "created_at": k.created_at,
+            "revoked_at": k.revoked_at, "active": k.active}
+
+
+def _key_line(k: ApiKey) -> str:
+    when = datetime.fromtimestamp(k.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M")
+    state_text = "active" if k.active else "revoked"
+    label = f"  {k.label}" if k.label else ""
+    return f"{k.id}  {k.tenant:<20} {state_text:<8} {when}{label}"

@@ -1,0 +1,440 @@
+"""`fourfold doctor`: check a data dir, and repair what can be repaired without losing data.
+
+Repairs never delete user data: unreadable episode lines and damaged files are moved to a
+quarantine file next to the original (`*.quarantine`, `*.damaged-<time>`), where a human
+can read them. Only stale temporary files, which never held an acknowledged write, are
+removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fourfold._locks import FileLock
+from fourfold._manifest import FORMAT, MANIFEST
+from fourfold.errors import InvalidInput
+
+__all__ = ["Finding", "Report", "check", "repair"]
+
+#: A temporary file older than this is left over from a crashed writer.
+STALE_AFTER = 60.0
+_EPISODES = "episodes.jsonl"
+_FACTS = "facts.sqlite3"
+_VECTORS = "vectors"
+_CONVERSATIONS = "conversations"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem: which file, what is wrong, and what to do (or what repair will do)."""
+
+    file: str
+    problem: str
+    action: str
+    repairable: bool
+
+    def __str__(self) -> str:
+        how = "repairable" if self.repairable else "needs you"
+        return f"{self.file}: {self.problem} -> {self.action} ({how})"
+
+
+@dataclass(slots=True)
+class Report:
+    data_dir: Path
+    findings: list[Finding] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def check(data_dir: str | os.PathLike[str]) -> Report:
+    """Look at every file fourfold keeps in data_dir; change nothing."""
+    root = _root(data_dir)
+    report = Report(root)
+    for checker in (_check_manifest, _check_episodes, _check_facts, _check_vectors, _check_conversations, _check_tmp):
+        report.findings.extend(checker(root, report))
+    return report
+
+
+def repair(data_dir: str | os.PathLike[str]) -> Report:
+    """Repair what `check` marks repairable, then check again; the report lists both."""
+    root = _root(data_dir)
+    done: list[str] = []
+    for finding in check(root).findings:
+        if finding.repairable:
+            done.extend(_REPAIRS[_kind(finding)](root, finding))
+    report = check(root)
+    report.repaired = done
+    return report
+
+
+def _root(data_dir: str | os.PathLike[str]) -> Path:
+    if not isinstance(data_dir, (str, os.PathLike)) or "\x00" in str(data_dir):
+        raise InvalidInput(f"data dir must be a path, got {data_dir!r:.80}")
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise InvalidInput(f"{root} is not a directory")
+    return root
+
+
+def _kind(finding: Finding) -> str:
+    return finding.problem.split(":", 1)[0]
+
+
+# -- manifest -------------------------------------------------------------------------------
+
+
+def _check_manifest(root: Path, report: Report) -> list[Finding]:
+    path = root / MANIFEST
+    report.checked.append(MANIFEST)
+    if not path.exists():
+        return []
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        fmt, embedder = int(manifest["format"]), str(manifest["embedder"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        identity = _collection_identity(root)
+        action = (f"move it aside and rewrite it for embedder {identity!r} (read from the vector store)"
+                  if identity else "restore it from a backup; the vector store does not say which embedder built it")
+        return [Finding(str(path), f"manifest: unreadable ({exc})", action, identity is not None)]
+    if fmt > FORMAT:
+        return [Finding(str(path), f"newer: format {fmt}, this fourfold reads {FORMAT}", "upgrade fourfold", False)]
+    identity = _collection_identity(root)
+    if identity is not None and identity != embedder:
+        return [Finding(str(root / _VECTORS), f"embedder: vectors built with {identity!r}, manifest says {embedder!r}",
+                        "re-index into a new data dir with one embedder", False)]
+    return []
+
+
+def _collection_identity(root: Path) -> str | None:
+    """The embedder identity recorded in the Chroma collection's metadata, read directly."""
+    path = root / _VECTORS / "chroma.sqlite3"
+    if not path.exists():
+        return None
+    try:
+        with _readonly(path) as conn:
+            rows = conn.execute("SELECT str_value FROM collection_metadata WHERE key = 'fourfold_embedder'").fetchall()
+    except sqlite3.Error:
+        return None
+    values = {r[0] for r in rows if r[0]}
+    return values.pop() if len(values) == 1 else None
+
+
+def _repair_manifest(root: Path, finding: Finding) -> list[str]:
+    identity = _collection_identity(root)
+    if identity is None:
+        return []
+    path = root / MANIFEST
+    aside = _aside(path)
+    os.replace(path, aside)
+    manifest = {"format": FORMAT, "embedder": identity, "created_at": time.time(), "repaired_by": "fourfold doctor"}
+    _write_atomically(path, (json.dumps(manifest, indent=2) + "\n").encode())
+    return [f"{path}: rewritten for {identity!r}; the damaged copy is {aside.name}"]
+
+
+# -- episode log ----------------------------------------------------------------------------
+
+
+def _check_episodes(root: Path, report: Report) -> list[Finding]:
+    path = root / _EPISODES
+    report.checked.append(_EPISODES)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    bad = [n for n, line, ok in _episode_lines(data) if not ok]
+    if not bad:
+        return []
+    where = ", ".join(str(n) for n in bad[:10]) + (" ..." if len(bad) > 10 else "")
+    return [Finding(str(path), f"episodes: {len(bad)} unreadable or duplicate line(s) (line {where})",
+                    f"move them to {path.name}.quarantine; every readable episode stays", True)]
+
+
+def _episode_lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes, readable and not a duplicate) for every non-empty line."""
+    from fourfold.episodic._codec import decode_line
+
+    seen: set[str] = set()
+    lines = data.split(b"\n")
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            episode_id = decode_line(line).id
+        except ValueError:
+            yield n, line, False
+            continue
+        yield n, line, episode_id not in seen
+        seen.add(episode_id)
+
+
+def _repair_episodes(root: Path, finding: Finding) -> list[str]:
+    path = root / _EPISODES
+    with FileLock(f"{path}.lock", timeout=30.0).hold():  # the log's own writers' lock
+        data = path.read_bytes()
+        keep: list[bytes] = []
+        quarantine: list[bytes] = []
+        for _, line, ok in _episode_lines(data):
+            (keep if ok else quarantine).append(line + b"\n")
+        if not quarantine:
+            return []
+        qpath = path.with_name(f"{path.name}.quarantine")
+        with open(qpath, "ab") as f:  # append first: a crash here loses nothing
+            f.write(b"".join(quarantine))
+            f.flush()
+            os.fsync(f.fileno())
+        _write_atomically(path, b"".join(keep))
+    return [f"{path}: moved {len(quarantine)} line(s) to {qpath.name}, kept {len(keep)}"]
+
+
+# -- facts ----------------------------------------------------------------------------------
+
+
+def _check_facts(root: Path, report: Report) -> list[Finding]:
+    path = root / _FACTS
+    report.checked.append(_FACTS)
+    if not path.exists():
+        return []
+    problem = _sqlite_problem(path)
+    if problem is None:
+        return _facts_version(path)
+    salvage = _salvageable(path)
+    action = ("copy every readable fact into a fresh file; the damaged file is kept beside it" if salvage
+              else "restore it from a backup, or move it aside to start an empty fact store")
+    return [Finding(str(path), f"facts: {problem}", action, salvage)]
+
+
+def _facts_version(path: Path) -> list[Finding]:
+    from fourfold.semantic.facts import SCHEMA_VERSION
+
+    try:
+        with _readonly(path) as conn:
+            row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+    except sqlite3.Error:
+        return []
+    if row is not None and str(row[0]).isdigit() and int(row[0]) > SCHEMA_VERSION:
+        return [Finding(str(path), f"newer: fact schema {row[0]}, this fourfold knows {SCHEMA_VERSION}",
+                        "upgrade fourfold", False)]
+    return []
+
+
+def _sqlite_problem(path: Path) -> str | None:
+    try:
+        with _readonly(path) as conn:
+            result = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    except sqlite3.Error as exc:
+        return f"not a readable SQLite database ({exc})"
+    return None if result == ["ok"] else "integrity check failed: " + "; ".join(result[:3])
+
+
+def _salvageable(path: Path) -> bool:
+    try:
+        with _readonly(path) as conn:
+            conn.execute("SELECT key, value_json FROM facts LIMIT 1").fetchall()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def _repair_facts(root: Path, finding: Finding) -> list[str]:
+    """Copy readable rows row by row into a new file; rows that cannot be read are skipped."""
+    from fourfold.semantic.facts import FactStore
+
+    path = root / _FACTS
+    fresh = path.with_name(f".{path.name}.salvage")
+    for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
+        leftover.unlink(missing_ok=True)
+    FactStore(fresh).close()  # the current schema
+    copied = 0
+    new = sqlite3.connect(fresh)
+    try:
+        with _readonly(path) as old:
+            for table, cols in (("facts", "key, value_json, description, updated_at"),
+                                ("fact_history", "key, value_json, description, replaced_at")):
+                try:
+                    rows = old.execute(f"SELECT {cols} FROM {table}").fetchall()
+                except sqlite3.Error:
+                    continue
+                marks = ", ".join("?" * len(cols.split(",")))
+                new.executemany(f"INSERT OR IGNORE INTO {table} ({cols}) VALUES ({marks})", rows)
+                copied += len(rows)
+        new.commit()
+        new.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        new.close()
+    aside = _aside(path)
+    os.replace(path, aside)
+    for suffix in ("-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        if side.exists():
+            os.replace(side, Path(f"{aside}{suffix}"))
+    os.replace(fresh, path)
+    return [f"{path}: salvaged {copied} row(s) into a fresh file; the damaged file is {aside.name}"]
+
+
+# -- vectors --------------------------------------------------------------------------------
+
+
+def _check_vectors(root: Path, report: Report) -> list[Finding]:
+    path = root / _VECTORS / "chroma.sqlite3"
+    report.checked.append(f"{_VECTORS}/")
+    if not path.exists():
+        return []
+    problem = _sqlite_problem(path)
+    if problem is not None:
+        return [Finding(str(path), f"vectors: {problem}",
+                        "restore vectors/ from a backup, or re-index into a new data dir", False)]
+    problem = _open_problem(root)
+    if problem is not None:
+        return [Finding(str(root / _VECTORS), f"vectors: cannot be opened ({problem})",
+                        "restore vectors/ from a backup, or re-index into a new data dir", False)]
+    return []
+
+
+def _open_problem(root: Path) -> str | None:
+    """Open the embedded store the way fourfold does, with a stand-in for its embedder."""
+    import numpy as np
+
+    from fourfold.embeddings.base import Embedder
+    from fourfold.errors import EmbedderMismatch, FourfoldError
+    from fourfold.stores.chroma import ChromaVectorStore
+
+    identity = _collection_identity(root)
+    if identity is None:
+        return "the collection does not record which embedder built it"
+
+    class _Recorded(Embedder):
+        def __init__(self) -> None:
+            self.name, _, dim = str(identity).rpartition(":")
+            self.dimension = int(dim) if dim.isdigit() else 0
+
+        def embed_batch(self, texts: Sequence[str]) -> np.typing.NDArray[np.float32]:
+            return np.zeros((len(texts), self.dimension), dtype=np.float32)
+
+    try:
+        store = ChromaVectorStore.persistent(root / _VECTORS, _Recorded(), lock_timeout=30.0)
+        store.count()
+        store.close()
+    except EmbedderMismatch as exc:
+        return str(exc)
+    except FourfoldError as exc:
+        return str(exc)
+    return None
+
+
+# -- conversations --------------------------------------------------------------------------
+
+
+def _check_conversations(root: Path, report: Report) -> list[Finding]:
+    folder = root / _CONVERSATIONS
+    report.checked.append(f"{_CONVERSATIONS}/")
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            scope = raw["scope"]
+            fmt = int(raw.get("format", 0))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            found.append(Finding(str(path), f"conversation: unreadable thread ({exc})",
+                                 f"move it to {path.name}.damaged-<time>; the customer starts a new thread", True))
+            continue
+        if fmt > 1:
+            found.append(Finding(str(path), f"newer: thread format {fmt}", "upgrade fourfold", False))
+        elif not isinstance(scope, str):
+            found.append(Finding(str(path), "conversation: thread without a scope",
+                                 f"move it to {path.name}.damaged-<time>", True))
+    return found
+
+
+def _repair_conversation(root: Path, finding: Finding) -> list[str]:
+    path = Path(finding.file)
+    if not path.exists():
+        return []
+    aside = _aside(path)
+    os.replace(path, aside)
+    return [f"{path}: moved to {aside.name}"]
+
+
+# -- temporary files ------------------------------------------------------------------------
+
+
+def _tmp_files(root: Path) -> list[Path]:
+    patterns = ["*.tmp", f"{_CONVERSATIONS}/*.tmp", f"{_VECTORS}/*.tmp", f".{_FACTS}.salvage"]
+    now = time.time()
+    found: set[Path] = set()
+    for pattern in patterns:
+        for path in root.glob(pattern):
+            try:
+                if path.is_file() and now - path.stat().st_mtime > STALE_AFTER:
+                    found.add(path)
+            except FileNotFoundError:
+                continue
+    return sorted(found)
+
+
+def _check_tmp(root: Path, report: Report) -> list[Finding]:
+    stale = _tmp_files(root)
+    if not stale:
+        return []
+    names = ", ".join(str(p.relative_to(root)) for p in stale[:5]) + (" ..." if len(stale) > 5 else "")
+    return [Finding(str(root), f"tmp: {len(stale)} stale temporary file(s) from a crashed write ({names})",
+                    "remove them (they never held an acknowledged write, but may hold forgotten text)", True)]
+
+
+def _repair_tmp(root: Path, finding: Finding) -> list[str]:
+    stale = _tmp_files(root)
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return [f"removed {len(stale)} stale temporary file(s)"] if stale else []
+
+
+_REPAIRS = {
+    "manifest": _repair_manifest,
+    "episodes": _repair_episodes,
+    "facts": _repair_facts,
+    "conversation": _repair_conversation,
+    "tmp": _repair_tmp,
+}
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+class _readonly:
+    """A read-only SQLite connection that is closed on exit (sqlite3's own context manager is not)."""
+
+    def __init__(self, path: Path) -> None:
+        self._conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self._conn
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.close()
+
+
+def _aside(path: Path) -> Path:
+    return path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.doctor.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

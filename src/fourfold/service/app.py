@@ -1,0 +1,476 @@
+"""The HTTP API: FastAPI routes that each parse JSON, make one library call and return JSON.
+
+Every route runs against the `Memory` of the caller's tenant (see `tenancy`), chosen by the
+bearer key; nothing here decides anything about memory.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads these annotations at runtime.
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from fourfold import __version__
+from fourfold.errors import FourfoldError
+from fourfold.memory import Memory
+from fourfold.models.base import ChatModel
+from fourfold.service import schemas as s
+from fourfold.service.batching import GroupCommit
+from fourfold.service.errors import Unauthorized, one_line, status_for
+from fourfold.service.keys import KeyStore
+from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
+
+__all__ = ["DEFAULT_MAX_BODY", "Authenticator", "create_app"]
+
+log = logging.getLogger("fourfold.service")
+
+#: Largest request body accepted (documents are the big ones), in bytes.
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": s.ErrorOut, "description": text}
+    for status, text in (
+        (401, "No API key, or an unknown or revoked one."),
+        (404, "Not found (in your tenant: other tenants' data is never visible)."),
+        (413, "The request body is too large."),
+        (422, "Invalid input."),
+    )
+}
+
+Scope = Annotated[str | None, Query(description="The scope; omit it for your unscoped space.")]
+
+
+def _memory(request: Request) -> Memory:
+    """The caller's tenant's memory (the dependency of every /v1 route)."""
+    auth: Authenticator = request.app.state.auth
+    tenant, _ = auth.tenant(request.headers.get("authorization"), request.headers.get("host"))
+    tenants: Tenants = request.app.state.tenants
+    return tenants.get(tenant)
+
+
+Mem = Annotated[Memory, Depends(_memory)]
+ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
+
+
+class Authenticator:
+    """Maps an `Authorization` header to a tenant, or raises `Unauthorized`.
+
+    Without any key ever created, and only when the service allows it (loopback binds),
+    requests without a key act as the `default` tenant; a request that names a loopback
+    host is required too, so a DNS-rebinding web page cannot use that open door.
+    """
+
+    def __init__(self, keys: KeyStore, *, allow_anonymous: bool = False) -> None:
+        self.keys = keys
+        self.allow_anonymous = allow_anonymous
+
+    def tenant(self, authorization: str | None, host: str | None) -> tuple[str, Literal["key", "anonymous"]]:
+        if authorization:
+            scheme, _, key = authorization.partition(" ")
+            tenant = self.keys.authenticate(key.strip()) if scheme.lower() == "bearer" else None
+            if tenant is None:
+                raise Unauthorized("the API key is unknown or revoked")
+            return tenant, "key"
+        if self.allow_anonymous and _is_loopback(host) and not self.keys.has_keys():
+            return DEFAULT_TENANT, "anonymous"
+        raise Unauthorized("send an API key: Authorization: Bearer <key> (create one with `fourfold keys create`)")
+
+
+def create_app(
+    tenants: Tenants,
+    keys: KeyStore,
+    *,
+    model: ChatModel | None = None,
+    allow_anonymous: bool = False,
+    max_body_bytes: int = DEFAULT_MAX_BODY,
+    mount_mcp: bool = True,
+) -> FastAPI:
+    """The service over `tenants`, authenticated by `keys`.
+
+    `model` answers `/v1/agent/*` (default: `fourfold.models.default_model()`, made on first
+    use). The MCP streamable-HTTP transport is mounted at `/mcp` behind the same keys.
+    """
+    auth = Authenticator(keys, allow_anonymous=allow_anonymous)
+    mcp_server = _mcp_server(tenants) if mount_mcp else None
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
+
+    app = FastAPI(
+        title="fourfold",
+        version=__version__,
+        description="Memory for LLM agents (long-term, episodic, semantic) as an authenticated service.",
+        lifespan=lifespan,
+    )
+    _install_error_handlers(app)
+
+    app.state.auth, app.state.tenants = auth, tenants
+    bearer = HTTPBearer(auto_error=False, description="An API key from `fourfold keys create`.")
+    api = APIRouter(prefix="/v1", dependencies=[Security(bearer)], responses=_ERRORS)
+    agents = _Agents(model)
+    writers = _Writers()
+
+    @app.get("/healthz", tags=["service"])
+    def healthz() -> dict[str, str]:
+        """Answers once the service is ready (no key needed)."""
+        return {"status": "ok"}
+
+    @api.get("/whoami", tags=["service"])
+    def whoami(request: Request) -> s.WhoAmIOut:
+        """The tenant your key belongs to."""
+        tenant, how = auth.tenant(request.headers.get("authorization"), request.headers.get("host"))
+        return s.WhoAmIOut(tenant=tenant, auth=how)
+
+    # -- long-term memory ------------------------------------------------------------------
+
+    @api.post("/memories", status_code=201, tags=["memories"])
+    def remember(body: s.RememberIn, mem: Mem) -> s.RememberedOut:
+        """Store one durable memory; secrets are redacted first and reported."""
+        done = writers.get(mem).remember(body.model_dump())  # remember(), group-committed
+        return s.RememberedOut.model_validate(s.remembered_out(done))
+
+    @api.post("/memories/batch", status_code=201, tags=["memories"])
+    def remember_many(body: s.MemoriesIn, mem: Mem) -> s.RememberedManyOut:
+        """Store several memories in one write: all of them, or none if any is invalid."""
+        done = mem.long_term.remember_many([item.model_dump() for item in body.items])
+        return s.RememberedManyOut.model_validate({"results": [s.remembered_out(r) for r in done]})
+
+    @api.post("/memories/search", tags=["memories"])
+    def recall(body: s.SearchIn, mem: Mem) -> s.MemoriesOut:
+        """The k memories of a scope most relevant to the query, best first."""
+        hits = mem.long_term.recall(
+            body.query, scope=body.scope, k=body.k, kinds=body.kinds, where=body.where, min_score=body.min_score
+        )
+        return s.MemoriesOut.model_validate({"results": [s.memory_out(h) for h in hits]})
+
+    @api.get("/memories", tags=["memories"])
+    def all_memories(mem: Mem, scope: Scope = None, kind: Annotated[list[str] | None, Query()] = None) -> s.MemoriesOut:
+        """Every memory of a scope, oldest first."""
+        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in mem.long_term.all(scope=scope, kinds=kind)]})
+
+    @api.delete("/memories", tags=["memories"])
+    def forget_memories_of_scope(mem: Mem, scope: Annotated[str, Query()]) -> s.DeletedCount:
+        """Delete every memory (and document chunk) of one scope; episodes stay."""
+        return s.DeletedCount(deleted=mem.long_term.forget_scope(scope))
+
+    @api.get("/memories/{memory_id}", tags=["memories"])
+    def get_memory(memory_id: str, mem: Mem) -> s.MemoryOut:
+        return s.MemoryOut.model_validate(s.memory_out(mem.long_term.get(memory_id)))
+
+    @api.delete("/memories/{memory_id}", tags=["memories"])
+    def forget(memory_id: str, mem: Mem) -> s.DeletedOut:
+        """Delete one memory by id."""
+        mem.long_term.forget(memory_id)
+        return s.DeletedOut(deleted=memory_id)
+
+    @api.delete("/scopes/{scope:path}", tags=["memories"])
+    def forget_scope(scope: str, mem: Mem) -> s.ScopeCounts:
+        """Erase one scope (a customer) from every store: memories, episodes, conversation."""
+        return s.ScopeCounts.model_validate(mem.forget_scope(scope))
+
+    # -- episodes --------------------------------------------------------------------------
+
+    @api.post("/episodes", status_code=201, tags=["episodes"])
+    def record_episode(body: s.EpisodeIn, mem: Mem) -> s.EpisodeOut:
+        """Append one episode: goal, actions, outcome and success."""
+        return s.EpisodeOut.model_validate(s.episode_out(mem.episodes.record(**body.model_dump())))
+
+    @api.post("/episodes/batch", status_code=201, tags=["episodes"])
+    def record_episodes(body: s.EpisodesIn, mem: Mem) -> s.EpisodesOut:
+        """Append several episodes in one write; all or none."""
+        episodes = mem.episodes.record_many([item.model_dump() for item in body.items])
+        return s.EpisodesOut.model_validate({"results": [s.episode_out(e) for e in episodes]})
+
+    @api.post("/episodes/similar", tags=["episodes"])
+    def similar_successes(body: s.SimilarIn, mem: Mem) -> s.EpisodesOut:
+        """Successful episodes most like the situation, from the scope and your unscoped ones."""
+        found = mem.episodes.similar_successes(body.situation, k=body.k, scope=body.scope)
+        return s.EpisodesOut.model_validate({"results": [s.episode_out(e) for e in found]})
+
+    @api.get("/episodes", tags=["episodes"])
+    def list_episodes(mem: Mem, scope: Scope = None, success: bool | None = None) -> s.EpisodesOut:
+        """Episodes oldest first; without a scope, every scope of your tenant."""
+        found = mem.episodes.episodes(scope=scope, success=success)
+        return s.EpisodesOut.model_validate({"results": [s.episode_out(e) for e in found]})
+
+    @api.get("/episodes/{episode_id}", tags=["episodes"])
+    def get_episode(episode_id: str, mem: Mem) -> s.EpisodeOut:
+        return s.EpisodeOut.model_validate(s.episode_out(mem.episodes.get(episode_id)))
+
+    # -- facts -----------------------------------------------------------------------------
+
+    @api.get("/facts", tags=["facts"])
+    def list_facts(mem: Mem) -> s.FactsOut:
+        """Every fact, by key."""
+        return s.FactsOut.model_validate({"facts": [s.fact_out(f) for f in mem.facts.list()]})
+
+    @api.get("/facts/tool-schema", tags=["facts"])
+    def tool_schema(mem: Mem, format: Literal["anthropic", "openai"] = "anthropic") -> dict[str, Any]:
+        """The lookup_policy tool schema; its `key` enum lists your current facts."""
+        from fourfold.semantic.tools import PolicyTool
+
+        tool = PolicyTool(mem.facts)
+        return tool.openai_schema() if format == "openai" else tool.schema()
+
+    @api.post("/facts/lookup", tags=["facts"])
+    def lookup(body: s.LookupIn, mem: Mem) -> s.LookupOut:
+        """A fact's value as text for a model, or exactly UNKNOWN (never an error)."""
+        return s.LookupOut(text=mem.facts.lookup(body.key))
+
+    @api.get("/facts/{key:path}/history", tags=["facts"])
+    def fact_history(key: str, mem: Mem) -> s.HistoryOut:
+        """Previous values, oldest first, with when each was replaced."""
+        return s.HistoryOut.model_validate(
+            {"history": [{"value": v, "replaced_at": t} for v, t in mem.facts.history(key)]}
+        )
+
+    @api.get("/facts/{key:path}", tags=["facts"])
+    def get_fact(key: str, mem: Mem) -> s.FactOut:
+        return s.FactOut.model_validate(s.fact_out(mem.facts.get(key)))
+
+    @api.put("/facts/{key:path}", tags=["facts"])
+    def set_fact(key: str, body: s.FactIn, mem: Mem) -> s.FactOut:
+        """Set a fact, keeping the previous value in its history."""
+        return s.FactOut.model_validate(s.fact_out(mem.facts.set(key, body.value, description=body.description)))
+
+    @api.delete("/facts/{key:path}", tags=["facts"])
+    def delete_fact(key: str, mem: Mem) -> s.DeletedOut:
+        mem.facts.delete(key)
+        return s.DeletedOut(deleted=key)
+
+    # -- documents -------------------------------------------------------------------------
+
+    @api.post("/docs", status_code=201, tags=["docs"])
+    def ingest_doc(body: s.DocIn, mem: Mem) -> s.IngestOut:
+        """Chunk a document's text into the store (idempotent per source and content)."""
+        ids = mem.docs.ingest_text(body.text, source=body.source, scope=body.scope)
+        return s.IngestOut(ids=ids, chunks=len(ids))
+
+    @api.post("/docs/search", tags=["docs"])
+    def search_docs(body: s.DocSearchIn, mem: Mem) -> s.DocHitsOut:
+        """The document chunks most relevant to the query."""
+        hits = mem.docs.search(body.query, k=body.k, scope=body.scope, source=body.source)
+        return s.DocHitsOut.model_validate({"results": [s.doc_hit_out(h) for h in hits]})
+
+    @api.get("/docs/sources", tags=["docs"])
+    def doc_sources(mem: Mem, scope: Scope = None) -> s.SourcesOut:
+        return s.SourcesOut(sources=mem.docs.sources(scope=scope))
+
+    @api.delete("/docs/sources/{source:path}", tags=["docs"])
+    def delete_doc(source: str, mem: Mem, scope: Scope = None) -> s.DeletedCount:
+        """Remove every chunk of one document."""
+        return s.DeletedCount(deleted=mem.docs.delete_source(source, scope=scope))
+
+    # -- the support agent -----------------------------------------------------------------
+
+    @api.post("/agent/turn", tags=["agent"])
+    def agent_turn(body: s.TurnIn, mem: Mem) -> s.TurnOut:
+        """One customer message answered by the support agent, with what it used and spent."""
+        reply = agents.agent(mem).turn(body.customer_id, body.message)
+        r = reply.report
+        return s.TurnOut.model_validate({"text": reply.text, "report": {
+            "model": r.model,
+            "memories": [s.memory_out(m) for m in r.memories],
+            "episodes": [s.episode_out(e) for e in r.episodes],
+            "docs": [s.doc_hit_out(d) for d in r.docs],
+            "tool_uses": [{"name": t.name, "input": dict(t.input), "result": t.result} for t in r.tool_uses],
+            "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
+            "messages_sent": r.messages_sent, "model_calls": r.model_calls,
+        }})
+
+    @api.post("/agent/resolve", tags=["agent"])
+    def agent_resolve(body: s.ResolveIn, mem: Mem) -> s.ResolveOut:
+        """Close the customer's open ticket: record the episode, remember what was learned."""
+        res = agents.agent(mem).resolve(body.customer_id, body.outcome, success=body.success)
+        return s.ResolveOut.model_validate({"episode": s.episode_out(res.episode), "remembered": list(res.remembered)})
+
+    app.include_router(api)
+    if mcp_server is not None:
+        from starlette.routing import Route
+
+        app.router.routes.append(Route("/mcp", _McpEndpoint(mcp_server, auth), methods=["GET", "POST", "DELETE"]))
+    app.add_middleware(_BodyLimit, limit=max_body_bytes)  # type: ignore[arg-type]
+    return app
+
+
+class _Writers:
+    """One group-commit writer per tenant memory."""
+
+    def __init__(self) -> None:
+        self._by_memory: dict[int, GroupCommit] = {}
+        self._lock = threading.Lock()
+
+    def get(self, memory: Memory) -> GroupCommit:
+        with self._lock:
+            writer = self._by_memory.get(id(memory))
+            if writer is None or writer.long_term is not memory.long_term:
+                writer = self._by_memory[id(memory)] = GroupCommit(memory.long_term)
+            return writer
+
+
+class _Agents:
+    """One chat model for the service, made on first use (loading an SDK is not free)."""
+
+    def __init__(self, model: ChatModel | None) -> None:
+        self._model = model
+        self._lock = threading.Lock()
+
+    def agent(self, memory: Memory) -> Any:
+        from fourfold.agent import SupportAgent
+
+        with self._lock:
+            if self._model is None:
+                from fourfold.models import default_model
+
+                self._model = default_model()
+        return SupportAgent(memory, self._model)
+
+
+# -- MCP over streamable HTTP ------------------------------------------------------------
+
+
+def _mcp_server(tenants: Tenants) -> Any:
+    from fourfold.service.mcp import build_mcp_server
+
+    def memory_for(request: Any) -> Memory:
+        tenant = request.scope.get("fourfold.tenant") if request is not None else None
+        if tenant is None:  # only _McpEndpoint calls in, and it always sets the tenant
+            raise Unauthorized("no tenant on this MCP request")
+        return tenants.get(tenant)
+
+    return build_mcp_server(memory_for)
+
+
+class _McpEndpoint:
+    """Authenticates like the REST routes, then hands the request to the MCP transport."""
+
+    def __init__(self, server: Any, auth: Authenticator) -> None:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        # Stateless JSON: every POST stands alone, so any worker and any request can carry
+        # a tenant, and nothing lives in a session between calls.
+        self._app = server.streamable_http_app(
+            streamable_http_path="/mcp",
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        self._auth = auth
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        try:
+            tenant, _ = self._auth.tenant(headers.get("authorization"), headers.get("host"))
+        except Unauthorized as exc:
+            await _error_response(exc)(scope, receive, send)
+            return
+        scope["fourfold.tenant"] = tenant
+        await self._app(scope, receive, send)
+
+
+# -- errors and limits -------------------------------------------------------------------
+
+
+def _error_response(exc: FourfoldError) -> JSONResponse:
+    return _error(exc.code, str(exc))
+
+
+def _error(code: str, message: str, status: int | None = None) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if code == "unauthorized" else None
+    return JSONResponse(
+        {"error": {"code": code, "message": one_line(message)}},
+        status_code=status or status_for(code),
+        headers=headers,
+    )
+
+
+_HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(FourfoldError)
+    async def library_error(_: Request, exc: FourfoldError) -> JSONResponse:
+        if status_for(exc.code) >= 500:
+            log.error("%s: %s", exc.code, exc)
+        return _error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return _error("invalid_input", f"{where}: {first.get('msg', 'invalid')}{more}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "invalid_input" if exc.status_code < 500 else "internal")
+        return _error(code, str(exc.detail), exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def crash(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")  # the traceback stays in the server's log
+        return _error("internal", "internal error: the service logged the details")
+
+
+class _BodyLimit:
+    """Refuses request bodies over `limit` bytes with 413, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        too_large = _error("too_large", f"the request body is over the {self.limit:,}-byte limit")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await too_large(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise StarletteHTTPException(413, "the request body is too large")
+            return message
+
+        async def tracking_send(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except StarletteHTTPException as exc:
+            if exc.status_code != 413 or started:
+                raise
+            await too_large(scope, receive, send)
+
+
+def _is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return name in _LOOPBACK_HOSTS or host in _LOOPBACK_HOSTS
+
+

@@ -1,0 +1,77 @@
+"""One table between the library's typed errors and HTTP: status codes out, typed errors back in.
+
+The service answers `{"error": {"code", "message"}}`; `RemoteMemory` turns the code back
+into the same exception class the embedded library raises, so callers catch one set.
+"""
+
+from __future__ import annotations
+
+from fourfold.errors import (
+    EmbedderMismatch,
+    FourfoldError,
+    InvalidInput,
+    LockTimeout,
+    MissingDependency,
+    ModelError,
+    NotFound,
+    StoreCorrupt,
+    StoreUnavailable,
+)
+
+__all__ = ["STATUS", "ServiceError", "TooLarge", "Unauthorized", "error_for", "one_line", "status_for"]
+
+
+class Unauthorized(FourfoldError):
+    """No API key, or one that is unknown or revoked."""
+
+    code = "unauthorized"
+
+
+class TooLarge(InvalidInput):
+    """The request body is over the service's size limit."""
+
+    code = "too_large"
+
+
+class ServiceError(FourfoldError):
+    """The service failed in a way the library has no type for (its message says how)."""
+
+    code = "internal"
+
+
+_TYPES: tuple[type[FourfoldError], ...] = (
+    InvalidInput, TooLarge, NotFound, Unauthorized, EmbedderMismatch, StoreUnavailable,
+    StoreCorrupt, LockTimeout, ModelError, MissingDependency, ServiceError,
+)
+_BY_CODE = {cls.code: cls for cls in _TYPES}
+
+#: HTTP status of each error code; anything unlisted is a 500.
+STATUS: dict[str, int] = {
+    "invalid_input": 422,
+    "too_large": 413,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "unauthorized": 401,
+    "embedder_mismatch": 409,
+    "lock_timeout": 503,
+    "store_unavailable": 503,
+    "model_error": 502,
+    "store_corrupt": 500,
+    "missing_dependency": 500,
+    "internal": 500,
+}
+
+
+def status_for(code: str) -> int:
+    return STATUS.get(code, 500)
+
+
+def error_for(code: str, message: str) -> FourfoldError:
+    """The typed error a service answer stands for (ServiceError for codes this client lacks)."""
+    return _BY_CODE.get(code, ServiceError)(message)
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """Messages travel as one line: a multi-line library message is joined, long ones clipped."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,191 @@
+"""The MCP server: fourfold's memories as tools for Claude Desktop, Claude Code and other clients.
+
+Each tool parses its arguments, makes one library call and returns the result. The same
+server runs over stdio (`fourfold mcp`) and behind the HTTP service's keys at `/mcp`; which
+`Memory` a call uses is decided by `memory_for`, given the HTTP request (None over stdio).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from fourfold.errors import FourfoldError
+from fourfold.memory import Memory
+from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
+from fourfold.service.errors import one_line
+from fourfold.service.schemas import doc_hit_out, episode_out, memory_out
+
+__all__ = ["INSTRUCTIONS", "MemoryFor", "build_mcp_server"]
+
+#: Picks the memory of a call from its HTTP request (None over stdio).
+MemoryFor = Callable[[Any], Memory]
+
+INSTRUCTIONS = (
+    "fourfold is your long-term memory. Before answering, `recall` what you know about the "
+    "user or topic; after learning a durable fact, preference or resolution, `remember` it in "
+    "one self-contained sentence. Use `lookup_policy` for authoritative values (limits, "
+    "windows, prices) instead of trusting memory, and `search_docs` for documentation. When a "
+    "task ends, `record_episode` what you tried and how it went; at the start of a similar "
+    "task, `similar_successes` shows what worked before."
+)
+
+_SCOPE_HELP = (
+    "Whose memory this is, e.g. 'customer:42' or 'project:atlas'. Scopes are hard walls: a "
+    "recall only sees memories of the same scope. Omit it for the default scope."
+)
+
+
+class _FourfoldMCP(MCPServer[Any]):
+    """MCPServer whose `lookup_policy` schema lists the caller's current fact keys."""
+
+    def __init__(self, memory_for: MemoryFor, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._memory_for = memory_for
+
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        result = await super()._handle_list_tools(ctx, params)
+        memory = self._memory_for(getattr(ctx, "request", None))
+        schema = policy_tool_schema(memory.facts.keys(), description=_POLICY_DESCRIPTION)
+        for tool in result.tools:
+            if tool.name == "lookup_policy":
+                tool.input_schema = schema["input_schema"]
+                tool.description = schema["description"]
+        return result
+
+
+_POLICY_DESCRIPTION = (
+    DEFAULT_DESCRIPTION + " The key must be one of the listed keys; the answer is the value as "
+    "text, or UNKNOWN (then say you do not know and escalate; never guess a policy)."
+)
+
+
+def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPServer[Any]:
+    """The fourfold MCP server; `scope` is the default scope of every tool call."""
+    server = _FourfoldMCP(memory_for, name="fourfold", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def mem(ctx: Context[Any, Any]) -> Memory:
+        return memory_for(ctx.request_context.request)
+
+    @server.tool(description=(
+        "Store one durable memory: a preference, fact, resolution or lesson worth knowing in a "
+        "later conversation. Write it as one self-contained sentence ('Prefers email over "
+        "phone'), not chit-chat. Secrets are redacted before storage. Returns the memory id."
+    ))
+    def remember(
+        text: Annotated[str, Field(description="The memory, one self-contained sentence.")],
+        ctx: Context[Any, Any],
+        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        kind: Annotated[str, Field(description="preference, fact, resolution, lesson or note.")] = "note",
+    ) -> dict[str, Any]:
+        with _tool_errors():
+            mid = mem(ctx).long_term.remember(text, scope=scope, kind=kind)
+        return {"id": str(mid), "created": mid.created, "redacted": [r.kind for r in mid.redactions]}
+
+    @server.tool(description=(
+        "Recall the memories most relevant to a query, best first, from one scope. Use it "
+        "before answering to bring back what is known about the user or topic. Each result has "
+        "an id (for `forget`), the text, its kind and a relevance score."
+    ))
+    def recall(
+        query: Annotated[str, Field(description="What you want to know, in plain words.")],
+        ctx: Context[Any, Any],
+        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        k: Annotated[int, Field(description="How many memories to return (1-50).", ge=1, le=50)] = 5,
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            hits = mem(ctx).long_term.recall(query, scope=scope, k=k)
+        return [memory_out(h) for h in hits]
+
+    @server.tool(description=(
+        "Delete one memory by the id that `remember` or `recall` gave. Use it when the user asks "
+        "you to forget something or a memory turned out to be wrong."
+    ))
+    def forget(
+        memory_id: Annotated[str, Field(description="The id of the memory, e.g. mem_3f2a...")],
+        ctx: Context[Any, Any],
+    ) -> str:
+        with _tool_errors():
+            mem(ctx).long_term.forget(memory_id)
+        return f"forgot {memory_id}"
+
+    @server.tool(description=(
+        "Record how a task went, once it is finished: the goal, the steps taken, the outcome, "
+        "and whether it succeeded. Successful episodes come back from `similar_successes` the "
+        "next time a similar task starts."
+    ))
+    def record_episode(
+        goal: Annotated[str, Field(description="What was being attempted.")],
+        actions: Annotated[list[str], Field(description="The steps taken, in order.")],
+        outcome: Annotated[str, Field(description="How it ended.")],
+        success: Annotated[bool, Field(description="True if the goal was reached.")],
+        ctx: Context[Any, Any],
+    ) -> dict[str, Any]:
+        with _tool_errors():
+            ep = mem(ctx).episodes.record(
+                goal=goal, actions=actions, outcome=outcome, success=success, scope=scope
+            )
+        return episode_out(ep)
+
+    @server.tool(description=(
+        "Past successful episodes most similar to the current situation, best first: worked "
+        "examples of what was done before and how it ended. Call it at the start of a task."
+    ))
+    def similar_successes(
+        situation: Annotated[str, Field(description="The task or problem at hand.")],
+        ctx: Context[Any, Any],
+        k: Annotated[int, Field(description="How many episodes (1-20).", ge=1, le=20)] = 3,
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            episodes = mem(ctx).episodes.similar_successes(situation, k=k, scope=scope)
+        return [episode_out(ep) for ep in episodes]
+
+    @server.tool(description=_POLICY_DESCRIPTION)
+    def lookup_policy(
+        key: Annotated[str, Field(description="Which policy value to return.")],
+        ctx: Context[Any, Any],
+    ) -> str:
+        with _tool_errors():
+            return mem(ctx).facts.lookup(key)
+
+    @server.tool(description=(
+        "Add a document (a manual page, a policy, a wiki article) to the searchable "
+        "documentation. It is split into chunks; ingesting the same text again changes nothing."
+    ))
+    def ingest_doc(
+        text: Annotated[str, Field(description="The document's full text (Markdown is fine).")],
+        source: Annotated[str, Field(description="Its name, e.g. 'refund-policy.md'.")],
+        ctx: Context[Any, Any],
+    ) -> dict[str, Any]:
+        with _tool_errors():
+            ids = mem(ctx).docs.ingest_text(text, source=source, scope=scope)
+        return {"chunks": len(ids), "ids": ids}
+
+    @server.tool(description=(
+        "Search the documentation for passages relevant to a question, best first. Each hit "
+        "names its source and heading; quote or summarise it rather than guessing."
+    ))
+    def search_docs(
+        query: Annotated[str, Field(description="The question, in plain words.")],
+        ctx: Context[Any, Any],
+        k: Annotated[int, Field(description="How many passages (1-20).", ge=1, le=20)] = 5,
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            hits = mem(ctx).docs.search(query, k=k, scope=scope)
+        return [doc_hit_out(h) for h in hits]
+
+    return server
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """A library error becomes a tool error the model can read: `code: message`."""
+    try:
+        yield
+    except FourfoldError as exc:
+        raise ToolError(f"{exc.code}: {one_line(str(exc))}") from None

@@ -1,0 +1,342 @@
+"""The HTTP API's JSON shapes (pydantic at the edge), and conversions from the library's types.
+
+Strict types on the way in, so the service refuses what the library refuses (`"3"` is
+not a k, `42` is not a text) instead of quietly coercing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
+
+__all__ = [
+    "DeletedCount",
+    "DeletedOut",
+    "DocHitOut",
+    "DocHitsOut",
+    "DocIn",
+    "DocSearchIn",
+    "EpisodeIn",
+    "EpisodeOut",
+    "EpisodesIn",
+    "EpisodesOut",
+    "ErrorBody",
+    "ErrorOut",
+    "FactIn",
+    "FactOut",
+    "FactsOut",
+    "HistoryOut",
+    "IngestOut",
+    "LookupIn",
+    "LookupOut",
+    "MemoriesIn",
+    "MemoriesOut",
+    "MemoryOut",
+    "RememberIn",
+    "RememberedManyOut",
+    "RememberedOut",
+    "ResolveIn",
+    "ResolveOut",
+    "ScopeCounts",
+    "SearchIn",
+    "SimilarIn",
+    "SourcesOut",
+    "TurnIn",
+    "TurnOut",
+    "WhoAmIOut",
+    "doc_hit_out",
+    "episode_out",
+    "fact_out",
+    "memory_out",
+    "redactions_out",
+    "remembered_out",
+]
+
+Scope = StrictStr | None
+_IN = ConfigDict(extra="forbid")
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. invalid_input, not_found.")
+    message: str = Field(description="One line for a human; never a stack trace.")
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+# -- long-term ---------------------------------------------------------------------------
+
+
+class RememberIn(BaseModel):
+    model_config = _IN
+    text: StrictStr = Field(description="The memory; secrets are redacted before storage.")
+    scope: Scope = Field(None, description="Who it belongs to, e.g. customer:42; null is your unscoped space.")
+    kind: StrictStr = Field("note", description="preference, fact, resolution, lesson, note...")
+    metadata: dict[str, Any] | None = None
+
+
+class MemoriesIn(BaseModel):
+    model_config = _IN
+    items: list[RememberIn] = Field(description="Written all or nothing: one invalid item refuses the batch.")
+
+
+class RedactionOut(BaseModel):
+    kind: str
+    start: int
+    end: int
+    placeholder: str
+
+
+class RememberedOut(BaseModel):
+    id: str
+    redacted: list[RedactionOut] = Field(description="Secrets removed before storage (never the secret).")
+    created: bool = Field(description="False when the same memory already existed.")
+    text: str = Field(description="The text as stored, after redaction.")
+
+
+class RememberedManyOut(BaseModel):
+    results: list[RememberedOut]
+
+
+class SearchIn(BaseModel):
+    model_config = _IN
+    query: StrictStr
+    scope: Scope = None
+    k: StrictInt = 3
+    kinds: list[StrictStr] | None = Field(None, description="Only these kinds; documents only when 'doc' is named.")
+    where: dict[str, Any] | None = Field(None, description="Exact matches on metadata fields.")
+    min_score: float | None = None
+
+
+class MemoryOut(BaseModel):
+    id: str
+    text: str
+    kind: str
+    scope: str | None
+    score: float
+    metadata: dict[str, Any]
+    created_at: float
+
+
+class MemoriesOut(BaseModel):
+    results: list[MemoryOut]
+
+
+class DeletedOut(BaseModel):
+    deleted: str
+
+
+class DeletedCount(BaseModel):
+    deleted: int
+
+
+class ScopeCounts(BaseModel):
+    memories: int
+    episodes: int
+    conversations: int
+
+
+# -- episodes ----------------------------------------------------------------------------
+
+
+class EpisodeIn(BaseModel):
+    model_config = _IN
+    goal: StrictStr
+    actions: list[StrictStr]
+    outcome: StrictStr
+    success: StrictBool
+    scope: Scope = None
+    tags: list[StrictStr] = Field(default_factory=list)
+
+
+class EpisodesIn(BaseModel):
+    model_config = _IN
+    items: list[EpisodeIn]
+
+
+class SimilarIn(BaseModel):
+    model_config = _IN
+    situation: StrictStr
+    k: StrictInt = 3
+    scope: Scope = Field(None, description="This scope's successes plus your unscoped, shared ones.")
+
+
+class EpisodeOut(BaseModel):
+    id: str
+    goal: str
+    actions: list[str]
+    outcome: str
+    success: bool
+    ts: float
+    scope: str | None
+    tags: list[str]
+
+
+class EpisodesOut(BaseModel):
+    results: list[EpisodeOut]
+
+
+# -- facts -------------------------------------------------------------------------------
+
+
+class FactIn(BaseModel):
+    model_config = _IN
+    value: Any = Field(description="Any JSON value.")
+    description: StrictStr | None = Field(None, description="null keeps the current description.")
+
+
+class FactOut(BaseModel):
+    key: str
+    value: Any
+    description: str
+    updated_at: float
+
+
+class FactsOut(BaseModel):
+    facts: list[FactOut]
+
+
+class HistoryEntry(BaseModel):
+    value: Any
+    replaced_at: float
+
+
+class HistoryOut(BaseModel):
+    history: list[HistoryEntry]
+
+
+class LookupIn(BaseModel):
+    model_config = _IN
+    key: Any = Field(description="Anything: an unknown or invalid key answers UNKNOWN, not an error.")
+
+
+class LookupOut(BaseModel):
+    text: str
+
+
+# -- documents ---------------------------------------------------------------------------
+
+
+class DocIn(BaseModel):
+    model_config = _IN
+    text: StrictStr = Field(description="The document's text (never a path: the service reads no files).")
+    source: StrictStr = Field(description="Its name, e.g. refund-policy.md; re-ingesting is idempotent.")
+    scope: Scope = None
+
+
+class IngestOut(BaseModel):
+    ids: list[str]
+    chunks: int
+
+
+class DocSearchIn(BaseModel):
+    model_config = _IN
+    query: StrictStr
+    k: StrictInt = 5
+    scope: Scope = None
+    source: StrictStr | None = None
+
+
+class DocHitOut(BaseModel):
+    id: str
+    text: str
+    source: str
+    position: int
+    score: float
+    heading: str
+
+
+class DocHitsOut(BaseModel):
+    results: list[DocHitOut]
+
+
+class SourcesOut(BaseModel):
+    sources: list[str]
+
+
+# -- agent -------------------------------------------------------------------------------
+
+
+class TurnIn(BaseModel):
+    model_config = _IN
+    customer_id: StrictStr
+    message: StrictStr
+
+
+class ToolUseOut(BaseModel):
+    name: str
+    input: dict[str, Any]
+    result: str
+
+
+class ReportOut(BaseModel):
+    model: str
+    memories: list[MemoryOut]
+    episodes: list[EpisodeOut]
+    docs: list[DocHitOut]
+    tool_uses: list[ToolUseOut]
+    input_tokens: int
+    output_tokens: int
+    messages_sent: int
+    model_calls: int
+
+
+class TurnOut(BaseModel):
+    text: str
+    report: ReportOut
+
+
+class ResolveIn(BaseModel):
+    model_config = _IN
+    customer_id: StrictStr
+    outcome: StrictStr
+    success: StrictBool = True
+
+
+class ResolveOut(BaseModel):
+    episode: EpisodeOut
+    remembered: list[str]
+
+
+class WhoAmIOut(BaseModel):
+    tenant: str
+    auth: Literal["key", "anonymous"]
+
+
+# -- conversions -------------------------------------------------------------------------
+
+
+def redactions_out(redactions: tuple[Redaction, ...]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in redactions]
+
+
+def remembered_out(r: Remembered) -> dict[str, Any]:
+    return {"id": r.id, "text": r.text, "created": r.created, "redacted": redactions_out(r.redactions)}
+
+
+def memory_out(r: Recalled) -> dict[str, Any]:
+    return {
+        "id": r.id, "text": r.text, "kind": r.kind, "scope": r.scope, "score": float(r.score),
+        "metadata": dict(r.metadata), "created_at": r.created_at,
+    }
+
+
+def episode_out(ep: Episode) -> dict[str, Any]:
+    return {
+        "id": ep.id, "goal": ep.goal, "actions": list(ep.actions), "outcome": ep.outcome,
+        "success": ep.success, "ts": ep.ts, "scope": ep.scope, "tags": list(ep.tags),
+    }
+
+
+def fact_out(f: Fact) -> dict[str, Any]:
+    return {"key": f.key, "value": f.value, "description": f.description, "updated_at": f.updated_at}
+
+
+def doc_hit_out(h: DocHit) -> dict[str, Any]:
+    return asdict(h)
+

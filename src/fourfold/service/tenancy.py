@@ -1,0 +1,190 @@
+"""Tenants: every API key's tenant gets a complete library `Memory` of its own.
+
+Layout of a served data dir::
+
+    <data_dir>/                 the `default` tenant: exactly `Memory.open(data_dir)`, so the
+                                CLI and embedded agents see the same data as that tenant
+    <data_dir>/tenants/<name>/  another tenant's episode log, facts and conversations
+    <data_dir>/vectors/         one Chroma, one collection per tenant (`fourfold_t_<name>`)
+    <data_dir>/keys.sqlite3     API keys (HMAC digests only)
+
+A tenant is a whole `Memory`, not a scope prefix, so the library's semantics hold per tenant
+unchanged: scope=None is the tenant's own unscoped space, unscoped episodes are shared only
+within the tenant, and `lookup_policy` lists only the tenant's facts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import threading
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fourfold._manifest import check_manifest
+from fourfold.errors import InvalidInput, StoreUnavailable
+from fourfold.stores.vector import VectorRecord, VectorStore
+
+if TYPE_CHECKING:
+    from fourfold.config import MemoryConfig
+    from fourfold.embeddings.base import Embedder
+    from fourfold.memory import Memory
+
+__all__ = ["DEFAULT_TENANT", "SERVICE_LOCK", "SingleWriterStore", "Tenants", "check_tenant"]
+
+#: The tenant whose memory is the data dir itself (and the one served when auth is off).
+DEFAULT_TENANT = "default"
+#: Held (flock) by the process serving a data dir: one writer per data dir.
+SERVICE_LOCK = ".fourfold-service.lock"
+_TENANT = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?")
+
+#: Builds the vector store of one tenant (tests inject an in-memory one).
+VectorStoreFactory = Callable[[str], "VectorStore"]
+
+
+def check_tenant(name: object) -> str:
+    """A tenant name: 1-48 lowercase letters, digits, '-' or '_', starting and ending alphanumeric."""
+    if not isinstance(name, str) or not _TENANT.fullmatch(name):
+        raise InvalidInput(
+            f"a tenant name is 1-48 lowercase letters, digits, '-' or '_' (starting and ending "
+            f"with a letter or digit), got {name!r:.60}"
+        )
+    return name
+
+
+class Tenants:
+    """Opens each tenant's `Memory` on first use and keeps it open; safe across threads.
+
+    With `exclusive`, the data dir's service lock is taken for the lifetime of this object,
+    so a second service (or `fourfold mcp`) on the same data dir is refused instead of
+    silently damaging the embedded vector index.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        embedder: Embedder | None = None,
+        config: MemoryConfig | None = None,
+        vector_store: VectorStoreFactory | None = None,
+        memories: dict[str, Memory] | None = None,
+        exclusive: bool = True,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self._config = config
+        self._vector_store = vector_store
+        self._memories: dict[str, Memory] = {check_tenant(k): v for k, v in (memories or {}).items()}
+        self._lock = threading.Lock()
+        self._lock_fd = _hold_service_lock(self.data_dir) if exclusive else None
+        if embedder is None:
+            from fourfold.embeddings.minilm import default_embedder
+
+            embedder = default_embedder()
+        self.embedder = embedder
+
+    def get(self, tenant: str) -> Memory:
+        """The tenant's memory, opened (and created) on first use."""
+        tenant = check_tenant(tenant)
+        with self._lock:
+            memory = self._memories.get(tenant)
+            if memory is None:
+                memory = self._open(tenant)
+                self._memories[tenant] = memory
+            return memory
+
+    def _open(self, tenant: str) -> Memory:
+        from fourfold.config import MemoryConfig
+        from fourfold.memory import Memory
+
+        config = self._config or MemoryConfig()
+        home = self.data_dir if tenant == DEFAULT_TENANT else self.data_dir / "tenants" / tenant
+        if self._vector_store is not None:
+            store = self._vector_store(tenant)
+        else:
+            from fourfold.stores.chroma import ChromaVectorStore
+
+            home.mkdir(parents=True, exist_ok=True)
+            check_manifest(home, self.embedder.identity)  # before Chroma, as Memory.open does
+            collection = config.collection if tenant == DEFAULT_TENANT else f"fourfold_t_{tenant}"
+            store = SingleWriterStore(ChromaVectorStore.persistent(
+                self.data_dir / "vectors", self.embedder, collection=collection, lock_timeout=config.lock_timeout
+            ))
+        return Memory.open(home, embedder=self.embedder, vector_store=store, config=config)
+
+    def close(self) -> None:
+        """Close every open memory and release the data dir."""
+        with self._lock:
+            for memory in self._memories.values():
+                memory.close()
+            self._memories.clear()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # closing the descriptor releases the flock
+                self._lock_fd = None
+
+
+class SingleWriterStore(VectorStore):
+    """A tenant's vector store while the service holds the data dir: it is the only writer.
+
+    The embedded store's generation token changes on every write by anyone, so each write
+    made every cached scope index of every tenant be rebuilt from Chroma. With one writer,
+    `LongTermMemory` already drops exactly the scopes it writes, so the token can stay put.
+    """
+
+    def __init__(self, inner: VectorStore) -> None:
+        self.inner = inner
+        self.embedder_identity = inner.embedder_identity
+
+    def add(self, records: Sequence[VectorRecord]) -> None:
+        self.inner.add(records)
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        return self.inner.existing(ids)
+
+    def get(self, ids: Sequence[str]) -> list[VectorRecord]:
+        return self.inner.get(ids)
+
+    def scan(self, scope: str | None) -> list[VectorRecord]:
+        return self.inner.scan(scope)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.inner.delete(ids)
+
+    def delete_scope(self, scope: str) -> int:
+        return self.inner.delete_scope(scope)
+
+    def count(self) -> int:
+        return self.inner.count()
+
+    def scopes(self) -> list[str | None]:
+        return self.inner.scopes()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        with self.inner.writing():
+            yield
+
+    def generation(self) -> Hashable | None:
+        return "single-writer"
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _hold_service_lock(data_dir: Path) -> int:
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(data_dir / SERVICE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot use the data dir {data_dir}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreUnavailable(
+            f"another fourfold service is already serving {data_dir}: one writer per data dir. "
+            "Connect to it instead (RemoteMemory, or its /mcp endpoint)."
+        ) from None
+    return fd

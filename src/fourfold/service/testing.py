@@ -1,0 +1,127 @@
+"""Test helpers that ship with the service: an in-process app, and a real `fourfold serve`.
+
+    with LiveService(tmp_path, keys={"acme": 1}) as live:
+        memory = connect(live.url, api_key=live.keys["acme"][0])
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from fourfold.errors import StoreUnavailable
+
+__all__ = ["CLI_LAUNCHER", "LiveService", "cli_command", "free_port"]
+
+#: Runs the fourfold CLI with the service commands registered (idempotent once app.py does it).
+CLI_LAUNCHER = (
+    "import sys\n"
+    "from fourfold.cli.app import app\n"
+    "from fourfold.cli.service_commands import register\n"
+    "register(app)\n"
+    "from fourfold.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def cli_command(*args: str) -> list[str]:
+    """argv that runs `fourfold <args>` with this interpreter."""
+    return [sys.executable, "-c", CLI_LAUNCHER, *args]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LiveService:
+    """`fourfold serve` in a subprocess on a free loopback port; ready when /healthz answers.
+
+    `keys` maps tenant -> how many keys to create first (with the CLI, as a user would);
+    the secrets end up in `self.keys[tenant]`.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        embedder: str = "hash",
+        keys: dict[str, int] | None = None,
+        serve_args: Sequence[str] = (),
+        startup_timeout: float = 60.0,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.embedder = embedder
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.serve_args = list(serve_args)
+        self.startup_timeout = startup_timeout
+        self.keys: dict[str, list[str]] = {}
+        self._wanted = dict(keys or {})
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def create_key(self, tenant: str) -> str:
+        out = subprocess.run(
+            cli_command("--data-dir", str(self.data_dir), "keys", "create", "--tenant", tenant),
+            check=True, capture_output=True, text=True, timeout=60,
+        )
+        key = out.stdout.strip().splitlines()[-1]
+        self.keys.setdefault(tenant, []).append(key)
+        return key
+
+    def __enter__(self) -> LiveService:
+        for tenant, count in self._wanted.items():
+            for _ in range(count):
+                self.create_key(tenant)
+        args = ["--data-dir", str(self.data_dir), "--embedder", self.embedder, "serve", "--port", str(self.port)]
+        self._process = subprocess.Popen(
+            cli_command(*args, *self.serve_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                err = self._process.stderr.read().decode(errors="replace") if self._process.stderr else ""
+                raise StoreUnavailable(f"fourfold serve exited with {self._process.returncode}: {err.strip()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise StoreUnavailable(f"fourfold serve did not answer /healthz within {self.startup_timeout:g}s")
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stderr:
+            self._process.stderr.close()
+        self._process = None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def headers(self, tenant: str) -> dict[str, Any]:
+        return {"Authorization": f"Bearer {self.keys[tenant][0]}"}

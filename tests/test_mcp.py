@@ -1,0 +1,157 @@
+"""The MCP server: in-process with the official client, over stdio as `fourfold mcp`, and at /mcp."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from fourfold.embeddings import HashEmbedder
+from fourfold.memory import Memory
+from fourfold.semantic.facts import UNKNOWN
+from fourfold.service.mcp import build_mcp_server
+from fourfold.service.testing import CLI_LAUNCHER, LiveService
+from fourfold.stores import InMemoryVectorStore
+
+TOOLS = {"remember", "recall", "forget", "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Memory:
+    embedder = HashEmbedder()
+    return Memory.open(tmp_path, embedder=embedder, vector_store=InMemoryVectorStore(embedder_identity=embedder.identity))
+
+
+def structured(result: Any) -> Any:
+    assert not result.is_error, result.content
+    data = result.structured_content
+    return data["result"] if isinstance(data, dict) and set(data) == {"result"} else data
+
+
+def text(result: Any) -> str:
+    return "".join(block.text for block in result.content)
+
+
+def test_tools_are_listed_with_descriptions_for_a_model(memory: Memory) -> None:
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == TOOLS
+            for tool in tools.values():
+                assert len(tool.description or "") > 60, tool.name
+                for name, prop in tool.input_schema["properties"].items():
+                    assert prop.get("description"), (tool.name, name)
+
+    anyio.run(main)
+
+
+def test_lookup_policy_enum_lists_the_current_facts(memory: Memory) -> None:
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory)) as client:
+            schema = next(t for t in (await client.list_tools()).tools if t.name == "lookup_policy").input_schema
+            assert "enum" not in schema["properties"]["key"]
+            memory.facts.set("refund.window_days", 30)
+            memory.facts.set("shipping.free_over", 50)
+            tools = (await client.list_tools(cache_mode="refresh")).tools
+            schema = next(t for t in tools if t.name == "lookup_policy").input_schema
+            assert schema["properties"]["key"]["enum"] == ["refund.window_days", "shipping.free_over"]
+            assert text(await client.call_tool("lookup_policy", {"key": "refund.window_days"})) == "30"
+            assert text(await client.call_tool("lookup_policy", {"key": "nope"})) == UNKNOWN
+
+    anyio.run(main)
+
+
+def test_every_tool_makes_its_library_call(memory: Memory) -> None:
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory, scope="user:me")) as client:
+            made = structured(await client.call_tool("remember", {"text": "Prefers dark mode in every app", "kind": "preference"}))
+            assert made["created"] is True
+            assert memory.long_term.get(made["id"]).scope == "user:me"
+            hits = structured(await client.call_tool("recall", {"query": "dark mode", "k": 3}))
+            assert [h["id"] for h in hits] == [made["id"]]
+            assert structured(await client.call_tool("recall", {"query": "dark mode", "scope": "user:other"})) == []
+            assert text(await client.call_tool("forget", {"memory_id": made["id"]})) == f"forgot {made['id']}"
+            ep = structured(await client.call_tool("record_episode", {
+                "goal": "set up VPN", "actions": ["install client", "import profile"], "outcome": "connected", "success": True}))
+            assert memory.episodes.get(ep["id"]).scope == "user:me"
+            similar = structured(await client.call_tool("similar_successes", {"situation": "VPN setup"}))
+            assert [e["id"] for e in similar] == [ep["id"]]
+            doc = structured(await client.call_tool("ingest_doc", {"text": "# VPN\nUse the corporate profile.", "source": "vpn.md"}))
+            assert doc["chunks"] == 1
+            (hit,) = structured(await client.call_tool("search_docs", {"query": "corporate VPN profile"}))
+            assert hit["source"] == "vpn.md"
+
+    anyio.run(main)
+
+
+def test_library_errors_are_tool_errors_with_their_code(memory: Memory) -> None:
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory)) as client:
+            result = await client.call_tool("forget", {"memory_id": "mem_nope"})
+            assert result.is_error and "not_found: no memory" in text(result)
+            result = await client.call_tool("remember", {"text": "thanks!"})
+            assert result.is_error and "invalid_input: " in text(result)
+            result = await client.call_tool("ingest_doc", {"text": "/etc/passwd", "source": "x"})
+            assert not result.is_error  # stored as the text "/etc/passwd", never read
+            (hit,) = structured(await client.call_tool("search_docs", {"query": "etc passwd"}))
+            assert hit["text"] == "/etc/passwd"
+
+    anyio.run(main)
+
+
+def test_fourfold_mcp_over_stdio_with_the_official_client(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        mem.facts.set("refund.window_days", 30)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", CLI_LAUNCHER, "--embedder", "hash", "--data-dir", str(tmp_path), "mcp", "--scope", "user:me"],
+    )
+
+    async def main() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == TOOLS
+            assert tools["lookup_policy"].input_schema["properties"]["key"]["enum"] == ["refund.window_days"]
+            made = structured(await client.call_tool("remember", {"text": "Works from Lisbon on Fridays"}))
+            hits = structured(await client.call_tool("recall", {"query": "where does the user work on Fridays"}))
+            assert [h["id"] for h in hits] == [made["id"]]
+            assert text(await client.call_tool("lookup_policy", {"key": "refund.window_days"})) == "30"
+
+    anyio.run(main)
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:  # written to the data dir, in the scope given
+        assert [r.text for r in mem.long_term.all(scope="user:me")] == ["Works from Lisbon on Fridays"]
+
+
+def test_mcp_at_slash_mcp_needs_a_key_and_keeps_tenants_apart(tmp_path: Path) -> None:
+    import httpx
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    with LiveService(tmp_path, keys={"acme": 1, "beta": 1}) as live:
+        r = httpx.post(f"{live.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                       headers={"Accept": "application/json, text/event-stream"})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        httpx.put(f"{live.url}/v1/facts/refund.window_days", json={"value": 30}, headers=live.headers("acme"))
+
+        async def session(tenant: str) -> dict[str, Any]:
+            http = httpx2.AsyncClient(headers=live.headers(tenant), timeout=30)
+            async with http, Client(streamable_http_client(f"{live.url}/mcp", http_client=http)) as client:
+                if tenant == "acme":
+                    await client.call_tool("remember", {"text": "Acme likes invoices in PDF", "scope": "c1"})
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+                hits = structured(await client.call_tool("recall", {"query": "invoices PDF", "scope": "c1"}))
+                return {"enum": tools["lookup_policy"].input_schema["properties"]["key"].get("enum"),
+                        "hits": [h["text"] for h in hits]}
+
+        assert anyio.run(session, "acme") == {"enum": ["refund.window_days"], "hits": ["Acme likes invoices in PDF"]}
+        assert anyio.run(session, "beta") == {"enum": None, "hits": []}
+        # what acme wrote over MCP is acme's memory over REST too
+        found = httpx.post(f"{live.url}/v1/memories/search", json={"query": "invoices", "scope": "c1"},
+                           headers=live.headers("acme")).json()["results"]
+        assert [h["text"] for h in found] == ["Acme likes invoices in PDF"]
+        assert json.dumps(found)

@@ -1,0 +1,158 @@
+"""RemoteMemory: the library's conformance tests, run again over HTTP, plus parity checks.
+
+The long-term suite is imported from test_longterm.py: its tests run here unchanged, with
+`lt` bound to `RemoteMemory.long_term` talking to the service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from fourfold import InvalidInput, NotFound
+from fourfold.embeddings import HashEmbedder
+from fourfold.memory import Memory
+from fourfold.remote import RemoteLongTermMemory, RemoteMemory, Unauthorized
+from fourfold.semantic.facts import UNKNOWN
+from fourfold.service.app import create_app
+from fourfold.service.keys import KeyStore
+from fourfold.service.tenancy import Tenants
+from fourfold.stores import InMemoryVectorStore
+from test_longterm import (  # noqa: F401  (collected here, against the remote `lt`)
+    test_bad_input_is_refused_and_nothing_is_written,
+    test_forget_scope_only_touches_that_scope,
+    test_forget_unknown_id_is_not_found,
+    test_hybrid_ranks_exact_identifier_match_first,
+    test_ids_never_collide_after_a_delete,
+    test_kinds_and_metadata_filters,
+    test_remember_then_recall,
+    test_same_text_same_scope_is_idempotent,
+    test_scope_is_a_hard_filter_that_fails_closed,
+    test_secrets_are_redacted_and_reported,
+)
+
+EMBEDDER = HashEmbedder()
+
+
+class Served:
+    def __init__(self, data_dir: Path) -> None:
+        self.tenants = Tenants(data_dir, embedder=EMBEDDER,
+                               vector_store=lambda _t: InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
+        self.keys = KeyStore(data_dir / "keys.sqlite3")
+        self.client = TestClient(create_app(self.tenants, self.keys, mount_mcp=False))
+
+    def memory(self, tenant: str = "acme", key: str | None = None) -> RemoteMemory:
+        client = TestClient(self.client.app)
+        return RemoteMemory("http://testserver", api_key=key or self.keys.create(tenant)[1], client=client)
+
+    def close(self) -> None:
+        self.tenants.close()
+        self.keys.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    s = Served(tmp_path / "served")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def lt(served: Served) -> RemoteLongTermMemory:
+    return served.memory().long_term
+
+
+@pytest.fixture(params=["embedded", "remote"])
+def memory(request: pytest.FixtureRequest, tmp_path: Path, served: Served) -> Iterator[Any]:
+    """The same calls, against `Memory` and against `RemoteMemory`."""
+    if request.param == "remote":
+        yield served.memory()
+        return
+    mem = Memory.open(tmp_path / "embedded", embedder=EMBEDDER,
+                      vector_store=InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
+    yield mem
+    mem.close()
+
+
+def test_remember_returns_a_memory_id_with_redactions(memory: Any) -> None:
+    mid = memory.long_term.remember("card 4111 1111 1111 1111 is on file", scope="c")
+    assert isinstance(mid, str) and mid.created and [r.kind for r in mid.redactions] == ["card_number"]
+    assert "4111" not in memory.long_term.get(mid).text
+
+
+def test_episodes_parity(memory: Any) -> None:
+    ep = memory.episodes.record(goal="refund a damaged parcel", actions=["check photo", "refund"],
+                                outcome="refunded", success=True, scope="c1", tags=("support",))
+    assert memory.episodes.get(ep.id) == ep
+    memory.episodes.record_many([{"goal": "g2", "actions": [], "outcome": "failed", "success": False}])
+    assert [e.id for e in memory.episodes.similar_successes("damaged parcel refund", scope="c1")] == [ep.id]
+    assert memory.episodes.similar_successes("damaged parcel refund", scope="c2") == []
+    assert len(memory.episodes) == 2 and len(memory.episodes.episodes(success=False)) == 1
+    with pytest.raises(NotFound):
+        memory.episodes.get("nope")
+    with pytest.raises(InvalidInput):
+        memory.episodes.record(goal="", actions=[], outcome="o", success=True)
+    with pytest.raises(InvalidInput):
+        memory.episodes.similar_successes("x", k=0)
+
+
+def test_facts_parity(memory: Any) -> None:
+    fact = memory.facts.set("refund.window_days", 30, description="days")
+    assert memory.facts.get("refund.window_days") == fact
+    memory.facts.set("refund.window_days", {"card": 30, "cash": [7, None]})
+    assert memory.facts.lookup("refund.window_days") == '{"card": 30, "cash": [7, null]}'
+    assert [v for v, _ in memory.facts.history("refund.window_days")] == [30]
+    assert memory.facts.keys() == ["refund.window_days"]
+    assert memory.facts.tool_schema()["input_schema"]["properties"]["key"]["enum"] == ["refund.window_days"]
+    for bad in ["nope", "bad key", 42, None, object()]:
+        assert memory.facts.lookup(bad) == UNKNOWN
+    for key in ["bad key", "", "a/b"]:
+        with pytest.raises(InvalidInput):
+            memory.facts.set(key, 1)
+    with pytest.raises(InvalidInput):
+        memory.facts.set("k", float("nan"))
+    memory.facts.set("..", "dots are a valid key")
+    assert memory.facts.get("..").value == "dots are a valid key"
+    memory.facts.delete("refund.window_days")
+    with pytest.raises(NotFound):
+        memory.facts.get("refund.window_days")
+
+
+def test_docs_parity(memory: Any, tmp_path: Path) -> None:
+    manual = tmp_path / "manual.md"
+    manual.write_text("# Setup\n\nPlug the router in and wait for the green light.\n")
+    ids = memory.docs.ingest(manual)
+    assert memory.docs.ingest(manual) == ids
+    (hit,) = memory.docs.search("green light router")
+    assert (hit.source, hit.heading) == ("manual.md", "Setup")
+    assert memory.docs.sources() == ["manual.md"]
+    assert memory.docs.delete_source("manual.md") == 1
+    with pytest.raises(NotFound):
+        memory.docs.delete_source("manual.md")
+    with pytest.raises(InvalidInput):
+        memory.docs.ingest("text without a source\nsecond line")
+
+
+def test_forget_scope_parity(memory: Any) -> None:
+    memory.long_term.remember("A likes tea", scope="A")
+    memory.episodes.record(goal="g", actions=[], outcome="o", success=True, scope="A")
+    assert memory.forget_scope("A") == {"memories": 1, "episodes": 1, "conversations": 0}
+    with pytest.raises(InvalidInput):
+        memory.forget_scope("")
+
+
+def test_a_bad_key_raises_unauthorized(served: Served) -> None:
+    remote = served.memory(key="ffk_000000000000_nope")
+    with pytest.raises(Unauthorized):
+        remote.long_term.recall("anything")
+
+
+def test_connect_reads_the_key_from_the_environment(monkeypatch: pytest.MonkeyPatch, served: Served) -> None:
+    key = served.keys.create("envtenant")[1]
+    monkeypatch.setenv("FOURFOLD_API_KEY", key)
+    remote = RemoteMemory("http://testserver", client=TestClient(served.client.app))
+    assert remote.whoami() == "envtenant"

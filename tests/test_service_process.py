@@ -1,0 +1,86 @@
+"""`fourfold serve` as a real uvicorn process, driven by the CLI and by `connect()`."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fourfold.errors import StoreUnavailable
+from fourfold.remote import Unauthorized, connect
+from fourfold.service.testing import LiveService, cli_command
+
+
+def test_serve_answers_healthz_and_serves_the_api_with_keys(tmp_path: Path) -> None:
+    with LiveService(tmp_path, keys={"acme": 1}) as live:
+        assert httpx.get(f"{live.url}/healthz").json() == {"status": "ok"}
+        assert httpx.get(f"{live.url}/openapi.json").json()["info"]["title"] == "fourfold"
+        assert httpx.get(f"{live.url}/v1/whoami").status_code == 401
+        with connect(live.url, api_key=live.keys["acme"][0]) as memory:
+            mid = memory.long_term.remember("Ships to the Lyon warehouse", scope="c1")
+            assert [r.id for r in memory.long_term.recall("Lyon warehouse", scope="c1")] == [mid]
+        # revoking with the CLI while the service runs takes effect on the next request
+        key_id = live.keys["acme"][0].split("_")[1]
+        subprocess.run(cli_command("--data-dir", str(tmp_path), "keys", "revoke", key_id), check=True, capture_output=True)
+        with connect(live.url, api_key=live.keys["acme"][0]) as memory, pytest.raises(Unauthorized):
+            memory.long_term.recall("Lyon")
+        # one writer per data dir: a second service is refused
+        with pytest.raises(StoreUnavailable, match="already serving"):
+            LiveService(tmp_path, startup_timeout=30).__enter__()
+    # data written through the service is in the data dir, for the next service
+    with LiveService(tmp_path, keys={"acme": 1}) as live, connect(live.url, api_key=live.keys["acme"][0]) as memory:
+        assert [r.text for r in memory.long_term.all(scope="c1")] == ["Ships to the Lyon warehouse"]
+
+
+def test_binding_beyond_loopback_without_a_key_is_refused(tmp_path: Path) -> None:
+    out = subprocess.run(cli_command("--data-dir", str(tmp_path), "--embedder", "hash", "serve", "--host", "0.0.0.0"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "refusing to bind 0.0.0.0 without an API key" in out.stderr
+
+
+def test_keys_commands(tmp_path: Path) -> None:
+    def fourfold(*args: str) -> str:
+        return subprocess.run(cli_command("--data-dir", str(tmp_path), *args), check=True,
+                              capture_output=True, text=True, timeout=60).stdout
+
+    key = fourfold("keys", "create", "--tenant", "acme", "--label", "ci").strip()
+    assert key.startswith("ffk_")
+    listing = fourfold("keys", "list")
+    assert "acme" in listing and "active" in listing and key not in listing
+    assert "revoked" in fourfold("keys", "revoke", key.split("_")[1])
+    assert "revoked" in fourfold("keys", "list")
+    bad = subprocess.run(cli_command("--data-dir", str(tmp_path), "keys", "create", "--tenant", "Not Valid"),
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "tenant name" in bad.stderr
+
+
+def test_fourfold_help_does_not_import_the_service_stack() -> None:
+    code = (
+        "import sys\n"
+        "from fourfold.cli.app import app\n"
+        "from fourfold.cli.service_commands import register\n"
+        "register(app)\n"
+        "from fourfold.cli import main\n"
+        "main(['--help'])\n"
+        "import fourfold\n"
+        "heavy = [m for m in ('fastapi', 'uvicorn', 'mcp', 'starlette') if m in sys.modules]\n"
+        "print('heavy:', heavy)\n"
+    )
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().endswith("heavy: []"), out.stdout[-300:]
+
+
+def test_the_benchmark_runs_short_and_loses_nothing() -> None:
+    import sys
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "service.py"
+    out = subprocess.run([sys.executable, str(bench), "--duration", "3", "--clients", "5", "--embedder", "hash",
+                          "--tenants", "2", "--seed", "50"], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-500:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("service: rps=") and last.endswith("errors=0 lost=0"), last
