@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "Turn",
     "all_evidence",
     "load",
+    "parse_session_date",
     "score",
     "turn_recall",
 ]
@@ -66,12 +68,29 @@ class Turn:
 
     @property
     def metadata(self) -> dict[str, str | int]:
-        return {
+        """What an agent would attach to a chat turn: its id, session, date and speaker.
+
+        `occurred_at` is the session date in ISO 8601 (absent when it does not parse), the key
+        fourfold reads a memory's own date from.
+        """
+        out: dict[str, str | int] = {
             "dia_id": self.dia_id,
             "session": self.session,
             "session_date": self.session_date,
             "speaker": self.speaker,
         }
+        occurred = parse_session_date(self.session_date)
+        if occurred is not None:
+            out["occurred_at"] = occurred.isoformat(timespec="minutes")
+        return out
+
+
+def parse_session_date(text: str) -> datetime | None:
+    """LoCoMo's "1:56 pm on 8 May, 2023" as a naive datetime; None when it does not parse."""
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,42 +229,7 @@ class Fourfold:
         self._mem = self._memory_class.open(self._tmp.name)
         self.open_seconds += time.perf_counter() - started
         self._scope = conversation.sample_id
-        items = [
-            {"text": t.memory_text, "scope": self._scope, "kind": "note", "metadata": t.metadata}
-            for t in conversation.turns
-        ]
-        ids: list[str] = []
-        for start in range(0, len(items), self.batch):
-            ids += self._remember(items[start : start + self.batch])
-        # Ids are content hashes: a repeated turn text is stored once, under its first dia_id.
-        self._counts["merged"] += len(ids) - len(set(ids))
-
-    def _remember(self, items: list[dict[str, Any]]) -> list[str]:
-        """Store items; returns the ids of those accepted and counts those refused."""
-        from fourfold.errors import InvalidInput
-
-        long_term = self._mem.long_term
-        if hasattr(long_term, "remember_many"):
-            try:
-                return [r.id for r in long_term.remember_many(items)]
-            except InvalidInput:
-                pass  # one item (chatter such as "Hi!") refused the batch: retry one by one
-        ids: list[str] = []
-        for item in items:
-            try:
-                ids.append(
-                    str(
-                        long_term.remember(
-                            item["text"],
-                            scope=item["scope"],
-                            kind="note",
-                            metadata=item["metadata"],
-                        )
-                    )
-                )
-            except InvalidInput:
-                self._counts["refused"] += 1
-        return ids
+        remember_conversation(self._mem.long_term, conversation, self._counts, batch=self.batch)
 
     def search(self, query: str, k: int) -> list[str]:
         recalled = self._mem.long_term.recall(query, scope=self._scope, k=k)
@@ -287,6 +252,49 @@ class Fourfold:
 
     def notes(self) -> dict[str, int]:
         return dict(self._counts)
+
+
+def remember_conversation(
+    long_term: Any, conversation: data.Conversation, counts: dict[str, int], *, batch: int = 64
+) -> None:
+    """Write a conversation's turns in order, one scope per conversation, as an agent would.
+
+    Each turn carries its session (the thread recall reads neighbours from), its date as
+    `occurred_at`, its speaker and its dia_id. `counts` gains "refused" and "merged".
+    """
+    scope = conversation.sample_id
+    items = [
+        {"text": t.memory_text, "scope": scope, "kind": "note", "metadata": t.metadata}
+        for t in conversation.turns
+    ]
+    ids: list[str] = []
+    for start in range(0, len(items), batch):
+        ids += _remember(long_term, items[start : start + batch], counts)
+    # Ids are content hashes: a repeated turn text is stored once, under its first dia_id.
+    counts["merged"] = counts.get("merged", 0) + len(ids) - len(set(ids))
+
+
+def _remember(long_term: Any, items: list[dict[str, Any]], counts: dict[str, int]) -> list[str]:
+    """Store items; returns the ids of those accepted and counts those refused."""
+    from fourfold.errors import InvalidInput
+
+    try:
+        return [r.id for r in long_term.remember_many(items)]
+    except InvalidInput:
+        pass  # one item (chatter such as "Hi!") refused the batch: retry one by one
+    ids: list[str] = []
+    for item in items:
+        try:
+            ids.append(
+                str(
+                    long_term.remember(
+                        item["text"], scope=item["scope"], kind="note", metadata=item["metadata"]
+                    )
+                )
+            )
+        except InvalidInput:
+            counts["refused"] = counts.get("refused", 0) + 1
+    return ids
 
 
 # --- running ---------------------------------------------------------------------------------

@@ -91,7 +91,9 @@ def test_loader_skips_sessions_without_turns(tiny_path: Path) -> None:
         "session": 4,
         "session_date": "8:30 pm on 1 July, 2023",
         "speaker": "Bob",
+        "occurred_at": "2023-07-01T20:30",
     }
+    assert data.parse_session_date("not a date") is None
 
 
 def test_memory_text_has_speaker_and_caption_but_no_qa(tiny_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from fourfold import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.embeddings import HashEmbedder
-from fourfold.longterm import LongTermMemory, MemoryInput
+from fourfold.longterm import LongTermMemory, MemoryInput, Weights
 from fourfold.stores.vector import VectorStore
 
 
@@ -117,3 +117,72 @@ def test_embedded_store_persists_and_rejects_another_embedder(tmp_path: Path, em
     assert [r.text for r in reopened.recall("billing address", scope="c", k=2)] == ["billing address is in Lyon"]
     with pytest.raises(EmbedderMismatch):
         ChromaVectorStore.persistent(tmp_path / "v", HashEmbedder(dimension=64))
+
+
+# -- context from neighbouring memories, dates, speakers ---------------------------------
+
+_FILLER = [
+    "Invoices are sent on the first of the month",
+    "The warehouse in Lyon ships on weekdays",
+    "Refunds take five business days",
+    "The support line opens at nine",
+    "Premium plan includes phone support",
+    "Passwords are reset from the login page",
+]
+
+
+def _thread(lt: LongTermMemory, session: str, texts: list[str]) -> None:
+    lt.remember_many([MemoryInput(t, "u", metadata={"session": session}) for t in texts])
+
+
+def _rank(lt: LongTermMemory, query: str, text: str) -> int:
+    hits = [r.text for r in lt.recall(query, scope="u", k=20)]
+    return hits.index(text)
+
+
+def test_a_reply_is_found_through_the_message_it_answers(lt: LongTermMemory) -> None:
+    _thread(lt, "filler", _FILLER)
+    _thread(lt, "chat", ["Ann joined a pottery class downtown", "Bob asked how often she goes", "Every Sunday morning!"])
+    # The reply shares no word with the query: its neighbours lend it theirs.
+    assert _rank(lt, "pottery class", "Every Sunday morning!") <= 2
+    lt.weights = Weights(context=0.0)  # without context it is just another unrelated memory
+    assert _rank(lt, "pottery class", "Every Sunday morning!") > 2
+
+
+def test_context_stays_inside_a_thread(lt: LongTermMemory) -> None:
+    _thread(lt, "filler", _FILLER)
+    _thread(lt, "a", ["Ann joined a pottery class downtown"])
+    _thread(lt, "b", ["Every Sunday morning!"])  # written next, but in another thread
+    assert _rank(lt, "pottery class", "Every Sunday morning!") > 2
+
+
+def test_unthreaded_memories_far_apart_in_time_are_not_neighbours(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    lt = LongTermMemory(vector_store, embedder, weights=Weights(context_gap=0.0))
+    lt.remember_many([MemoryInput(t, "u") for t in _FILLER])
+    lt.remember_many([MemoryInput("Ann joined a pottery class downtown", "u"), MemoryInput("Every Sunday morning!", "u")])
+    assert _rank(lt, "pottery class", "Every Sunday morning!") <= 1  # one batch: no gap
+    lt.remember("Sessions last two hours each", scope="u")  # a later write: past the gap
+    assert _rank(lt, "pottery class", "Sessions last two hours each") > 2
+
+
+def test_a_batch_keeps_its_order_in_the_store(lt: LongTermMemory) -> None:
+    lt.remember_many([MemoryInput(f"step {word} of the migration", "u") for word in ["one", "two", "three", "four"]])
+    stored = sorted(lt.store.scan("u"), key=lambda r: (r.created_at, r.seq))
+    assert [r.text.split()[1] for r in stored] == ["one", "two", "three", "four"]
+    assert len({r.created_at for r in stored}) == 1 and [r.seq for r in stored] == [0, 1, 2, 3]
+
+
+def test_a_memory_date_makes_its_month_year_and_weekday_searchable(lt: LongTermMemory) -> None:
+    for i, day in enumerate(["2023-05-08", "2023-06-13", "2024-01-17", "2022-11-25"]):  # Mon, Tue, Wed, Fri
+        lt.remember(f"Visited the office for meeting number {i}", scope="u", metadata={"occurred_at": day, "thread": i})
+    (hit,) = lt.recall("which meeting was on a Tuesday in June 2023?", scope="u", k=1)
+    assert hit.metadata["occurred_at"] == "2023-06-13"
+    assert lt.recall("the meeting of a Friday in November", scope="u", k=1)[0].metadata["occurred_at"] == "2022-11-25"
+
+
+def test_memories_of_the_speaker_a_query_names_rank_first(lt: LongTermMemory) -> None:
+    _thread(lt, "filler", _FILLER)
+    lt.remember("Loves hiking in the hills", scope="u", metadata={"speaker": "Bob"})
+    lt.remember("Loves hiking in the hills on weekends", scope="u", metadata={"speaker": "Ann"})
+    assert lt.recall("What does Ann love?", scope="u", k=1)[0].metadata["speaker"] == "Ann"
+    assert lt.recall("What does Bob love?", scope="u", k=1)[0].metadata["speaker"] == "Bob"

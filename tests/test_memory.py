@@ -112,8 +112,9 @@ def test_several_processes_write_one_embedded_store_safely(tmp_path: Path) -> No
     with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
         store = mem.long_term.store
         assert store.count() == 160
-        # every stored vector is still found as its own nearest neighbour by Chroma's index
+        # every stored vector is still found by Chroma's (approximate) index among its own
+        # 3 nearest neighbours; a damaged index loses a third of them (measured: 262 of 400)
         collection = store._collection  # type: ignore[attr-defined]
         got = collection.get(include=["embeddings"])
-        found = collection.query(query_embeddings=np.asarray(got["embeddings"]), n_results=1, include=[])["ids"]
-        assert sum(ids[0] == own for ids, own in zip(found, got["ids"], strict=True)) == 160
+        found = collection.query(query_embeddings=np.asarray(got["embeddings"]), n_results=3, include=[])["ids"]
+        assert sum(own in ids for ids, own in zip(found, got["ids"], strict=True)) == 160

@@ -12,14 +12,33 @@ from hypothesis import strategies as st
 
 import fourfold.text as text_pkg
 from fourfold.errors import InvalidInput
-from fourfold.text import STOPWORDS, BM25Index, is_chatter, redact, tokenize
+from fourfold.text import (
+    STOPWORDS,
+    BM25Index,
+    is_chatter,
+    memory_date,
+    parse_date,
+    redact,
+    time_words,
+    tokenize,
+)
 
 # -- tokenize -------------------------------------------------------------------------
 
 
 def test_text_package_exports_exactly_the_public_names() -> None:
     assert sorted(text_pkg.__all__) == sorted(
-        ["tokenize", "STOPWORDS", "BM25Index", "redact", "is_chatter"]
+        [
+            "tokenize",
+            "STOPWORDS",
+            "BM25Index",
+            "redact",
+            "is_chatter",
+            "DATE_KEYS",
+            "memory_date",
+            "parse_date",
+            "time_words",
+        ]
     )
 
 
@@ -136,6 +155,42 @@ def test_bm25_rejects_bad_arguments() -> None:
         index.add("x", "a string is not a token list")
     with pytest.raises(InvalidInput):
         BM25Index(b=2.0)
+
+
+def test_bm25_weighted_documents_equal_counted_ones_and_scale_smoothly() -> None:
+    counted, weighted = BM25Index(), BM25Index()
+    counted.add("a", ["deploy", "deploy", "worker"])
+    weighted.add_weighted("a", {"deploy": 2, "worker": 1.0, "ignored": 0})
+    for index in (counted, weighted):
+        index.add("b", ["refund", "card"])
+    assert weighted.scores(["deploy", "worker"]) == pytest.approx(counted.scores(["deploy", "worker"]))
+    assert weighted.scores(["ignored"]) == {}
+    # a word carried at a fraction of a count scores less than one written out
+    weighted.add_weighted("c", {"refund": 0.4, "shipping": 1.0})
+    scores = weighted.scores(["refund"])
+    assert 0 < scores["c"] < scores["b"]
+    weighted.remove("c")
+    assert weighted.scores(["refund"]) == pytest.approx(counted.scores(["refund"]))
+    for bad in ({"x": float("nan")}, {"x": "1"}, {"x": True}):
+        with pytest.raises(InvalidInput):
+            weighted.add_weighted("d", bad)  # type: ignore[arg-type]
+
+
+# -- dates -------------------------------------------------------------------------
+
+
+def test_dates_parse_iso_and_unix_seconds_and_name_month_year_weekday() -> None:
+    monday = parse_date("2023-05-08T13:56")
+    assert monday is not None and time_words(monday) == ["may", "2023", "monday"]
+    assert parse_date("2023-05-08") == monday.replace(hour=0, minute=0)
+    zoned = parse_date("2023-05-08T23:30:00-05:00")  # still Monday where it happened
+    assert zoned is not None and time_words(zoned)[2] == "monday"
+    assert parse_date(0) is not None and time_words(parse_date(0))[:2] == ["january", "1970"]  # type: ignore[arg-type]
+    for bad in ("8 May 2023", "", None, True, float("inf"), [2023]):
+        assert parse_date(bad) is None
+    assert memory_date({"date": "garbage", "occurred_at": "2024-02-29"}) == parse_date("2024-02-29")
+    assert memory_date({"date": "2024-02-29"}) == parse_date("2024-02-29")
+    assert memory_date({"when": "2024-02-29"}) is None
 
 
 _ops = st.lists(

@@ -1,12 +1,23 @@
-"""Hybrid ranking over one scope: dense cosine fused with BM25, with filters.
+"""Hybrid ranking over one scope: dense cosine fused with BM25, with context and filters.
 
 Scores are fused as a weighted sum of per-scope z-scores rather than reciprocal ranks:
 measured on the LoCoMo dev split, rank fusion gives the weaker dense ranking too much say.
+
+A memory is rarely self-contained: "Yes, every Sunday!" answers the message before it. So
+each memory is indexed together with its neighbours, the memories written just before and
+after it in the same thread, whose words and vectors count at reduced weight (see
+`ScopeIndex`). A memory's own date (metadata `occurred_at` or `date`, see
+`fourfold.text.dates`) adds its month, year and weekday as words, so "what did she do in May
+2023?" can match by date. A query that names a memory's `speaker` lifts that memory.
+
+On the LoCoMo dev split (categories 1-4, R@10) neighbours took recall from 69.5 to 79.8, the
+speaker lift to 81.0, dates 1.5 points before that; see benchmarks/README.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,34 +26,87 @@ import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
 from fourfold.stores.vector import VectorRecord
-from fourfold.text import BM25Index, tokenize
+from fourfold.text import BM25Index, memory_date, time_words, tokenize
 
-__all__ = ["ScopeIndex", "Weights", "matches_where"]
+__all__ = ["THREAD_KEYS", "ScopeIndex", "Weights", "matches_where"]
 
 Floats = npt.NDArray[np.float64]
+
+#: Metadata keys naming the conversation or thread a memory belongs to, read in this order.
+THREAD_KEYS = ("thread", "session")
+
+# Among a handful of memories, cosines a hair apart would z-score as far apart as a BM25 hit
+# and a miss; below this spread, dense differences count as what they are, small.
+_MIN_COSINE_SPREAD = 0.02
 
 
 @dataclass(frozen=True, slots=True)
 class Weights:
-    """How much each signal counts in the fused score."""
+    """How much each signal counts in the fused score.
+
+    `dense` and `lexical` weigh the z-scored cosine and BM25 scores. A memory's neighbour at
+    distance 1 lends its words (BM25) and its vector (dense) at weight `context`, each further
+    one `context_decay` times less, up to `context_window` on each side. Memories without thread
+    metadata written more than `context_gap` seconds apart are not neighbours. `dates` adds the
+    words of a memory's own date; `speaker` is added (in z units) to memories whose `speaker`
+    metadata the query names.
+    """
 
     dense: float = 0.5
     lexical: float = 0.5
+    context: float = 0.4
+    context_decay: float = 0.7
+    context_window: int = 4
+    context_gap: float = 3600.0
+    dates: bool = True
+    speaker: float = 0.5
 
 
 class ScopeIndex:
-    """Everything recall needs for one scope, built from the store's records."""
+    """Everything recall needs for one scope, built from the store's records.
 
-    def __init__(self, records: Sequence[VectorRecord], dimension: int) -> None:
-        self.records = list(records)
-        self.matrix: Vectors = (
+    Records are kept in write order (`created_at`, then `seq`). Neighbours are found along that
+    order within one thread: memories sharing a `THREAD_KEYS` value; memories without one form
+    runs broken by gaps longer than `Weights.context_gap`; document chunks (which overlap
+    already) have no neighbours. Each memory is indexed with its neighbours' words and vectors
+    at reduced weight, so the index is rebuilt (exactly, statistics included) when its scope
+    changes, never patched.
+    """
+
+    def __init__(
+        self, records: Sequence[VectorRecord], dimension: int, *, weights: Weights | None = None
+    ) -> None:
+        self.weights = w = weights or Weights()
+        self.records = sorted(records, key=lambda r: (r.created_at, r.seq))
+        n = len(self.records)
+        own: Vectors = (
             np.stack([r.embedding for r in self.records]).astype(np.float32, copy=False)
-            if self.records
+            if n
             else np.zeros((0, dimension), dtype=np.float32)
         )
+        neighbours = _neighbours(self.records, w)
+        self.matrix = _blend_vectors(own, neighbours)
+        tokens = [self._tokens(r) for r in self.records]
         self.bm25 = BM25Index()
+        for i in range(n):
+            counts: dict[str, float] = {}
+            for token in tokens[i]:
+                counts[token] = counts.get(token, 0.0) + 1.0
+            for j, share in neighbours[i]:
+                for token in tokens[j]:
+                    counts[token] = counts.get(token, 0.0) + share
+            self.bm25.add_weighted(str(i), counts)
+        self._by_speaker: dict[str, list[int]] = {}
         for i, record in enumerate(self.records):
-            self.bm25.add(str(i), tokenize(record.text))
+            for token in set(tokenize(str(record.metadata.get("speaker") or ""))):
+                self._by_speaker.setdefault(token, []).append(i)
+
+    def _tokens(self, record: VectorRecord) -> list[str]:
+        tokens = tokenize(record.text)
+        when = memory_date(record.metadata) if self.weights.dates else None
+        if when is not None:
+            tokens += tokenize(" ".join(time_words(when)))
+        return tokens
 
     def __len__(self) -> int:
         return len(self.records)
@@ -54,22 +118,82 @@ class ScopeIndex:
         *,
         k: int,
         keep: Callable[[VectorRecord], bool],
-        weights: Weights,
+        weights: Weights | None = None,
     ) -> list[tuple[VectorRecord, float]]:
-        """The k best records that pass `keep`, best first, with their fused scores."""
+        """The k best records that pass `keep`, best first, with their fused scores.
+
+        `weights` may change the fusion (dense, lexical, speaker); the context and date fields
+        take effect when the index is built.
+        """
+        w = weights or self.weights
         candidates = np.fromiter((i for i, r in enumerate(self.records) if keep(r)), dtype=np.int64)
         if candidates.size == 0:
             return []
+        query_tokens = tokenize(query_text)
         dense = (self.matrix[candidates] @ query_vector).astype(np.float64)
-        lexical_by_doc = self.bm25.scores(tokenize(query_text))
+        lexical_by_doc = self.bm25.scores(query_tokens)
         lexical = np.array([lexical_by_doc.get(str(i), 0.0) for i in candidates], dtype=np.float64)
-        fused = weights.dense * _zscore(dense) + weights.lexical * _zscore(lexical)
-        top = _top_k(fused, k, tiebreak=np.array([self.records[i].created_at for i in candidates]))
+        fused = w.dense * _zscore(dense, floor=_MIN_COSINE_SPREAD) + w.lexical * _zscore(lexical)
+        if w.speaker:
+            named = np.zeros(len(self.records), dtype=np.float64)
+            for token in set(query_tokens):
+                named[self._by_speaker.get(token, [])] = 1.0
+            fused += w.speaker * named[candidates]
+        top = _top_k(fused, k, tiebreak=candidates.astype(np.float64))
         return [(self.records[candidates[j]], float(fused[j])) for j in top]
 
 
-def _zscore(values: Floats) -> Floats:
-    std = float(values.std())
+def _thread(record: VectorRecord) -> Hashable | None:
+    """The thread a memory belongs to; None when its metadata names none."""
+    for key in THREAD_KEYS:
+        if key in record.metadata:
+            return ("thread", key, json.dumps(record.metadata[key], sort_keys=True))
+    return None
+
+
+def _neighbours(records: Sequence[VectorRecord], weights: Weights) -> list[list[tuple[int, float]]]:
+    """Each record's neighbours in its thread, as (index, share of weight)."""
+    runs: dict[Hashable, list[int]] = {}
+    run, last_at = -1, 0.0  # the current run of memories without a thread
+    for i, record in enumerate(records):
+        if record.kind == "doc":
+            continue  # document chunks overlap already: each stands alone
+        key = _thread(record)
+        if key is None:
+            if run < 0 or record.created_at - last_at > weights.context_gap:
+                run += 1
+            last_at = record.created_at
+            key = ("run", run)
+        runs.setdefault(key, []).append(i)
+    shares = [weights.context * weights.context_decay**d for d in range(max(0, weights.context_window))]
+    out: list[list[tuple[int, float]]] = [[] for _ in records]
+    for members in runs.values():
+        for pos, i in enumerate(members):
+            for d, share in enumerate(shares, start=1):
+                if share <= 0:
+                    break
+                if pos - d >= 0:
+                    out[i].append((members[pos - d], share))
+                if pos + d < len(members):
+                    out[i].append((members[pos + d], share))
+    return out
+
+
+def _blend_vectors(own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]]) -> Vectors:
+    """Each vector plus its neighbours' at their shares, renormalised to unit length."""
+    blended = own.astype(np.float64)
+    for i, pairs in enumerate(neighbours):
+        for j, share in pairs:
+            blended[i] += share * own[j]
+    norms = np.linalg.norm(blended, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: Vectors = (blended / norms).astype(np.float32)
+    return result
+
+
+def _zscore(values: Floats, *, floor: float = 0.0) -> Floats:
+    """(values - mean) / std; a spread below `floor` counts as `floor`, so noise stays small."""
+    std = max(float(values.std()), floor)
     if std < 1e-12:
         return np.zeros_like(values)
     return (values - float(values.mean())) / std

@@ -92,7 +92,8 @@ class LongTermMemory:
         """Validate, redact and embed all items, then store them in one locked write.
 
         Nothing is written unless every item is valid, so a bad item never leaves half
-        a batch behind.
+        a batch behind. The batch's order is kept: items next to each other (in the same
+        `thread`/`session`, see `recall`) are neighbours that lend each other context.
         """
         prepared = [self._prepare(_as_input(item)) for item in items]
         return self._write(prepared)
@@ -122,9 +123,10 @@ class LongTermMemory:
         now = time.time()
         with self._lock, self.store.writing():
             already = self.store.existing([p.id for p in unique])
+            # seq keeps the batch's order: recall reads neighbouring memories from it.
             fresh = [
-                VectorRecord(p.id, p.text, vec, p.scope, p.kind, now, p.metadata)
-                for p, vec in zip(unique, vectors, strict=True)
+                VectorRecord(p.id, p.text, vec, p.scope, p.kind, now, p.metadata, seq)
+                for seq, (p, vec) in enumerate(zip(unique, vectors, strict=True))
                 if p.id not in already
             ]
             self.store.add(fresh)
@@ -182,6 +184,12 @@ class LongTermMemory:
 
         Scope is a hard filter: scope=None sees only memories stored without a scope.
         Documents (kind 'doc') come back only when `kinds` names them.
+
+        Ranking fuses dense and BM25 scores (`Weights`). Metadata that helps it, all optional:
+        `thread` or `session` (memories written in sequence in the same thread lend each other
+        context), `occurred_at` or `date` (ISO 8601 or unix seconds: the memory's own date, whose
+        month, year and weekday become searchable words), and `speaker` (memories of a speaker
+        the query names rank higher).
         """
         query = check_text(query, what="query", max_chars=self.max_chars)
         k = check_k(k)
@@ -207,8 +215,8 @@ class LongTermMemory:
                 self._indexes.clear()
                 self._seen = generation
             index = self._indexes.get(scope)
-            if index is None:
-                index = ScopeIndex(self.store.scan(scope), self.embedder.dimension)
+            if index is None or index.weights != self.weights:  # context is built in
+                index = ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
                 if generation is not None:
                     self._indexes[scope] = index
             return index

@@ -39,6 +39,9 @@ class VectorRecord:
     kind: str
     created_at: float
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: Position within the write that stored it: orders records sharing one `created_at`
+    #: (a `remember_many` batch). Records stored before this field existed read back as 0.
+    seq: int = 0
 
     def flat_metadata(self) -> dict[str, str | int | float | bool]:
         """Metadata in the flat shape vector databases accept; user metadata travels as JSON."""
@@ -46,6 +49,7 @@ class VectorRecord:
             "ff_scope": scope_key(self.scope),
             "ff_kind": self.kind,
             "ff_created": float(self.created_at),
+            "ff_seq": int(self.seq),
             "ff_meta": json.dumps(self.metadata, ensure_ascii=False, sort_keys=True),
         }
 
@@ -60,6 +64,7 @@ class VectorRecord:
             kind=str(flat.get("ff_kind", "note")),
             created_at=float(flat.get("ff_created", 0.0)),
             metadata=json.loads(str(flat.get("ff_meta", "{}"))),
+            seq=int(flat.get("ff_seq", 0)),
         )
 
 

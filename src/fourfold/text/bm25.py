@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fourfold.errors import InvalidInput
 
@@ -26,10 +26,10 @@ class BM25Index:
             raise InvalidInput(f"b must be between 0 and 1, got {b!r}")
         self.k1 = k1
         self.b = b
-        self._postings: dict[str, dict[str, int]] = {}
-        self._doc_terms: dict[str, Counter[str]] = {}
-        self._doc_len: dict[str, int] = {}
-        self._total_len = 0
+        self._postings: dict[str, dict[str, float]] = {}
+        self._doc_terms: dict[str, dict[str, float]] = {}
+        self._doc_len: dict[str, float] = {}
+        self._total_len = 0.0
 
     def __len__(self) -> int:
         return len(self._doc_len)
@@ -41,13 +41,33 @@ class BM25Index:
         """Index a document, replacing any earlier document with the same id."""
         if isinstance(tokens, str):
             raise InvalidInput("tokens must be a sequence of strings, not one string")
+        self._store(doc_id, dict(Counter(tokens)))
+
+    def add_weighted(self, doc_id: str, weights: Mapping[str, float]) -> None:
+        """Index a document given as term weights (fractional counts); its length is their sum.
+
+        This lets a document carry words from elsewhere at reduced weight, such as the
+        neighbouring messages of a chat turn. `add(doc, tokens)` equals `add_weighted` of the
+        token counts. Non-positive weights are ignored.
+        """
+        if isinstance(weights, str) or not isinstance(weights, Mapping):
+            raise InvalidInput("weights must be a mapping of term to weight")
+        counts: dict[str, float] = {}
+        for term, weight in weights.items():
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight):
+                raise InvalidInput(f"weight of {term!r} must be a finite number, got {weight!r}")
+            if weight > 0:
+                counts[term] = float(weight)
+        self._store(doc_id, counts)
+
+    def _store(self, doc_id: str, counts: dict[str, float]) -> None:
         self.remove(doc_id)
-        counts = Counter(tokens)
         for term, tf in counts.items():
             self._postings.setdefault(term, {})[doc_id] = tf
         self._doc_terms[doc_id] = counts
-        self._doc_len[doc_id] = len(tokens)
-        self._total_len += len(tokens)
+        length = sum(counts.values())
+        self._doc_len[doc_id] = length
+        self._total_len += length
 
     def remove(self, doc_id: str) -> None:
         """Drop a document; nothing happens if it is not indexed."""
