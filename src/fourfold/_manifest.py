@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from fourfold.errors import EmbedderMismatch, StoreCorrupt
+from fourfold.errors import EmbedderMismatch, StoreCorrupt, StoreUnavailable
 
 __all__ = ["FORMAT", "MANIFEST", "check_manifest"]
 
@@ -15,24 +15,38 @@ FORMAT = 1
 MANIFEST = "fourfold.json"
 
 
-def check_manifest(data_dir: Path, embedder_identity: str) -> dict[str, object]:
-    """Create the manifest, or check that this data dir is ours, not newer, and same embedder."""
+def check_manifest(data_dir: Path, embedder_identity: str, *, create: bool = True) -> dict[str, object] | None:
+    """Create the manifest, or check that this data dir is ours, not newer, and same embedder.
+
+    With create=False a missing manifest is not written (None): callers write it only once
+    the stores have opened, so a refused open never records the wrong embedder.
+    """
     path = data_dir / MANIFEST
     if not path.exists():
+        if not create:
+            return None
         manifest: dict[str, object] = {"format": FORMAT, "embedder": embedder_identity, "created_at": time.time()}
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot write {path}: {exc.strerror or exc}") from None
         return manifest
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        manifest = json.loads(text)
         fmt = int(manifest["format"])  # type: ignore[call-overload]
         built_with = str(manifest["embedder"])
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise StoreCorrupt(f"{path} is damaged ({exc}); run `fourfold doctor {data_dir}`") from None
     if fmt > FORMAT:
         raise StoreCorrupt(
-            f"{data_dir} was written by a newer fourfold (format {fmt}, this one reads {FORMAT}): upgrade fourfold"
+            f"{data_dir} was written by a newer fourfold ({path} says format {fmt}, this one reads {FORMAT}): "
+            "upgrade fourfold to open it"
         )
     if built_with != embedder_identity:
         raise EmbedderMismatch(

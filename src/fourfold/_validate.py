@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,8 +46,13 @@ def check_scope(scope: object) -> str | None:
 
 def check_kind(kind: object) -> str:
     if not isinstance(kind, str) or not _KIND.match(kind):
-        raise InvalidInput(f"kind must be a lowercase identifier like 'preference', got {kind!r}")
+        raise InvalidInput(f"kind must be a lowercase identifier like 'preference', got {_show(kind)}")
     return kind
+
+
+def _show(value: object) -> str:
+    """A short repr for an error message: bounded in length and depth, whatever the value."""
+    return reprlib.repr(value)
 
 
 def check_k(k: object) -> int:
@@ -70,6 +76,8 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         encoded = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"metadata must be JSON-compatible: {exc}") from None
+    except RecursionError:  # json gives up past ~1000 levels; that is bad input, not a crash
+        raise InvalidInput("metadata is nested too deeply") from None
     if len(encoded) > 64_000:
         raise InvalidInput("metadata is larger than 64 KB")
     try:

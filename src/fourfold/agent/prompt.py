@@ -37,9 +37,24 @@ class PromptParts:
 
 
 def quote(text: str) -> str:
-    """One line of data: a JSON string with <, > and & escaped so no delimiter can be closed."""
+    """One line of data: a JSON string with <, > and & escaped so no delimiter can be closed.
+
+    Every character that is not printable is escaped too: U+2028/U+2029 and NEL end a line
+    for many readers (json leaves them raw), and invisible format characters (tag
+    characters, bidi overrides) can smuggle instructions a human reviewer cannot see.
+    """
     encoded = json.dumps(text, ensure_ascii=False)
-    return encoded.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    encoded = encoded.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in encoded)
+
+
+def _escape(ch: str) -> str:
+    """JSON \\u escape of one character (a surrogate pair above the BMP)."""
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def assemble_system(parts: PromptParts, *, instructions: str = BASE_INSTRUCTIONS) -> str:

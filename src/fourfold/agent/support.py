@@ -25,6 +25,7 @@ from fourfold.shortterm import (
     TokenCounter,
 )
 from fourfold.shortterm.threads import Thread
+from fourfold.text import redact
 from fourfold.types import DocHit, Episode, Recalled
 
 __all__ = ["Reply", "Resolution", "SupportAgent", "ToolUse", "TurnReport", "customer_scope"]
@@ -108,7 +109,8 @@ class SupportAgent:
     def turn(self, customer_id: str, user_msg: str) -> Reply:
         """Answer one customer message, using and updating that customer's thread."""
         scope = customer_scope(customer_id)
-        user_msg = check_text(user_msg, what="message", max_chars=50_000)
+        # Secrets never reach the persisted thread, the ticket's episode or the model.
+        user_msg = redact(check_text(user_msg, what="message", max_chars=50_000))[0]
         with self.conversations.lock(scope).hold():
             thread = self.conversations.load(scope)
             messages = _append_user(list(thread.messages), user_msg)

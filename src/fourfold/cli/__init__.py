@@ -8,27 +8,54 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; library errors become one line on stderr and a non-zero exit code."""
+    """Run the CLI; every error becomes one line on stderr and a non-zero exit code."""
     from fourfold.cli.app import app
     from fourfold.errors import FourfoldError, InvalidInput, NotFound
 
     try:
-        app(args=argv, standalone_mode=False)
+        # Without standalone mode click returns an Exit's code instead of raising it.
+        result = app(args=argv, standalone_mode=False)
     except FourfoldError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return 2 if isinstance(exc, InvalidInput) else 3 if isinstance(exc, NotFound) else 1
     except KeyboardInterrupt:
         return 130
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 1
-    except Exception as exc:  # click's usage errors, bad files: one line, never a traceback
-        from click.exceptions import ClickException
+    except Exception as exc:  # usage errors from click (or typer's vendored click): one line
+        import click
+        import typer
 
-        if isinstance(exc, ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
-    return 0
+        if isinstance(exc, typer.Exit | click.exceptions.Exit):
+            return int(getattr(exc, "exit_code", 0) or 0)
+        code = _usage_error_code(exc)
+        if code is None:
+            raise
+        message = exc.format_message() if hasattr(exc, "format_message") else type(exc).__name__
+        _error(f"{message} (see --help)")
+        return code
+    return result if isinstance(result, int) else 0
+
+
+def _usage_error_code(exc: Exception) -> int | None:
+    """Exit code of a click/typer usage error or Abort; None for anything else."""
+    import click
+    import typer
+
+    if isinstance(exc, typer.Abort | click.exceptions.Abort):
+        return 1
+    if isinstance(exc, click.ClickException | typer.TyperException) and hasattr(exc, "exit_code"):
+        return int(exc.exit_code) or 2
+    return None
+
+
+def _error(message: str) -> None:
+    """One line on stderr: newlines folded, text that cannot be encoded escaped."""
+    line = " ".join(f"error: {message}".split())
+    stream = sys.stderr
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write(line.encode(encoding, "backslashreplace").decode(encoding) + "\n")
+    stream.flush()
 
 
 if __name__ == "__main__":

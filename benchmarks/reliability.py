@@ -1,0 +1,830 @@
+"""Reliability benchmark: nothing lost, nothing leaked, every bad input answered.
+
+Runs the heavy versions of the reliability suite (tests/test_reliability_*.py call the
+same workloads with CI sizes) and prints one table:
+
+    python benchmarks/reliability.py [--cycles 200] [--writers 8] [--per-writer 60]
+                                     [--isolation-ops 600] [--fuzz-rounds 400]
+                                     [--chroma-server] [--seed 1]
+
+The last line printed is exactly
+``reliability: lost=N leaked=N crashes=N of M cases``: writes acknowledged but missing
+(crash cycles and concurrent writers), another scope's text or a secret seen where it must
+not be, and bad inputs that ended in anything but a typed error or a clean result.
+
+Writer processes run from a multiprocessing *forkserver*: one clean process that has
+imported fourfold and chromadb but never opened a store forks each writer, so a crash
+cycle costs milliseconds instead of a fresh interpreter; each is still a separate process
+killed with SIGKILL. Concurrency runs use *spawn* (fresh interpreters, as in production).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import random
+import reprlib
+import signal
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fourfold import FourfoldError
+from fourfold.config import MemoryConfig
+from fourfold.embeddings import HashEmbedder
+from fourfold.memory import Memory
+
+# -- deterministic payloads -----------------------------------------------------------------
+# Every write is named by a key; its content is a pure function of the key, so a verifier
+# in another process can tell a complete record from a partial or damaged one.
+
+
+def _h(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), "little")
+
+
+def scope_of(key: str) -> str:
+    return f"customer:r{_h(key) % 4}"
+
+
+def memory_text(key: str) -> str:
+    filler = " ".join(f"detail{(_h(key) + i) % 97}" for i in range(_h(key) % 40))
+    return f"Ledger entry {key}: the parcel {key} was refunded after review. {filler}".strip()
+
+
+def episode_fields(key: str) -> dict[str, Any]:
+    return {
+        "goal": f"Parcel {key} arrived damaged",
+        "actions": [f"checked photos for {key}", f"issued refund for {key}"],
+        "outcome": f"refund issued for {key}",
+        "success": True,
+        "scope": scope_of(key),
+        "tags": ["reliability"],
+    }
+
+
+def fact_key(key: str) -> str:
+    return f"rel.{key}"
+
+
+def fact_value(key: str) -> dict[str, Any]:
+    return {"key": key, "items": [key] * (1 + _h(key) % 20), "n": _h(key)}
+
+
+def _embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+def open_memory(data_dir: str | Path, chroma_url: str | None = None, collection: str | None = None) -> Memory:
+    config = MemoryConfig(lock_timeout=120.0, collection=collection or MemoryConfig().collection)
+    return Memory.open(data_dir, embedder=_embedder(), chroma_url=chroma_url, config=config)
+
+
+# -- one write of each kind, acknowledged only after it returned ---------------------------
+
+OPS = ("mem", "mems", "ep", "eps", "fact")
+
+
+def members(op: str, key: str) -> list[tuple[str, str]]:
+    """The (store, key) records one acknowledged operation must have left behind."""
+    if op == "mem":
+        return [("mem", key)]
+    if op == "mems":
+        return [("mem", f"{key}b{i}") for i in range(3)]
+    if op == "ep":
+        return [("ep", key)]
+    if op == "eps":
+        return [("ep", f"{key}b{i}") for i in range(2)]
+    return [("fact", key)]
+
+
+def do_write(mem: Memory, op: str, key: str) -> None:
+    if op == "mem":
+        mem.long_term.remember(memory_text(key), scope=scope_of(key), metadata={"k": key})
+    elif op == "mems":
+        batch = [k for _, k in members(op, key)]
+        mem.long_term.remember_many(
+            [{"text": memory_text(k), "scope": scope_of(k), "metadata": {"k": k}} for k in batch]
+        )
+    elif op == "ep":
+        mem.episodes.record(**episode_fields(key))
+    elif op == "eps":
+        mem.episodes.record_many([episode_fields(k) for _, k in members(op, key)])
+    else:
+        mem.facts.set(fact_key(key), fact_value(key))
+
+
+def _ack(fd: int, op: str, key: str) -> None:
+    os.write(fd, f"{op} {key}\n".encode())
+
+
+def read_acks(path: Path) -> list[tuple[str, str]]:
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines[:-1]:  # the last element is "" or an unfinished line
+        op, _, key = line.partition(" ")
+        if op in OPS and key:
+            out.append((op, key))
+    return out
+
+
+# -- verification (always in a fresh process: no cached store state) ----------------------
+
+
+def snapshot(mem: Memory) -> dict[str, Any]:
+    """Every record the stores show, checked against the content its key implies."""
+    found: Counter[tuple[str, str]] = Counter()
+    partial: list[str] = []
+    store = mem.long_term.store
+    embedder = mem.long_term.embedder
+    for scope in store.scopes():
+        for rec in store.scan(scope):
+            key = str(rec.metadata.get("k", ""))
+            found["mem", key] += 1
+            ok = rec.text == memory_text(key) and rec.scope == scope_of(key)
+            ok = ok and bool(np.allclose(rec.embedding, embedder.embed(rec.text), atol=1e-5))
+            if not ok:
+                partial.append(f"memory {rec.id} ({key or 'no key'})")
+    for ep in mem.episodes.episodes():
+        key = ep.goal.removeprefix("Parcel ").removesuffix(" arrived damaged")
+        found["ep", key] += 1
+        want = episode_fields(key)
+        got = {"goal": ep.goal, "actions": list(ep.actions), "outcome": ep.outcome, "success": ep.success,
+               "scope": ep.scope, "tags": list(ep.tags)}
+        if got != want:
+            partial.append(f"episode {ep.id} ({key})")
+    for fact in mem.facts.list():
+        key = fact.key.removeprefix("rel.")
+        found["fact", key] += 1
+        if fact.value != fact_value(key):
+            partial.append(f"fact {fact.key}")
+    return {"found": found, "partial": partial, "index_damage": _index_damage(store)}
+
+
+def _index_damage(store: Any) -> int:
+    """Vectors that Chroma's own HNSW index no longer finds as their own nearest neighbour."""
+    collection = getattr(store, "_collection", None)
+    if collection is None:
+        return 0
+    got = collection.get(include=["embeddings"])
+    if not got["ids"]:
+        return 0
+    found = collection.query(query_embeddings=np.asarray(got["embeddings"]), n_results=1, include=[])["ids"]
+    return sum(ids[0] != own for ids, own in zip(found, got["ids"], strict=True))
+
+
+def judge(snap: dict[str, Any], acks: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Lost = acknowledged but missing; dupes = present twice; torn batches = half a batch."""
+    found: Counter[tuple[str, str]] = snap["found"]
+    wanted = [m for op, key in acks for m in members(op, key)]
+    lost = [f"{s}:{k}" for s, k in wanted if found[s, k] == 0]
+    dupes = [f"{s}:{k}" for (s, k), n in found.items() if n > 1]
+    torn_batches = []
+    for s, k in found:
+        if "b" in k and s != "fact":
+            base = k.rpartition("b")[0]
+            op = "mems" if s == "mem" else "eps"
+            seen = [found[m] > 0 for m in members(op, base)]
+            if not all(seen):
+                torn_batches.append(f"{op}:{base}")
+    return {
+        "acked": len(wanted), "present": sum(1 for m in wanted if found[m] > 0), "lost": lost,
+        "dupes": dupes, "partial": list(snap["partial"]) + sorted(set(torn_batches)),
+        "index_damage": snap["index_damage"],
+    }
+
+
+def verify(data_dir: str | Path, acks: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Open the data dir, then judge what it shows against the acknowledged writes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with open_memory(data_dir) as mem:
+                verdict = judge(snapshot(mem), acks)
+        except Exception as exc:  # the verdict reports any failure to open as data
+            return {"open_error": f"{type(exc).__name__}: {exc}", "acked": 0, "present": 0,
+                    "lost": ["(could not open)"], "dupes": [], "partial": [], "index_damage": 0}
+    verdict["warnings"] = [str(w.message) for w in caught]
+    verdict["open_error"] = ""
+    return verdict
+
+
+# -- crash cycles -----------------------------------------------------------------------------
+
+
+def _crash_writer(data_dir: str, cycle: int, ack_path: str, ready_path: str, seed: int) -> None:
+    """Verify what earlier cycles left, say so, then write until killed."""
+    verdict = verify(data_dir, read_acks(Path(ack_path)))
+    tmp = ready_path + ".tmp"
+    Path(tmp).write_text(json.dumps(verdict), encoding="utf-8")
+    os.replace(tmp, ready_path)
+    if verdict["open_error"]:
+        return
+    rng = random.Random(seed)
+    fd = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open_memory(data_dir) as mem:
+        for j in range(100_000):
+            op = rng.choice(OPS)
+            key = f"c{cycle}w{j}"
+            do_write(mem, op, key)
+            _ack(fd, op, key)
+
+
+def _final_verifier(data_dir: str, ack_path: str, out_path: str) -> None:
+    Path(out_path).write_text(json.dumps(verify(data_dir, read_acks(Path(ack_path)))), encoding="utf-8")
+
+
+def forkserver() -> Any:
+    """A forkserver context whose server has imported fourfold and chromadb (no store opened)."""
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["reliability", "fourfold.memory", "fourfold.stores.chroma", "chromadb"])
+    return ctx
+
+
+@dataclass
+class CrashResult:
+    cycles: int = 0
+    survived: int = 0  # cycles after which the data dir opened and showed every acked write once
+    acked: int = 0
+    present: int = 0
+    lost: list[str] = field(default_factory=list)
+    dupes: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)
+    open_errors: list[str] = field(default_factory=list)
+    index_damage: int = 0
+    torn_lines: int = 0
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def crash_cycles(data_dir: Path, *, cycles: int, seed: int = 1, max_delay: float = 0.35,
+                 torn_every: int = 10) -> CrashResult:
+    """SIGKILL a writer at a random moment, `cycles` times; every `torn_every`-th cycle also
+    leaves a torn last line in the episode log, as a write cut short by power loss would."""
+    ctx = forkserver()
+    rng = random.Random(seed)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ack_path = data_dir.parent / f"{data_dir.name}.acks"
+    result = CrashResult()
+    for cycle in range(cycles):
+        ready = data_dir.parent / f"{data_dir.name}.ready{cycle}"
+        proc = ctx.Process(target=_crash_writer, args=(str(data_dir), cycle, str(ack_path), str(ready), rng.randrange(2**31)))
+        proc.start()
+        deadline = time.monotonic() + 120
+        while not ready.exists() and proc.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0, max_delay))
+        if proc.pid is not None and proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.join(30)
+        if cycle:  # the writer of cycle n verified what cycles 0..n-1 left
+            _tally(result, json.loads(ready.read_text(encoding="utf-8")) if ready.exists() else None)
+        ready.unlink(missing_ok=True)
+        if torn_every and cycle % torn_every == torn_every - 1:
+            _tear_episode_log(data_dir / "episodes.jsonl", rng)
+            result.torn_lines += 1
+    out = data_dir.parent / f"{data_dir.name}.final"
+    proc = ctx.Process(target=_final_verifier, args=(str(data_dir), str(ack_path), str(out)))
+    proc.start()
+    proc.join(300)
+    _tally(result, json.loads(out.read_text(encoding="utf-8")) if out.exists() else None)
+    return result
+
+
+def _tally(result: CrashResult, verdict: dict[str, Any] | None) -> None:
+    result.cycles += 1
+    if verdict is None:
+        result.open_errors.append("verifier died")
+        return
+    result.verdicts.append(verdict)
+    ok = not (verdict["open_error"] or verdict["lost"] or verdict["dupes"] or verdict["partial"] or verdict["index_damage"])
+    result.survived += ok
+    result.acked, result.present = verdict["acked"], verdict["present"]
+    result.lost = sorted(set(result.lost) | set(verdict["lost"]))
+    result.dupes = sorted(set(result.dupes) | set(verdict["dupes"]))
+    result.partial = sorted(set(result.partial) | set(verdict["partial"]))
+    result.index_damage = max(result.index_damage, verdict["index_damage"])
+    if verdict["open_error"]:
+        result.open_errors.append(verdict["open_error"])
+
+
+def _tear_episode_log(path: Path, rng: random.Random) -> None:
+    """Append the first bytes of a valid line without its newline (a torn write)."""
+    line = json.dumps({"v": 1, "id": "0" * 32, "ts": 1.0, "scope": None, "success": True,
+                       "goal": "torn", "actions": [], "outcome": "torn", "tags": []}).encode()
+    with open(path, "ab") as f:
+        f.write(line[: rng.randint(1, len(line) - 2)])
+
+
+# -- concurrency ------------------------------------------------------------------------------
+
+
+def _conc_writer(data_dir: str, worker: int, n: int, ack_path: str, chroma_url: str | None, collection: str | None) -> None:
+    fd = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open_memory(data_dir, chroma_url, collection) as mem:
+        for i in range(n):
+            for op in ("mem", "ep", "fact"):
+                key = f"w{worker}i{i}"
+                do_write(mem, op, key)
+                _ack(fd, op, key)
+
+
+def _conc_reader(data_dir: str, stop_path: str, out_path: str, chroma_url: str | None, collection: str | None) -> None:
+    """Read all three stores in a loop while writers run; count reads and corrupt results."""
+    reads, bad = 0, []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with open_memory(data_dir, chroma_url, collection) as mem:
+            while not os.path.exists(stop_path) and len(bad) < 20:
+                try:
+                    bad.extend(_read_once(mem, reads))
+                except Exception as exc:  # a reader must never fail, typed or not
+                    bad.append(f"{type(exc).__name__}: {exc}")
+                reads += 1
+    Path(out_path).write_text(json.dumps({"reads": reads, "bad": bad}), encoding="utf-8")
+
+
+def _read_once(mem: Memory, i: int) -> list[str]:
+    bad = []
+    scope = f"customer:r{i % 4}"
+    for hit in mem.long_term.recall("parcel refunded after review", scope=scope, k=10):
+        key = str(hit.metadata.get("k", ""))
+        if hit.text != memory_text(key) or hit.scope != scope:
+            bad.append(f"recall returned a damaged or foreign memory {hit.id}")
+    for ep in mem.episodes.similar_successes("parcel arrived damaged", scope=scope, k=5):
+        if ep.scope != scope or ep.outcome != episode_fields(ep.goal.split()[1])["outcome"]:
+            bad.append(f"similar_successes returned a damaged or foreign episode {ep.id}")
+    for fact in mem.facts.list():
+        if fact.value != fact_value(fact.key.removeprefix("rel.")):
+            bad.append(f"fact {fact.key} is damaged")
+    return bad
+
+
+@dataclass
+class ConcurrencyResult:
+    writers: int
+    acked: int
+    present: int
+    lost: list[str]
+    dupes: list[str]
+    partial: list[str]
+    index_damage: int
+    reads: int
+    reader_errors: list[str]
+    writer_exits: list[int | None]
+
+
+def concurrency(data_dir: Path, *, writers: int = 4, per_writer: int = 20, chroma_url: str | None = None,
+                collection: str | None = None, timeout: float = 300) -> ConcurrencyResult:
+    """`writers` spawned processes write all three stores at once while one process reads."""
+    ctx = mp.get_context("spawn")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    open_memory(data_dir, chroma_url, collection).close()
+    ack_path = data_dir.parent / f"{data_dir.name}.acks"
+    stop, out = data_dir.parent / f"{data_dir.name}.stop", data_dir.parent / f"{data_dir.name}.reads"
+    reader = ctx.Process(target=_conc_reader, args=(str(data_dir), str(stop), str(out), chroma_url, collection))
+    reader.start()
+    procs = [ctx.Process(target=_conc_writer, args=(str(data_dir), w, per_writer, str(ack_path), chroma_url, collection))
+             for w in range(writers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout)
+    stop.touch()
+    reader.join(timeout)
+    for p in [*procs, reader]:
+        if p.is_alive() and p.pid is not None:
+            os.kill(p.pid, signal.SIGKILL)
+            p.join()
+    reads = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {"reads": 0, "bad": ["reader died"]}
+    with open_memory(data_dir, chroma_url, collection) as mem:
+        verdict = judge(snapshot(mem), read_acks(ack_path))
+    return ConcurrencyResult(
+        writers, verdict["acked"], verdict["present"], verdict["lost"], verdict["dupes"], verdict["partial"],
+        verdict["index_damage"], reads["reads"], reads["bad"], [p.exitcode for p in procs],
+    )
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+_SENTINEL_TEXT = "Sentinel memory: the store must survive every bad input"
+
+
+def _deep(n: int, leaf: Any = 1) -> Any:
+    value: Any = leaf
+    for _ in range(n):
+        value = {"a": value}
+    return value
+
+
+def _deep_list(n: int) -> Any:
+    value: Any = []
+    for _ in range(n):
+        value = [value]
+    return value
+
+
+HUGE = "x" * 10_000_000
+BINARY = bytes(range(256)).decode("latin-1")
+
+Call = Callable[[Memory], Any]
+
+
+def bad_input_cases() -> list[tuple[str, Call]]:
+    """Public API calls with bad input; each must end in a FourfoldError or a clean result."""
+    lt = "long_term"
+    cases: list[tuple[str, Call]] = []
+
+    def add(name: str, fn: Call) -> None:
+        cases.append((name, fn))
+
+    texts: dict[str, Any] = {"empty": "", "blank": " \n\t", "huge": HUGE, "binary": BINARY, "nul": "a\x00b order 7",
+                             "surrogate": "a\ud800b", "none": None, "int": 5, "bytes": b"order 55 shipped",
+                             "list": ["order"], "dict": {"t": "x"}}
+    for label, text in texts.items():
+        add(f"remember text={label}", lambda m, t=text: getattr(m, lt).remember(t, scope="customer:fuzz"))
+        add(f"recall query={label}", lambda m, t=text: m.long_term.recall(t, scope="customer:fuzz"))
+        add(f"episodes.record goal={label}", lambda m, t=text: m.episodes.record(goal=t, actions=[], outcome="o", success=True))
+        add(f"episodes.record action={label}", lambda m, t=text: m.episodes.record(goal="g", actions=[t], outcome="o", success=True))
+        add(f"similar_successes situation={label}", lambda m, t=text: m.episodes.similar_successes(t))
+        add(f"facts.set value={label}", lambda m, t=text: m.facts.set("fuzz.value", t))
+        add(f"facts.set key={label}", lambda m, t=text: m.facts.set(t, 1))
+        add(f"facts.get key={label}", lambda m, t=text: m.facts.get(t))
+        add(f"docs.ingest text={label}", lambda m, t=text: m.docs.ingest(t, source="fuzz.md"))
+        add(f"forget_scope scope={label}", lambda m, t=text: m.forget_scope(t))
+        add(f"remember scope={label}", lambda m, t=text: m.long_term.remember("Order 5 shipped late", scope=t))
+        add(f"remember kind={label}", lambda m, t=text: m.long_term.remember("Order 6 shipped late", kind=t))
+        add(f"forget id={label}", lambda m, t=text: m.long_term.forget(t))
+        add(f"conversations.load scope={label}", lambda m, t=text: m.conversations.load(t))
+    metas: dict[str, Any] = {"nested": {"a": {"b": [1, None, {"c": []}]}}, "none-value": {"a": None},
+                             "deep": _deep(5000), "nan": {"a": float("nan")}, "set": {"a": {1}},
+                             "int-key": {1: "a"}, "surrogate-key": {"\ud800": 1}, "list": [1, 2], "str": "meta",
+                             "huge": {"a": HUGE}, "object": {"a": object()}}
+    for label, meta in metas.items():
+        add(f"remember metadata={label}", lambda m, x=meta: m.long_term.remember("Order 41 shipped late", metadata=x))
+        add(f"recall where={label}", lambda m, x=meta: m.long_term.recall("order", where=x))
+    for label, k in {"0": 0, "-1": -1, "1e6": 1_000_000, "float": 2.5, "bool": True, "str": "3", "none": None}.items():
+        add(f"recall k={label}", lambda m, k=k: m.long_term.recall("order", k=k))
+        add(f"similar_successes k={label}", lambda m, k=k: m.episodes.similar_successes("order", k=k))
+        add(f"docs.search k={label}", lambda m, k=k: m.docs.search("order", k=k))
+    odd: dict[str, Call] = {
+        "recall kinds=int": lambda m: m.long_term.recall("order", kinds=5),  # type: ignore[arg-type]
+        "recall kinds=[None]": lambda m: m.long_term.recall("order", kinds=[None]),  # type: ignore[list-item]
+        "recall kinds=unknown": lambda m: m.long_term.recall("order", kinds=["no_such_kind"]),
+        "recall scope=unknown": lambda m: m.long_term.recall("order", scope="customer:never-seen"),
+        "recall min_score=str": lambda m: m.long_term.recall("order", min_score="high"),  # type: ignore[arg-type]
+        "remember_many None": lambda m: m.long_term.remember_many(None),  # type: ignore[arg-type]
+        "remember_many [1]": lambda m: m.long_term.remember_many([1]),  # type: ignore[list-item]
+        "episodes.record success=1": lambda m: m.episodes.record(goal="g", actions=[], outcome="o", success=1),  # type: ignore[arg-type]
+        "episodes.record actions=None": lambda m: m.episodes.record(goal="g", actions=None, outcome="o", success=True),  # type: ignore[arg-type]
+        "episodes.record actions=str": lambda m: m.episodes.record(goal="g", actions="abc", outcome="o", success=True),
+        "episodes.record actions=deep": lambda m: m.episodes.record(goal="g", actions=[_deep_list(5000)], outcome="o", success=True),
+        "episodes.record_many None": lambda m: m.episodes.record_many(None),  # type: ignore[arg-type]
+        "episodes.get int": lambda m: m.episodes.get(5),  # type: ignore[arg-type]
+        "facts.set value=deep": lambda m: m.facts.set("fuzz.deep", _deep_list(5000)),
+        "facts.set value=bigint": lambda m: m.facts.set("fuzz.big", 10**5000),
+        "facts.set value=set": lambda m: m.facts.set("fuzz.set", {1, 2}),
+        "facts.set description=int": lambda m: m.facts.set("fuzz.d", 1, description=5),  # type: ignore[arg-type]
+        "facts.history None": lambda m: m.facts.history(None),  # type: ignore[arg-type]
+        "facts.delete unknown": lambda m: m.facts.delete("fuzz.never"),
+        "docs.ingest source=int": lambda m: m.docs.ingest("Some manual text about parcels.", source=5),  # type: ignore[arg-type]
+        "docs.ingest path=missing": lambda m: m.docs.ingest(Path("/nonexistent/manual.md")),
+        "docs.ingest path=dir": lambda m: m.docs.ingest(Path("/")),
+        "docs.delete_source unknown": lambda m: m.docs.delete_source("never.md"),
+        "Memory.open path=NUL": lambda m: Memory.open("bad\x00dir", embedder=_embedder()),
+        "Memory.open path=int": lambda m: Memory.open(5, embedder=_embedder()),  # type: ignore[arg-type]
+        "Memory.open embedder=str": lambda m: Memory.open(m.data_dir, embedder="minilm"),  # type: ignore[arg-type]
+        "Memory.open other dimension": lambda m: Memory.open(m.data_dir, embedder=HashEmbedder(dimension=64)),
+    }
+    cases.extend(odd.items())
+    return cases
+
+
+def cli_cases(data_dir: Path) -> list[tuple[str, list[str], bytes | None]]:
+    """CLI invocations with bad input; each must exit non-zero with one line, or succeed."""
+    base = ["--data-dir", str(data_dir), "--embedder", "hash"]
+    surrogate = b"\xff\xfe order 5".decode("utf-8", "surrogateescape")
+    raw = [
+        ("remember empty", ["remember", ""], None),
+        ("remember huge", ["remember", "x" * 100_000], None),
+        ("remember invalid UTF-8", ["remember", surrogate], None),
+        ("remember --meta not key=value", ["remember", "Order 5 shipped", "--meta", "{bad json"], None),
+        ("remember --meta malformed JSON value", ["remember", "Order 8 shipped", "--meta", "a={bad"], None),
+        ("remember --kind unknown", ["remember", "Order 6 shipped", "--kind", "NO SUCH KIND"], None),
+        ("recall -k 0", ["recall", "order", "-k", "0"], None),
+        ("recall -k -1", ["recall", "order", "-k", "-1"], None),
+        ("recall -k 1000000", ["recall", "order", "-k", "1000000"], None),
+        ("recall -k abc", ["recall", "order", "-k", "abc"], None),
+        ("recall missing query", ["recall"], None),
+        ("recall --scope empty", ["recall", "order", "--scope", ""], None),
+        ("facts set malformed JSON", ["facts", "set", "fuzz.k", "{bad"], None),
+        ("facts set bad key", ["facts", "set", "bad key!", "1"], None),
+        ("facts get unknown", ["facts", "get", "never"], None),
+        ("episodes record empty goal", ["episodes", "record", "--goal", "", "--outcome", "o"], None),
+        ("episodes similar -k -1", ["episodes", "similar", "order", "-k", "-1"], None),
+        ("docs ingest missing file", ["docs", "ingest", "/nonexistent/x.md"], None),
+        ("docs ingest a directory", ["docs", "ingest", "/"], None),
+        ("docs ingest binary stdin", ["docs", "ingest", "-"], b"\xff\xfe\x00\x01binary"),
+        ("forget unknown id", ["forget", "mem_nope"], None),
+        ("forget-scope empty", ["forget-scope", ""], None),
+        ("unknown command", ["no-such-command"], None),
+        ("no command", ["--json"], None),
+        ("unknown option", ["recall", "order", "--no-such-option"], None),
+    ]
+    return [(name, base + args, stdin) for name, args, stdin in raw]
+
+
+@dataclass
+class Outcome:
+    case: str
+    ended: str  # "ok", "typed:<Error>", or "CRASH:<Exception>"
+
+    @property
+    def crashed(self) -> bool:
+        return self.ended.startswith("CRASH")
+
+
+def run_call(mem: Memory, name: str, fn: Call) -> Outcome:
+    try:
+        result = fn(mem)
+    except FourfoldError as exc:
+        return Outcome(name, f"typed:{type(exc).__name__}")
+    except BaseException as exc:
+        return Outcome(name, f"CRASH:{type(exc).__name__}: {str(exc)[:80]}")
+    if isinstance(result, Memory):
+        result.close()
+    return Outcome(name, "ok")
+
+
+def run_cli(name: str, argv: list[str], stdin: bytes | None) -> Outcome:
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "fourfold.cli", *argv], input=stdin or b"", capture_output=True, timeout=120)
+    err = proc.stderr.decode("utf-8", "replace").strip()
+    if proc.returncode == 0:
+        return Outcome(name, "ok")
+    if "Traceback" in err or len(err.splitlines()) != 1 or not err.startswith("error: "):
+        return Outcome(name, f"CRASH:exit {proc.returncode}, {len(err.splitlines())} stderr lines")
+    return Outcome(name, f"typed:exit {proc.returncode}")
+
+
+def store_intact(mem: Memory) -> bool:
+    hits = mem.long_term.recall("sentinel memory store survive", scope="customer:sentinel", k=1)
+    return bool(hits) and hits[0].text == _SENTINEL_TEXT and mem.facts.get("sentinel.fact").value == {"ok": True}
+
+
+def plant_sentinel(mem: Memory) -> None:
+    mem.long_term.remember(_SENTINEL_TEXT, scope="customer:sentinel")
+    mem.facts.set("sentinel.fact", {"ok": True})
+
+
+def random_bad_calls(rng: random.Random, rounds: int) -> Iterable[tuple[str, Call]]:
+    """Random combinations of the bad values above, for longer fuzzing."""
+    pool: list[Any] = ["", " ", BINARY, "a\x00b", "a\ud800b", None, 0, -1, 10**6, 2.5, True, b"x", [], {},
+                       {"a": None}, _deep(3000), float("nan"), "customer:" + "x" * 300, "ok text about order 9"]
+    targets: list[tuple[str, Callable[[Memory, Any, Any], Any]]] = [
+        ("remember", lambda m, a, b: m.long_term.remember(a, scope=b)),
+        ("remember meta", lambda m, a, b: m.long_term.remember("Order 77 shipped", kind="note", metadata=a)),
+        ("recall", lambda m, a, b: m.long_term.recall(a, k=b)),
+        ("recall scope", lambda m, a, b: m.long_term.recall("order", scope=a, k=3)),
+        ("record", lambda m, a, b: m.episodes.record(goal=a, actions=[b], outcome="done", success=True)),
+        ("similar", lambda m, a, b: m.episodes.similar_successes(a, k=b)),
+        ("facts.set", lambda m, a, b: m.facts.set("fuzz.rand", a, description=b)),
+        ("forget_scope", lambda m, a, b: m.forget_scope(a)),
+    ]
+    for _ in range(rounds):
+        name, target = rng.choice(targets)
+        a, b = rng.choice(pool), rng.choice(pool)
+        yield f"{name}({_short(a)}, {_short(b)})", lambda m, t=target, a=a, b=b: t(m, a, b)
+
+
+def _short(value: Any) -> str:
+    text = reprlib.repr(value)
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+# -- isolation ------------------------------------------------------------------------------------
+
+
+def isolation_leaks(mem: Memory, ops: Sequence[tuple[str, int, int]], *, scopes: int = 4,
+                    disk_skip: Sequence[str] = ()) -> list[str]:
+    """Apply (op, scope index, n) steps; report any read that shows another scope's marker,
+    and any forgotten marker left in a file (folders named in disk_skip are not searched)."""
+    from fourfold.agent import SupportAgent
+    from fourfold.models import ScriptedModel
+
+    agent = SupportAgent(mem, ScriptedModel(lambda *_: _reply()), doc_k=0)
+    leaks: list[str] = []
+    written: dict[int, set[str]] = {i: set() for i in range(scopes)}
+
+    def foreign(text: str, own: int) -> list[str]:
+        return [mk for i, marks in written.items() if i != own for mk in marks if mk in text]
+
+    for op, s, n in ops:
+        scope, marker = f"customer:iso{s}", f"zq{s}x{n}zq"
+        if op == "remember":
+            mem.long_term.remember(f"Customer note {marker} prefers parcel lockers", scope=scope)
+            written[s].add(marker)
+        elif op == "record":
+            mem.episodes.record(goal=f"Parcel lost {marker}", actions=[f"traced {marker}"], outcome=f"found {marker}",
+                                success=True, scope=scope)
+            written[s].add(marker)
+        elif op == "recall":
+            for hit in mem.long_term.recall("customer note parcel lockers", scope=scope, k=20):
+                leaks += [f"recall({scope}) saw {m}" for m in foreign(hit.text, s)]
+        elif op == "similar":
+            for ep in mem.episodes.similar_successes("parcel lost traced found", scope=scope, k=20):
+                leaks += [f"similar_successes({scope}) saw {m}" for m in foreign(ep.goal + " ".join(ep.actions), s)]
+        elif op == "turn":
+            reply = agent.turn(f"iso{s}", f"Where is my parcel? note {marker}")
+            written[s].add(marker)
+            text = reply.report.system_prompt + json.dumps(agent.history(f"iso{s}"), ensure_ascii=False)
+            leaks += [f"prompt for {scope} saw {m}" for m in foreign(text, s)]
+        elif op == "forget":
+            before = _other_scopes_view(mem, scope, scopes)
+            mem.forget_scope(scope)
+            leaks += [f"forget_scope({scope}) changed {what}" for what in _diff(before, _other_scopes_view(mem, scope, scopes))]
+            if mem.long_term.all(scope=scope) or mem.episodes.episodes(scope=scope):
+                leaks.append(f"forget_scope({scope}) left records behind")
+            leaks += [f"forget_scope({scope}) left {m} on disk in {f}" for m, f in on_disk(mem.data_dir, written[s], skip=disk_skip)]
+            written[s].clear()
+    return leaks
+
+
+def _reply() -> Any:
+    from fourfold.models.base import ChatResponse
+
+    return ChatResponse(text="Let me check that parcel for you.")
+
+
+def _other_scopes_view(mem: Memory, gone: str, scopes: int) -> dict[str, Any]:
+    view: dict[str, Any] = {}
+    for i in range(scopes):
+        scope = f"customer:iso{i}"
+        if scope != gone:
+            view[f"{scope} memories"] = sorted(r.id for r in mem.long_term.all(scope=scope))
+            view[f"{scope} episodes"] = sorted(e.id for e in mem.episodes.episodes(scope=scope))
+            view[f"{scope} thread"] = len(mem.conversations.load(scope).messages)
+    return view
+
+
+def _diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return [k for k in a if a[k] != b.get(k)]
+
+
+def on_disk(data_dir: Path, markers: Iterable[str], *, skip: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(marker, file) for every marker still present in any file under data_dir."""
+    marks = [m.encode() for m in markers]
+    found = []
+    for path in sorted(data_dir.rglob("*")):
+        if path.is_file() and not any(part in skip for part in path.relative_to(data_dir).parts):
+            data = path.read_bytes()
+            found += [(m.decode(), str(path.relative_to(data_dir))) for m in marks if m in data]
+    return found
+
+
+def random_isolation_ops(rng: random.Random, n: int, scopes: int = 4) -> list[tuple[str, int, int]]:
+    kinds = ["remember"] * 4 + ["record"] * 3 + ["recall"] * 3 + ["similar"] * 3 + ["turn"] * 2 + ["forget"]
+    return [(rng.choice(kinds), rng.randrange(scopes), i) for i in range(n)]
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--cycles", type=int, default=200)
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--per-writer", type=int, default=60)
+    parser.add_argument("--isolation-ops", type=int, default=600)
+    parser.add_argument("--fuzz-rounds", type=int, default=400)
+    parser.add_argument("--chroma-server", action="store_true", help="also run the concurrency load against a Chroma server")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    rows: list[tuple[str, str, str]] = []
+    lost = leaked = crashes = cases = 0
+    with tempfile.TemporaryDirectory(prefix="fourfold-reliability-") as tmp:
+        root = Path(tmp)
+        t0 = time.monotonic()
+        crash = crash_cycles(root / "crash", cycles=args.cycles, seed=args.seed)
+        lost += len(crash.lost)
+        rows.append(("crash (SIGKILL)", f"{crash.survived}/{crash.cycles} cycles survived",
+                     f"acked {crash.acked}, present {crash.present}, lost {len(crash.lost)}, dupes {len(crash.dupes)}, "
+                     f"partial {len(crash.partial)}, torn lines {crash.torn_lines}, index damage {crash.index_damage}, "
+                     f"{time.monotonic() - t0:.0f}s"))
+        for label, url in _concurrency_targets(root, args.chroma_server):
+            t0 = time.monotonic()
+            conc = concurrency(root / f"conc-{label}", writers=args.writers, per_writer=args.per_writer, chroma_url=url,
+                               collection=f"rel_{random.Random(args.seed).randrange(10**9)}" if url else None)
+            lost += len(conc.lost)
+            rows.append((f"concurrency ({label})", f"{conc.writers} writers + 1 reader",
+                         f"acked {conc.acked}, present {conc.present}, lost {len(conc.lost)}, dupes {len(conc.dupes)}, "
+                         f"reads {conc.reads}, corrupt reads {len(conc.reader_errors)}, exits {conc.writer_exits}, "
+                         f"{time.monotonic() - t0:.0f}s"))
+        leaks = _isolation(root, args.isolation_ops, args.seed)
+        leaked += len(leaks)
+        rows.append(("isolation", f"{args.isolation_ops} random ops, 4 scopes", f"leaks {len(leaks)}" + (f": {leaks[:3]}" if leaks else "")))
+        secret_leaks = _secrets(root)
+        leaked += secret_leaks
+        rows.append(("secrets", "test_text corpus in every store", f"secrets found on disk or in reads: {secret_leaks}"))
+        outcomes = _bad_inputs(root, args.fuzz_rounds, args.seed)
+        crashes += sum(o.crashed for o in outcomes)
+        cases += len(outcomes)
+        ended = Counter(o.ended.split(":")[0] if not o.crashed else "CRASH" for o in outcomes)
+        rows.append(("bad input", f"{len(outcomes)} cases (API + CLI)", ", ".join(f"{k} {v}" for k, v in sorted(ended.items()))))
+        crashed = [o for o in outcomes if o.crashed]
+    _print_table(rows)
+    for o in crashed[:40]:
+        print(f"  crash: {o.case} -> {o.ended}")
+    print(f"reliability: lost={lost} leaked={leaked} crashes={crashes} of {cases} cases")
+    return 0 if not (lost or leaked or crashes) else 1
+
+
+def _concurrency_targets(root: Path, server: bool) -> list[tuple[str, str | None]]:
+    targets: list[tuple[str, str | None]] = [("embedded", None)]
+    if server:
+        from fourfold.testing.chroma_server import ChromaServer
+
+        srv = ChromaServer(root / "chroma-server").start()
+        import atexit
+
+        atexit.register(srv.stop)
+        targets.append(("server", srv.url))
+    return targets
+
+
+def _isolation(root: Path, n: int, seed: int) -> list[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with open_memory(root / "isolation") as mem:
+            leaks = isolation_leaks(mem, random_isolation_ops(random.Random(seed), n))
+    return leaks
+
+
+def _secrets(root: Path) -> int:
+    tests = Path(__file__).resolve().parents[1] / "tests"
+    sys.path.insert(0, str(tests))
+    try:
+        import test_text
+    except ImportError:
+        return 0
+    found = 0
+    with open_memory(root / "secrets") as mem:
+        for i, case in enumerate(test_text.SECRETS):
+            text = case[0]
+            try:
+                mem.long_term.remember(f"Ticket note {i}: {text}", scope=f"customer:s{i}")
+                mem.episodes.record(goal=f"Ticket {i}: {text}", actions=[text], outcome=f"done {text}", success=True)
+            except FourfoldError:
+                continue
+        secrets = [test_text._secret_of(c) for c in test_text.SECRETS]
+        blob = b"".join(p.read_bytes() for p in (root / "secrets").rglob("*") if p.is_file() and "vectors" not in p.parts)
+        blob += json.dumps([r.text for s in mem.long_term.store.scopes() for r in mem.long_term.all(scope=s)]).encode()
+        found = sum(1 for s in secrets if s.encode() in blob)
+    return found
+
+
+def _bad_inputs(root: Path, rounds: int, seed: int) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with open_memory(root / "fuzz") as mem:
+            plant_sentinel(mem)
+            for name, fn in [*bad_input_cases(), *random_bad_calls(random.Random(seed), rounds)]:
+                outcomes.append(run_call(mem, name, fn))
+            if not store_intact(mem):
+                outcomes.append(Outcome("store intact after fuzzing", "CRASH:sentinel missing"))
+    for name, argv, stdin in cli_cases(root / "fuzz-cli"):
+        outcomes.append(run_cli(f"cli {name}", argv, stdin))
+    return outcomes
+
+
+def _print_table(rows: Sequence[tuple[str, str, str]]) -> None:
+    w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
+    print(f"{'check':<{w0}}  {'load':<{w1}}  result")
+    print(f"{'-' * w0}  {'-' * w1}  {'-' * 40}")
+    for a, b, c in rows:
+        print(f"{a:<{w0}}  {b:<{w1}}  {c}")
+
+
+if __name__ == "__main__":
+    # Import this file as the module `reliability`, so that worker functions pickle by a
+    # name the forkserver and spawned processes can import.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import reliability
+
+    sys.exit(reliability.main())

@@ -1,0 +1,88 @@
+"""Concurrency: several processes write one data dir at once; nothing is lost, reads stay sound."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import reliability as rel
+from fourfold import LockTimeout, Memory
+from fourfold._locks import FileLock
+from fourfold.config import MemoryConfig
+from fourfold.embeddings import HashEmbedder
+
+WRITERS, PER_WRITER = 4, 12
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> rel.ConcurrencyResult:
+    return rel.concurrency(tmp_path_factory.mktemp("conc") / "data", writers=WRITERS, per_writer=PER_WRITER)
+
+
+def test_concurrent_writers_to_all_three_stores_lose_nothing(embedded: rel.ConcurrencyResult) -> None:
+    assert embedded.writer_exits == [0] * WRITERS
+    assert embedded.acked == WRITERS * PER_WRITER * 3
+    assert (embedded.lost, embedded.dupes, embedded.partial) == ([], [], [])
+    assert embedded.present == embedded.acked
+
+
+def test_concurrent_readers_never_see_damaged_or_foreign_records(embedded: rel.ConcurrencyResult) -> None:
+    assert embedded.reads > 0
+    assert not [e for e in embedded.reader_errors if "StoreUnavailable" not in e]
+
+
+@pytest.mark.xfail(strict=True, reason="defect: embedded Chroma — a process cannot read records another process "
+                   "wrote after it opened the store (StoreUnavailable 'Error finding id'); stores/chroma.py")
+def test_readers_alongside_embedded_writers_never_fail(embedded: rel.ConcurrencyResult) -> None:
+    assert embedded.reader_errors == []
+
+
+@pytest.mark.xfail(strict=True, reason="defect: stale embedded Chroma client in the reading process "
+                   "(StoreUnavailable 'Error finding id'); stores/chroma.py")
+def test_a_process_reads_what_another_process_wrote_after_it_opened(tmp_path: Path) -> None:
+    """The minimal repro of the reader defect above, kept apart so the fix is easy to check."""
+    import subprocess
+
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        mem.long_term.remember("First note about parcel lockers", scope="customer:1")
+        assert len(mem.long_term.recall("parcel lockers", scope="customer:1")) == 1
+        code = ("from fourfold import Memory\nfrom fourfold.embeddings import HashEmbedder\n"
+                f"with Memory.open({str(tmp_path)!r}, embedder=HashEmbedder()) as m:\n"
+                "    m.long_term.remember('Second note about parcel lockers', scope='customer:1')\n")
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+        hits = mem.long_term.recall("parcel lockers", scope="customer:1", k=5)
+        assert len(hits) == 2
+
+
+@pytest.mark.xfail(strict=False, reason="defect (intermittent): embedded Chroma's HNSW index loses vectors when "
+                   "several processes write in turn, even serialized by the lock; stores/chroma.py")
+def test_concurrent_embedded_writers_leave_chroma_index_whole(embedded: rel.ConcurrencyResult) -> None:
+    assert embedded.index_damage == 0
+
+
+def test_a_held_write_lock_ends_in_lock_timeout_naming_server_mode_never_a_hang(tmp_path: Path) -> None:
+    config = MemoryConfig(lock_timeout=0.3)
+    with Memory.open(tmp_path, embedder=HashEmbedder(), config=config) as mem:
+        other_process = FileLock(tmp_path / "vectors" / ".fourfold-write.lock", timeout=1)
+        with other_process.hold():  # flock: a second open file description conflicts like a process
+            with pytest.raises(LockTimeout, match=r"chroma_url") as err:
+                mem.long_term.remember("Prefers parcel lockers", scope="customer:1")
+        assert "within 0.3s" in str(err.value)
+        mem.long_term.remember("Prefers parcel lockers", scope="customer:1")  # free again
+        assert len(mem.long_term.all(scope="customer:1")) == 1
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_the_same_load_against_a_chroma_server_passes(chroma_server: str, tmp_path: Path) -> None:
+    result = rel.concurrency(tmp_path / "data", writers=WRITERS, per_writer=PER_WRITER, chroma_url=chroma_server,
+                             collection=f"rel_{uuid.uuid4().hex[:10]}")
+    assert result.writer_exits == [0] * WRITERS
+    assert (result.lost, result.dupes, result.partial) == ([], [], [])
+    assert result.present == result.acked == WRITERS * PER_WRITER * 3
+    assert result.reads > 0 and result.reader_errors == []

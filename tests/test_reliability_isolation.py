@@ -1,0 +1,86 @@
+"""Isolation: random interleavings of writes, reads, agent turns and forgets over many scopes.
+
+No recall, no similar_successes and no agent prompt for one customer ever shows another
+customer's text; forget_scope removes a scope from every store and from the files on disk,
+and never touches another scope.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import reliability as rel
+from fourfold import Memory
+from fourfold.embeddings import HashEmbedder
+from fourfold.shortterm.threads import Thread
+
+SCOPES = 4
+OPS = ["remember", "record", "recall", "similar", "turn", "forget"]
+steps = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, SCOPES - 1)), min_size=5, max_size=30)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps)
+def test_no_read_or_prompt_shows_another_scope_and_forget_is_exact(plan: list[tuple[str, int]]) -> None:
+    ops = [(op, s, n) for n, (op, s) in enumerate(plan)] + [(op, s, 1000 + s) for s in range(SCOPES) for op in
+                                                            ("recall", "similar", "turn")]
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Memory.open(tmp, embedder=HashEmbedder()) as mem:
+            # vectors/ is checked on its own below: Chroma keeps deleted text in its log.
+            assert rel.isolation_leaks(mem, ops, scopes=SCOPES, disk_skip=("vectors",)) == []
+
+
+def test_forget_scope_erases_every_store_and_leaves_other_scopes_alone(tmp_path: Path) -> None:
+    ops = [(op, s, n) for n, (op, s) in enumerate([(o, s) for s in range(SCOPES) for o in ("remember", "record", "turn")])]
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        assert rel.isolation_leaks(mem, [*ops, ("forget", 0, 99), ("recall", 1, 100), ("turn", 2, 101)],
+                                   scopes=SCOPES, disk_skip=("vectors",)) == []
+        assert mem.conversations.load("customer:iso0").messages == ()
+        assert len(mem.conversations.load("customer:iso1").messages) == 2
+        assert mem.episodes.episodes(scope="customer:iso0") == []
+        assert len(mem.episodes.episodes(scope="customer:iso1")) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="defect: forgotten text stays in vectors/chroma.sqlite3 (Chroma's "
+                   "embeddings_queue log keeps every ADD until its HNSW segment is persisted); stores/chroma.py")
+def test_forget_scope_removes_the_text_from_the_vector_store_files(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        mem.long_term.remember("Customer zqforgetmezq lives at 12 Harbour Lane", scope="customer:gone")
+        mem.long_term.remember("Customer zqkeepmezq lives at 3 Hill Road", scope="customer:stay")
+        mem.forget_scope("customer:gone")
+    assert rel.on_disk(tmp_path, ["zqkeepmezq"]) != []  # the check can see text in these files
+    assert rel.on_disk(tmp_path, ["zqforgetmezq"]) == []
+
+
+@pytest.mark.xfail(strict=True, reason="defect: ConversationStore.delete leaves <digest>.tmp (the thread's text) "
+                   "behind when a save crashed before its rename; shortterm/threads.py")
+def test_forget_scope_removes_a_crashed_save_of_the_thread(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        thread = Thread("customer:gone", messages=({"role": "user", "content": "zqforgetmezq order 5"},))
+        mem.conversations.save(thread)
+        path = next((tmp_path / "conversations").glob("*.json"))
+        path.with_suffix(".tmp").write_bytes(path.read_bytes())  # a save killed before os.replace
+        mem.forget_scope("customer:gone")
+    assert rel.on_disk(tmp_path, ["zqforgetmezq"]) == []
+
+
+def test_unscoped_episodes_are_shared_but_scoped_ones_never_cross(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        shared = mem.episodes.record(goal="Parcel lost in transit", actions=["traced"], outcome="found", success=True)
+        mine = mem.episodes.record(goal="Parcel lost zqmine", actions=["traced"], outcome="found", success=True,
+                                   scope="customer:a")
+        mem.episodes.record(goal="Parcel lost zqtheirs", actions=["traced"], outcome="found", success=True,
+                            scope="customer:b")
+        got = {e.id for e in mem.episodes.similar_successes("parcel lost", scope="customer:a", k=10)}
+        assert got == {shared.id, mine.id}
+        assert {e.id for e in mem.episodes.similar_successes("parcel lost", k=10)} == {shared.id}
