@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fourfold import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, MemoryInput, Weights
-from fourfold.stores.vector import VectorStore
+from fourfold.stores import InMemoryVectorStore
+from fourfold.stores.vector import VectorRecord, VectorStore
 
 
 @pytest.fixture
@@ -186,3 +188,33 @@ def test_memories_of_the_speaker_a_query_names_rank_first(lt: LongTermMemory) ->
     lt.remember("Loves hiking in the hills on weekends", scope="u", metadata={"speaker": "Ann"})
     assert lt.recall("What does Ann love?", scope="u", k=1)[0].metadata["speaker"] == "Ann"
     assert lt.recall("What does Bob love?", scope="u", k=1)[0].metadata["speaker"] == "Bob"
+
+
+class _CountingStore(InMemoryVectorStore):
+    """Counts scope scans, to see which indexes a write makes recall rebuild."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scans: list[str | None] = []
+
+    def scan(self, scope: str | None) -> list[VectorRecord]:
+        self.scans.append(scope)
+        return super().scan(scope)
+
+
+def test_own_writes_rebuild_only_the_scopes_they_touch(embedder: HashEmbedder) -> None:
+    store = _CountingStore(embedder_identity=embedder.identity)
+    lt = LongTermMemory(store, embedder)
+    lt.remember("alpha likes green tea", scope="a")
+    lt.remember("beta likes black coffee", scope="b")
+    lt.recall("tea", scope="a")
+    lt.recall("coffee", scope="b")
+    store.scans.clear()
+    lt.remember("alpha also likes oolong tea", scope="a")
+    lt.recall("coffee", scope="b")
+    assert store.scans == []  # b's index survived a's write
+    assert "alpha also likes oolong tea" in [r.text for r in lt.recall("oolong tea", scope="a", k=3)]
+    assert store.scans == ["a"]
+    # a write by anyone else (another instance or process) makes every index rebuild
+    LongTermMemory(store, embedder).remember("beta now drinks decaf coffee", scope="b")
+    assert "beta now drinks decaf coffee" in [r.text for r in lt.recall("decaf coffee", scope="b", k=3)]

@@ -62,8 +62,6 @@ def test_forget_scope_removes_the_text_from_the_vector_store_files(tmp_path: Pat
     assert rel.on_disk(tmp_path, ["zqforgetmezq"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason="defect: ConversationStore.delete leaves <digest>.tmp (the thread's text) "
-                   "behind when a save crashed before its rename; shortterm/threads.py")
 def test_forget_scope_removes_a_crashed_save_of_the_thread(tmp_path: Path) -> None:
     with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
         thread = Thread("customer:gone", messages=({"role": "user", "content": "zqforgetmezq order 5"},))

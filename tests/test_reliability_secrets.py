@@ -66,8 +66,6 @@ def test_secrets_never_reach_the_agents_thread_or_the_model(tmp_path: Path) -> N
     assert [case[2] for case in SECRETS if _secret_of(case).encode() in blob] == []
 
 
-@pytest.mark.xfail(strict=True, reason="defect: ConversationStore.save writes message text verbatim; "
-                   "shortterm/threads.py should redact string content like every other store")
 def test_a_thread_saved_directly_is_redacted_too(tmp_path: Path) -> None:
     with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
         text, _, _ = SECRETS[0]

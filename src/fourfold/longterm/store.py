@@ -14,7 +14,7 @@ from fourfold._validate import check_k, check_kind, check_metadata, check_scope,
 from fourfold.embeddings.base import Embedder
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
-from fourfold.stores.vector import VectorRecord, VectorStore
+from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.text import is_chatter, redact
 from fourfold.types import Recalled, Redaction, Remembered
 
@@ -95,6 +95,8 @@ class LongTermMemory:
         a batch behind. The batch's order is kept: items next to each other (in the same
         `thread`/`session`, see `recall`) are neighbours that lend each other context.
         """
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise InvalidInput(f"remember_many takes a list of memories, not {type(items).__name__}")
         prepared = [self._prepare(_as_input(item)) for item in items]
         return self._write(prepared)
 
@@ -121,7 +123,8 @@ class LongTermMemory:
         unique = list({p.id: p for p in prepared}.values())
         vectors = self.embedder.embed_many([p.text for p in unique])
         now = time.time()
-        with self._lock, self.store.writing():
+        with self.store.writing() as ticket:
+            before = self.store.generation()
             already = self.store.existing([p.id for p in unique])
             # seq keeps the batch's order: recall reads neighbouring memories from it.
             fresh = [
@@ -130,7 +133,7 @@ class LongTermMemory:
                 if p.id not in already
             ]
             self.store.add(fresh)
-            self._invalidate({p.scope for p in prepared})
+        self._wrote(before, ticket, {p.scope for p in prepared})
         new_ids = {r.id for r in fresh}
         return [Remembered(p.id, p.text, p.redactions, p.id in new_ids) for p in prepared]
 
@@ -138,21 +141,23 @@ class LongTermMemory:
         """Delete one memory; NotFound if it does not exist."""
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInput("memory_id must be a non-empty string")
-        with self._lock, self.store.writing():
+        with self.store.writing() as ticket:
+            before = self.store.generation()
             found = self.store.get([memory_id])
             if not found:
                 raise NotFound(f"no memory with id {memory_id!r}")
             self.store.delete([memory_id])
-            self._invalidate({found[0].scope})
+        self._wrote(before, ticket, {found[0].scope})
 
     def forget_scope(self, scope: str) -> int:
         """Delete every memory (and document chunk) of one scope; returns how many."""
         scope_checked = check_scope(scope)
         if scope_checked is None:
             raise InvalidInput("forget_scope needs a scope name")
-        with self._lock, self.store.writing():
+        with self.store.writing() as ticket:
+            before = self.store.generation()
             removed = self.store.delete_scope(scope_checked)
-            self._invalidate({scope_checked})
+        self._wrote(before, ticket, {scope_checked})
         return removed
 
     def get(self, memory_id: str) -> Recalled:
@@ -196,6 +201,8 @@ class LongTermMemory:
         scope = check_scope(scope)
         keep_kind = _kind_filter(kinds)
         where = check_metadata(where) if where else {}
+        if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, (int, float))):
+            raise InvalidInput(f"min_score must be a number or None, not {type(min_score).__name__}")
         index = self._index(scope)
         if not len(index):
             return []
@@ -209,22 +216,37 @@ class LongTermMemory:
         return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
 
     def _index(self, scope: str | None) -> ScopeIndex:
+        """The scope's cached index, rebuilt when any process wrote since it was built.
+
+        The lock guards only the cache: building (a store scan) and writing happen outside
+        it, so a slow write never holds up recalls.
+        """
+        generation = self.store.generation()
         with self._lock:
-            generation = self.store.generation()
             if generation is None or generation != self._seen:
                 self._indexes.clear()
                 self._seen = generation
             index = self._indexes.get(scope)
-            if index is None or index.weights != self.weights:  # context is built in
-                index = ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
-                if generation is not None:
-                    self._indexes[scope] = index
-            return index
+            if index is not None and index.weights == self.weights:  # context is built in
+                return index
+        built = ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
+        with self._lock:
+            if generation is not None and generation == self._seen:
+                self._indexes[scope] = built
+        return built
 
-    def _invalidate(self, scopes: set[str | None]) -> None:
-        for scope in scopes:
-            self._indexes.pop(scope, None)
+    def _wrote(self, before: Hashable | None, ticket: WriteTicket | None, scopes: set[str | None]) -> None:
+        """After our own write: drop the touched scopes' indexes and keep the others.
 
+        Other scopes stay valid only if the cache was current when the write began (read
+        under the write lock) and the store reports the generation the write produced.
+        """
+        with self._lock:
+            for scope in scopes:
+                self._indexes.pop(scope, None)
+            after = ticket.generation if ticket is not None else None
+            if before is not None and before == self._seen and after is not None:
+                self._seen = after
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +277,8 @@ def _kind_filter(kinds: Sequence[str] | None) -> Any:
         return lambda kind: kind != DOC_KIND
     if isinstance(kinds, str):
         kinds = (kinds,)
+    if not isinstance(kinds, (list, tuple, set, frozenset)):
+        raise InvalidInput(f"kinds must be a list of kind names, not {type(kinds).__name__}")
     wanted = {check_kind(k) for k in kinds}
     return lambda kind: kind in wanted
 

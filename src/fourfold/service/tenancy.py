@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from fourfold._manifest import check_manifest
 from fourfold.errors import InvalidInput, StoreUnavailable
-from fourfold.stores.vector import VectorRecord, VectorStore
+from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 
 if TYPE_CHECKING:
     from fourfold.config import MemoryConfig
@@ -162,9 +162,9 @@ class SingleWriterStore(VectorStore):
         return self.inner.scopes()
 
     @contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self) -> Iterator[WriteTicket]:
         with self.inner.writing():
-            yield
+            yield WriteTicket(generation=self.generation())
 
     def generation(self) -> Hashable | None:
         return "single-writer"

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from fourfold._locks import FileLock
-from fourfold.errors import StoreCorrupt
+from fourfold._validate import check_scope
+from fourfold.errors import InvalidInput, StoreCorrupt
+from fourfold.text import redact
 
 __all__ = ["ConversationStore", "Thread"]
 
@@ -37,6 +39,8 @@ class ConversationStore:
         self._lock_timeout = lock_timeout
 
     def _path(self, scope: str) -> Path:
+        if check_scope(scope) is None:
+            raise InvalidInput("a conversation thread needs a scope")
         digest = hashlib.blake2b(scope.encode("utf-8"), digest_size=16).hexdigest()
         return self.directory / f"{digest}.json"
 
@@ -68,7 +72,7 @@ class ConversationStore:
         payload = {
             "format": _FORMAT,
             "scope": thread.scope,
-            "messages": list(thread.messages),
+            "messages": [_redacted(m) for m in thread.messages],
             "ticket_goal": thread.ticket_goal,
             "ticket_actions": list(thread.ticket_actions),
             "extras": dict(thread.extras),
@@ -81,8 +85,9 @@ class ConversationStore:
         os.replace(tmp, path)
 
     def delete(self, scope: str) -> bool:
-        """Remove a scope's thread from disk; True if there was one."""
+        """Remove a scope's thread from disk, with any half-written save; True if there was one."""
         path = self._path(scope)
+        path.with_suffix(".tmp").unlink(missing_ok=True)  # a crashed save holds the text too
         try:
             path.unlink()
         except FileNotFoundError:
@@ -97,3 +102,20 @@ class ConversationStore:
             except (ValueError, KeyError, UnicodeDecodeError):
                 continue
         return found
+
+
+def _redacted(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message with secrets redacted from its text (strings, text blocks, tool results)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": redact(content)[0]}
+    if isinstance(content, list):
+        blocks = []
+        for block in content:
+            if isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                block = {**block, "text": redact(block["text"])[0]}
+            elif isinstance(block, Mapping) and isinstance(block.get("content"), str):
+                block = {**block, "content": redact(block["content"])[0]}
+            blocks.append(block)
+        return {**message, "content": blocks}
+    return dict(message)

@@ -15,7 +15,7 @@ import numpy as np
 from fourfold._locks import FileLock
 from fourfold.embeddings.base import Embedder
 from fourfold.errors import EmbedderMismatch, FourfoldError, MissingDependency, StoreUnavailable
-from fourfold.stores.vector import VectorRecord, VectorStore, chunked
+from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket, chunked
 
 __all__ = ["ChromaVectorStore"]
 
@@ -170,16 +170,17 @@ class ChromaVectorStore(VectorStore):
     # -- writes ---------------------------------------------------------------------------
 
     @contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self) -> Iterator[WriteTicket]:
         """Hold the cross-process write lock (embedded mode) and bump the generation after."""
+        ticket = WriteTicket()
         if self._lock is None:
-            yield
+            yield ticket
             return
         with self._lock.hold():
             try:
-                yield
+                yield ticket
             finally:
-                self._bump_generation()
+                ticket.generation = self._bump_generation()
 
     def add(self, records: Sequence[VectorRecord]) -> None:
         if not records:
@@ -235,8 +236,16 @@ class ChromaVectorStore(VectorStore):
         return int(self._call(self._collection.count))
 
     def scopes(self) -> list[str | None]:
-        got = self._call(lambda: self._collection.get(include=["metadatas"]))
-        keys = {str(m.get("ff_scope", "")) for m in got["metadatas"] or []}
+        # Paged: one unbounded get of ~100k rows fails inside Chroma ("too many SQL variables").
+        keys: set[str] = set()
+        offset, page = 0, max(1, min(self._max_batch, 10_000))
+        while True:
+            got = self._call(partial(self._collection.get, include=["metadatas"], limit=page, offset=offset))
+            metadatas = got["metadatas"] or []
+            keys.update(str(m.get("ff_scope", "")) for m in metadatas if m)
+            if len(got["ids"]) < page:
+                break
+            offset += len(got["ids"])
         return [None if k == "" else k for k in keys]
 
     def generation(self) -> Hashable | None:
@@ -247,15 +256,17 @@ class ChromaVectorStore(VectorStore):
         except FileNotFoundError:
             return b""
 
-    def _bump_generation(self) -> None:
+    def _bump_generation(self) -> bytes:
         assert self._generation_file is not None
         try:
             current = struct.unpack("<Q", self._generation_file.read_bytes())[0]
         except (FileNotFoundError, struct.error):
             current = 0
         tmp = self._generation_file.with_suffix(".tmp")
-        tmp.write_bytes(struct.pack("<Q", current + 1))
+        new = struct.pack("<Q", current + 1)
+        tmp.write_bytes(new)
         os.replace(tmp, self._generation_file)
+        return new
 
     def close(self) -> None:
         self._client = None

@@ -68,6 +68,13 @@ class VectorRecord:
         )
 
 
+@dataclass(slots=True)
+class WriteTicket:
+    """Filled in when a `writing()` block ends: the generation the write left behind."""
+
+    generation: Hashable | None = None
+
+
 class VectorStore(ABC):
     """Durable storage of `VectorRecord`s, partitioned by scope."""
 
@@ -107,9 +114,15 @@ class VectorStore(ABC):
         """Every scope that holds at least one record."""
 
     @contextmanager
-    def writing(self) -> Iterator[None]:
-        """Hold the store's write lock across several calls (check-then-add stays atomic)."""
-        yield
+    def writing(self) -> Iterator[WriteTicket]:
+        """Hold the store's write lock across several calls (check-then-add stays atomic).
+
+        On exit the ticket holds the generation this write produced, so a reader in the
+        same process can keep caches it knows are current instead of dropping them all.
+        """
+        ticket = WriteTicket()
+        yield ticket
+        ticket.generation = self.generation()
 
     def generation(self) -> Hashable | None:
         """A token that changes whenever any process writes; None when unknowable."""
