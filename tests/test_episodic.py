@@ -515,3 +515,29 @@ def test_render_episodes_puts_one_episode_per_line() -> None:
     eps = [_episode(goal="first"), _episode(goal="second")]
     assert render_episodes(eps).splitlines() == [render_episode(eps[0]), render_episode(eps[1])]
     assert render_episodes([]) == ""
+
+
+def test_a_snapshot_speeds_reopening_and_never_outlives_the_log(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`<log>.index` caches parsed episodes; a rewrite or an edit of the log invalidates it."""
+    import fourfold.episodic.log as log_module
+
+    monkeypatch.setattr(log_module, "SNAPSHOT_EVERY", 2)
+    emb = HashEmbedder(64)
+    first = EpisodeLog(path, emb)
+    for scope in ("a", "b", "a"):
+        first.record(goal=f"sync fails for {scope}", actions=["retry"], outcome="fixed", success=True, scope=scope)
+    assert len(first) == 3
+    snapshot = path.with_name("episodes.jsonl.index")
+    assert snapshot.exists()
+    again = EpisodeLog(path, emb)
+    assert [e.id for e in again.episodes()] == [e.id for e in first.episodes()]
+    again.record(goal="after the snapshot", actions=[], outcome="ok", success=True)
+    assert len(EpisodeLog(path, emb)) == 4
+    assert first.forget_scope("a") == 2
+    assert {e.scope for e in EpisodeLog(path, emb).episodes()} == {"b", None}
+    # same size, other bytes: the digest no longer matches and the log is parsed again
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"sync fails for b", b"sync fails for c"))
+    assert EpisodeLog(path, emb).episodes()[0].goal == "sync fails for c"

@@ -36,14 +36,10 @@ def test_concurrent_readers_never_see_damaged_or_foreign_records(embedded: rel.C
     assert not [e for e in embedded.reader_errors if "StoreUnavailable" not in e]
 
 
-@pytest.mark.xfail(strict=True, reason="defect: embedded Chroma — a process cannot read records another process "
-                   "wrote after it opened the store (StoreUnavailable 'Error finding id'); stores/chroma.py")
 def test_readers_alongside_embedded_writers_never_fail(embedded: rel.ConcurrencyResult) -> None:
     assert embedded.reader_errors == []
 
 
-@pytest.mark.xfail(strict=True, reason="defect: stale embedded Chroma client in the reading process "
-                   "(StoreUnavailable 'Error finding id'); stores/chroma.py")
 def test_a_process_reads_what_another_process_wrote_after_it_opened(tmp_path: Path) -> None:
     """The minimal repro of the reader defect above, kept apart so the fix is easy to check."""
     import subprocess
@@ -59,8 +55,6 @@ def test_a_process_reads_what_another_process_wrote_after_it_opened(tmp_path: Pa
         assert len(hits) == 2
 
 
-@pytest.mark.xfail(strict=False, reason="defect (intermittent): embedded Chroma's HNSW index loses vectors when "
-                   "several processes write in turn, even serialized by the lock; stores/chroma.py")
 def test_concurrent_embedded_writers_leave_chroma_index_whole(embedded: rel.ConcurrencyResult) -> None:
     assert embedded.index_damage == 0
 

@@ -12,7 +12,6 @@ import tempfile
 import warnings
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,8 +50,6 @@ def test_forget_scope_erases_every_store_and_leaves_other_scopes_alone(tmp_path:
         assert len(mem.episodes.episodes(scope="customer:iso1")) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="defect: forgotten text stays in vectors/chroma.sqlite3 (Chroma's "
-                   "embeddings_queue log keeps every ADD until its HNSW segment is persisted); stores/chroma.py")
 def test_forget_scope_removes_the_text_from_the_vector_store_files(tmp_path: Path) -> None:
     with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
         mem.long_term.remember("Customer zqforgetmezq lives at 12 Harbour Lane", scope="customer:gone")

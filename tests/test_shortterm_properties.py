@@ -290,3 +290,38 @@ def test_the_checker_rejects_orphans_bad_starts_and_a_lost_task() -> None:
         except AssertionError:
             continue
         raise AssertionError(f"checker accepted {broken}")
+
+
+class _Opaque:
+    """The estimate behind a counter type the strategies cannot assume additive."""
+
+    def __init__(self) -> None:
+        self.inner = EstimateCounter()
+
+    def count(self, messages: Sequence[Message], *, system: str = "") -> int:
+        return self.inner.count(messages, system=system)
+
+
+@given(st.lists(conversations(), min_size=1, max_size=12), st.integers(1, 40), st.integers(150, 3000))
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+def test_tail_shortcuts_match_the_full_computation(
+    parts: list[list[dict[str, Any]]], n: int, budget: int
+) -> None:
+    """SlidingWindow and TokenBudget read only the tail of long histories: same answers."""
+    messages = [m for conversation in parts for m in conversation]
+    full_window = _full_sliding_window(messages, n)
+    assert SlidingWindow(n)(messages) == full_window
+    assert TokenBudget(budget)(messages) == TokenBudget(budget, _Opaque())(messages)
+
+
+def _full_sliding_window(messages: list[dict[str, Any]], n: int) -> list[Message]:
+    from fourfold.shortterm.messages import split
+    from fourfold.shortterm.strategies import cuts_of, render
+
+    parts = split(messages)
+    sizes = [len(g.messages) for g in parts.body]
+    best = 0
+    for cut in cuts_of(parts):
+        if cut < len(sizes) and sum(sizes[cut:]) >= n:
+            best = cut
+    return list(messages) if best == 0 else render(parts, best)

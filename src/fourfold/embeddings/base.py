@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,10 +37,29 @@ class Embedder(ABC):
     def identity(self) -> str:
         return f"{self.name}:{self.dimension}"
 
+    #: How many recent single-text embeddings `embed` keeps (0 turns the cache off).
+    query_cache_size: int = 128
+
     def embed(self, text: str) -> Vectors:
-        """Embed one text; shape (dimension,)."""
-        vectors: Vectors = self.embed_many([text])[0]
-        return vectors
+        """Embed one text; shape (dimension,).
+
+        Recent texts are cached: one agent turn embeds the customer's message for
+        long-term recall, for similar episodes and for documents, and pays once.
+        """
+        cache: OrderedDict[str, Vectors] = self.__dict__.setdefault("_query_cache", OrderedDict())
+        lock: threading.Lock = self.__dict__.setdefault("_query_lock", threading.Lock())
+        with lock:
+            hit = cache.get(text)
+            if hit is not None:
+                cache.move_to_end(text)
+                return hit.copy()
+        vector: Vectors = self.embed_many([text])[0]
+        if self.query_cache_size > 0 and isinstance(text, str):
+            with lock:
+                cache[text] = vector.copy()
+                while len(cache) > self.query_cache_size:
+                    cache.popitem(last=False)
+        return vector
 
     def embed_many(self, texts: Sequence[str]) -> Vectors:
         """Embed any number of texts in batches of `batch_size`."""
@@ -46,11 +67,19 @@ class Embedder(ABC):
             raise InvalidInput("embed_many takes a sequence of texts, not one string")
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if len(texts) <= self.batch_size:
+            return normalize(np.asarray(self.embed_batch(texts), dtype=np.float32))
+        # Batches of similar length: a batch is padded to its longest text, so sorting
+        # by length saves most of the padding work (the rows go back in input order).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        ordered = [texts[i] for i in order]
         parts = [
-            self.embed_batch(texts[i : i + self.batch_size])
-            for i in range(0, len(texts), self.batch_size)
+            self.embed_batch(ordered[i : i + self.batch_size])
+            for i in range(0, len(ordered), self.batch_size)
         ]
-        out = np.concatenate(parts).astype(np.float32, copy=False)
+        stacked = np.concatenate(parts).astype(np.float32, copy=False)
+        out = np.empty_like(stacked)
+        out[order] = stacked
         return normalize(out)
 
 

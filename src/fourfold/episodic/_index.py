@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import numpy as np
 
 from fourfold.embeddings import Vectors
-from fourfold.text import BM25Index, tokenize
+from fourfold.text import tokenize
 from fourfold.types import Episode
 
 __all__ = ["EpisodeIndex", "dense_text", "lexical_text"]
+
+#: Okapi BM25 parameters (the same as long-term memory's).
+K1, B = 0.9, 0.4
 
 
 def lexical_text(ep: Episode) -> str:
@@ -21,6 +27,17 @@ def dense_text(ep: Episode) -> str:
     return f"{ep.goal}\n{ep.outcome}"
 
 
+class _Postings:
+    """term -> [(position in the group, term frequency)], plus document lengths."""
+
+    __slots__ = ("lengths", "postings", "total")
+
+    def __init__(self) -> None:
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        self.lengths: list[int] = []
+        self.total = 0
+
+
 class EpisodeIndex:
     """Rows are positions in the log; vectors live in a matrix grown by doubling."""
 
@@ -28,7 +45,9 @@ class EpisodeIndex:
         self.dimension = dimension
         self.episodes: list[Episode] = []
         self.rows: dict[str, int] = {}
-        self.bm25 = BM25Index()  # successful episodes only: the only ones ever ranked
+        # BM25 postings per group of successful episodes, built the first time a search
+        # needs that group: opening a big log does not tokenize 100k episodes.
+        self._groups: dict[str | None, _Postings] = {}
         self._success_rows: dict[str | None, list[int]] = {}
         self._matrix: Vectors = np.zeros((0, dimension), dtype=np.float32)
         self._has_vector = np.zeros(0, dtype=bool)
@@ -42,10 +61,21 @@ class EpisodeIndex:
         self._grow(row + 1)
         if ep.success:
             self._success_rows.setdefault(ep.scope, []).append(row)
-            self.bm25.add(ep.id, tokenize(lexical_text(ep)))
         orphan = self._orphans.pop(ep.id, None)
         if orphan is not None:
             self._put(row, orphan)
+
+    def add_many(self, episodes: list[Episode]) -> None:
+        """Append episodes known to be valid and distinct (a snapshot's), in one step."""
+        start = len(self.episodes)
+        self.episodes.extend(episodes)
+        self.rows.update(zip((ep.id for ep in episodes), range(start, start + len(episodes)), strict=True))
+        self._grow(len(self.episodes))
+        for row, ep in enumerate(episodes, start):
+            if ep.success:
+                self._success_rows.setdefault(ep.scope, []).append(row)
+        if self._orphans:
+            self.set_vectors({i: self._orphans.pop(i) for i in list(self._orphans) if i in self.rows})
 
     def _grow(self, needed: int) -> None:
         if needed <= len(self._matrix):
@@ -64,12 +94,18 @@ class EpisodeIndex:
 
     def set_vectors(self, vectors: dict[str, Vectors]) -> None:
         """Attach vectors by episode id, keeping those of episodes not read yet for later."""
+        rows: list[int] = []
+        known: list[Vectors] = []
         for episode_id, vector in vectors.items():
             row = self.rows.get(episode_id)
             if row is None:
                 self._orphans[episode_id] = vector
-            else:
-                self._put(row, vector)
+            elif vector.shape == (self.dimension,):
+                rows.append(row)
+                known.append(vector)
+        if rows:
+            self._matrix[rows] = np.stack(known)
+            self._has_vector[rows] = True
 
     def success_rows(self, scope: str | None) -> list[int]:
         """Rows of successful episodes visible from scope: its own plus the unscoped ones."""
@@ -77,6 +113,46 @@ class EpisodeIndex:
         if scope is not None:
             rows.extend(self._success_rows.get(scope, []))
         return rows
+
+    def lexical_scores(self, scope: str | None, query_tokens: list[str]) -> list[float]:
+        """Okapi BM25 of each of `success_rows(scope)`, with statistics over exactly those rows.
+
+        Each group of rows (the unscoped ones, one scope's) keeps postings that grow as
+        episodes arrive, so a query touches only the rows that share a term with it.
+        """
+        groups = [self._postings(None)] + ([self._postings(scope)] if scope is not None else [])
+        n_docs = sum(len(g.lengths) for g in groups)
+        if not n_docs:
+            return []
+        avgdl = sum(g.total for g in groups) / n_docs or 1.0
+        scores = [0.0] * n_docs
+        for term in query_tokens:  # a repeated query term counts once per occurrence
+            hits = [(g, g.postings.get(term, ())) for g in groups]
+            df = sum(len(h) for _, h in hits)
+            if not df:
+                continue
+            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            base = 0
+            for group, postings in hits:
+                for pos, tf in postings:
+                    norm = K1 * (1.0 - B + B * group.lengths[pos] / avgdl)
+                    scores[base + pos] += idf * tf * (K1 + 1.0) / (tf + norm)
+                base += len(group.lengths)
+        return scores
+
+    def _postings(self, scope: str | None) -> _Postings:
+        rows = self._success_rows.get(scope, [])
+        group = self._groups.get(scope)
+        if group is None:
+            group = self._groups[scope] = _Postings()
+        for row in rows[len(group.lengths) :]:  # rows only ever append to a group
+            tokens = tokenize(lexical_text(self.episodes[row]))
+            pos = len(group.lengths)
+            for term, tf in Counter(tokens).items():
+                group.postings.setdefault(term, []).append((pos, tf))
+            group.lengths.append(len(tokens))
+            group.total += len(tokens)
+        return group
 
     def rows_without_vector(self, rows: list[int]) -> list[int]:
         return [row for row in rows if not self._has_vector[row]]

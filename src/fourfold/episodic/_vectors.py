@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import struct
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -25,7 +26,7 @@ _HEX_ID = re.compile(rb"[0-9a-f]{32}")
 
 def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
     """Replace path with new content: temp file, fsync, os.replace, fsync of the directory."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         try:
@@ -99,10 +100,11 @@ class VectorSidecar:
     def _parse(self, data: bytes) -> dict[str, Vectors]:
         layout = np.dtype([("id", f"S{_ID_BYTES}"), ("vector", "<f4", (self.dimension,))])
         records = np.frombuffer(data, dtype=layout)
-        finite = np.isfinite(records["vector"]).all(axis=1)
+        vectors = records["vector"].astype(np.float32)  # one copy, native order, writable
+        finite: list[bool] = np.asarray(np.isfinite(vectors).all(axis=1)).tolist()
         return {
-            raw_id.decode("ascii"): vector.astype(np.float32)
-            for raw_id, vector, ok in zip(records["id"], records["vector"], finite, strict=True)
+            raw_id.decode("ascii"): vectors[i]
+            for i, (raw_id, ok) in enumerate(zip(records["id"].tolist(), finite, strict=True))
             # a zero-filled or damaged record is skipped: its vector is recomputed later
             if ok and _HEX_ID.fullmatch(raw_id)
         }

@@ -18,6 +18,7 @@ from fourfold._validate import check_k, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.episodic._codec import build_episode, decode_line, encode_line
 from fourfold.episodic._index import EpisodeIndex, dense_text
+from fourfold.episodic._snapshot import Snapshot, load_snapshot, save_snapshot
 from fourfold.episodic._vectors import VectorSidecar, fsync_dir, write_all, write_atomically
 from fourfold.errors import EmbedderMismatch, InvalidInput, LockTimeout, NotFound
 from fourfold.text import tokenize
@@ -27,6 +28,8 @@ __all__ = ["EpisodeLog"]
 
 #: Weight of dense similarity in the fused score; BM25 gets the rest.
 DENSE_WEIGHT = 0.5
+#: Write `<log>.index` after parsing this many lines beyond the last snapshot.
+SNAPSHOT_EVERY = 5000
 #: A candidate sharing no word with the situation must at least be this close in meaning.
 MIN_COSINE = 0.25
 
@@ -48,6 +51,7 @@ class EpisodeLog:
         self._lock = FileLock(
             f"{self.path}.lock", timeout=lock_timeout, hint="Retry, or raise lock_timeout."
         )
+        self._snapshot_path = Path(f"{self.path}.index")
         self._sidecar = VectorSidecar(
             Path(f"{self.path}.vectors"), embedder.identity, embedder.dimension
         )
@@ -60,6 +64,7 @@ class EpisodeLog:
         self._line_count = 0
         self._file_key: tuple[int, int] | None = None
         self._last_line = b""  # the last line parsed, to notice a replaced file on a reused inode
+        self._snapshot_lines = 0  # lines covered by the last snapshot written or read
         self._sidecar.reset()
 
     # -- writing -----------------------------------------------------------------------
@@ -118,14 +123,35 @@ class EpisodeLog:
             if self._file_key not in (None, key) or not self._still_same_file(fd, st.st_size):
                 self._clear()  # forget_scope (here or elsewhere) or a truncation
             self._file_key = key
+            if self._offset == 0:
+                self._restore(fd, st.st_size)
             data = (
                 os.pread(fd, st.st_size - self._offset, self._offset)
                 if st.st_size > self._offset
                 else b""
             )
+            self._consume(data)
+            if self._line_count - self._snapshot_lines >= SNAPSHOT_EVERY:
+                self._snapshot(fd)
         finally:
             os.close(fd)
-        self._consume(data)
+
+    def _restore(self, fd: int, size: int) -> None:
+        """Start from the snapshot of the log's first bytes, when there is a valid one."""
+        snap = load_snapshot(self._snapshot_path, fd, size)
+        if snap is None:
+            return
+        self._index.add_many(snap.episodes)
+        self._offset, self._line_count, self._last_line = snap.offset, snap.line_count, snap.last_line
+        self._snapshot_lines = snap.line_count
+
+    def _snapshot(self, fd: int) -> None:
+        snap = Snapshot(self._offset, self._line_count, self._last_line, list(self._index.episodes))
+        try:
+            save_snapshot(self._snapshot_path, fd, snap)
+        except OSError as exc:  # only a cache: the next open parses the log instead
+            warnings.warn(f"could not write {self._snapshot_path}: {exc}", RuntimeWarning, stacklevel=4)
+        self._snapshot_lines = self._line_count
 
     def _still_same_file(self, fd: int, size: int) -> bool:
         """The bytes already parsed are still in place (an inode number can be reused)."""
@@ -211,8 +237,8 @@ class EpisodeLog:
             if not rows:
                 return []
             self._ensure_vectors(rows)
-            ranked = self._rank(situation, rows)
-            return [self._index.episodes[row] for row in ranked[:k]]
+            ranked = self._rank(situation, rows, scope, k)
+            return [self._index.episodes[row] for row in ranked]
 
     def _ensure_vectors(self, rows: list[int]) -> None:
         """Load cached vectors, embed the episodes still missing one, and cache those."""
@@ -243,17 +269,28 @@ class EpisodeLog:
                 stacklevel=4,
             )
 
-    def _rank(self, situation: str, rows: list[int]) -> list[int]:
-        """Rows by fused dense + BM25 score, newest first among equals; unrelated rows dropped."""
-        lexical_by_id = self._index.bm25.scores(tokenize(situation))
+    def _rank(self, situation: str, rows: list[int], scope: str | None, k: int) -> list[int]:
+        """The k best rows by fused dense + BM25 score, newest first among equals.
+
+        Rows sharing no word with the situation and not close in meaning are dropped.
+        """
         episodes = self._index.episodes
-        lexical = np.array([lexical_by_id.get(episodes[row].id, 0.0) for row in rows])
-        dense = (self._index.vectors(rows) @ self.embedder.embed(situation)).astype(np.float64)
+        lexical = np.array(self._index.lexical_scores(scope, tokenize(situation)), dtype=np.float64)
+        query = self.embedder.embed(situation)
+        # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
+        # down the next embedding on a small machine, for a product that takes microseconds.
+        dense = np.einsum("ij,j->i", self._index.vectors(rows), query).astype(np.float64)
         keep = (lexical > 0) | (dense >= MIN_COSINE)
         fused = DENSE_WEIGHT * _min_max(dense[keep]) + (1 - DENSE_WEIGHT) * _min_max(lexical[keep])
-        kept = [row for row, ok in zip(rows, keep, strict=True) if ok]
-        order = sorted(range(len(kept)), key=lambda i: (-fused[i], -episodes[kept[i]].ts, -kept[i]))
-        return [kept[i] for i in order]
+        kept = np.asarray(rows, dtype=np.int64)[keep]
+        if fused.size > k:  # only the top k are sorted; ties with the k-th score stay in
+            threshold = np.partition(fused, fused.size - k)[fused.size - k]
+            chosen = np.nonzero(fused >= threshold)[0]
+            fused, kept = fused[chosen], kept[chosen]
+        ts = np.array([episodes[row].ts for row in kept.tolist()], dtype=np.float64)
+        order = np.lexsort((-kept, -ts, -fused))  # by score, then newest, then latest row
+        ranked: list[int] = kept[order][:k].tolist()
+        return ranked
 
     # -- forgetting --------------------------------------------------------------------
 
@@ -283,6 +320,7 @@ class EpisodeLog:
         self._refresh()
         self._index.set_vectors(self._sidecar.read_new())
         vectors = self._index.known_vectors()
+        self._snapshot_path.unlink(missing_ok=True)
         write_atomically(self.path, [line + b"\n" for line in kept])
         kept_ids = {decode_line(line).id for line in kept}
         self._sidecar.rewrite({i: v for i, v in vectors.items() if i in kept_ids})

@@ -13,7 +13,14 @@ from typing import Any
 
 from fourfold.errors import InvalidInput
 from fourfold.models.base import Message
-from fourfold.shortterm.messages import Split, flatten, split, valid_cuts
+from fourfold.shortterm.messages import (
+    Split,
+    flatten,
+    group_turns,
+    is_plain_user,
+    split,
+    valid_cuts,
+)
 from fourfold.shortterm.tokens import EstimateCounter, TokenCounter
 
 __all__ = ["TRUNCATION_MARKER", "Pipeline", "SlidingWindow", "Strategy", "TokenBudget"]
@@ -55,6 +62,33 @@ def cuts_of(parts: Split) -> list[int]:
     return valid_cuts(parts.body, after_user=parts.head is not None)
 
 
+def split_tail(
+    messages: Sequence[Message], tail: int, system: tuple[Message, ...] | None = None
+) -> tuple[Split, bool]:
+    """`split` of the system messages, the head, and only about the last `tail` messages.
+
+    The tail starts at an assistant or plain user message: such a message starts a turn
+    group whatever came before, so the tail's groups are exactly the last groups of the
+    whole body. The flag says whether the tail reaches back to the start of the body.
+    """
+    first = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
+    head_at = first if first < len(messages) and is_plain_user(messages[first]) else None
+    body_from = first + 1 if head_at is not None else first
+    j = max(body_from, len(messages) - tail)
+    while j > body_from and not _starts_group(messages[j]):
+        j -= 1
+    if system is None:
+        system = tuple([m for m in messages if m.get("role") == "system"])
+    rest = [m for m in messages[j:] if m.get("role") != "system"]
+    head = messages[head_at] if head_at is not None else None
+    return Split(system, head, tuple(group_turns(rest))), j == body_from
+
+
+def _starts_group(message: Message) -> bool:
+    role = message.get("role")
+    return role == "assistant" or (role == "user" and is_plain_user(message))
+
+
 class SlidingWindow(Strategy):
     """Keep the last `last_n` messages after the pinned system messages and first user message.
 
@@ -69,16 +103,28 @@ class SlidingWindow(Strategy):
         self.last_n = last_n
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
-        parts = split(messages)
-        sizes = [len(g.messages) for g in parts.body]
-        start = self._start(sizes, cuts_of(parts))
-        return list(messages) if start == 0 else render(parts, start)
+        # Only the tail decides where the window starts: group just enough of it (a long
+        # history costs a scan for system messages, not a grouping of every message).
+        tail = 2 * self.last_n + 8
+        system = tuple([m for m in messages if m.get("role") == "system"])
+        while True:
+            parts, complete = split_tail(messages, tail, system)
+            sizes = [len(g.messages) for g in parts.body]
+            start = self._start(sizes, cuts_of(parts))
+            if complete:
+                return list(messages) if start == 0 else render(parts, start)
+            if start > 0:  # a real cut inside the tail: earlier cuts keep even more
+                return render(parts, start)
+            tail *= 4
 
     def _start(self, sizes: list[int], cuts: list[int]) -> int:
         """The latest cut that keeps at least `last_n` body messages (0 keeps everything)."""
+        kept_after = [0] * (len(sizes) + 1)
+        for i in range(len(sizes) - 1, -1, -1):
+            kept_after[i] = kept_after[i + 1] + sizes[i]
         best = 0
         for cut in cuts:
-            if cut < len(sizes) and sum(sizes[cut:]) >= self.last_n:
+            if cut < len(sizes) and kept_after[cut] >= self.last_n:
                 best = cut
         return best
 
@@ -105,6 +151,10 @@ class TokenBudget(Strategy):
         return self.counter.count(messages, system=self.system) <= self.max_tokens
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
+        if type(self.counter) is EstimateCounter:
+            quick = self._tail_fit(messages, self.counter)
+            if quick is not None:
+                return quick
         if self.fits(messages):
             return list(messages)
         parts = split(messages)
@@ -119,6 +169,31 @@ class TokenBudget(Strategy):
             if self.fits(out):
                 return out
         raise InvalidInput(f"max_tokens={self.max_tokens} cannot hold the system messages")
+
+    def _tail_fit(self, messages: Sequence[Message], counter: EstimateCounter) -> list[Message] | None:
+        """The answer from the newest messages alone, when that is certain (additive counts).
+
+        The estimate is a sum over messages, so the earliest cut that fits is found by
+        adding groups from the newest backwards; the rest of a long history is never
+        counted. None: undecided from the tail (short history, or nothing fits).
+        """
+        tail = 256
+        system = tuple([m for m in messages if m.get("role") == "system"])
+        while tail < len(messages):
+            parts, complete = split_tail(messages, tail, system)
+            if complete:
+                return None
+            pinned = [*parts.system, *([parts.head] if parts.head is not None else [])]
+            used = counter.count(pinned, system=self.system)
+            fits_from = len(parts.body)  # the earliest group index whose suffix still fits
+            for i in range(len(parts.body) - 1, -1, -1):
+                used += sum(counter.count_message(m) for m in parts.body[i].messages)
+                if used > self.max_tokens:  # over: so is anything earlier (counts only grow)
+                    fitting = [c for c in cuts_of(parts) if fits_from <= c < len(parts.body)]
+                    return render(parts, fitting[0]) if fitting else None
+                fits_from = i
+            tail *= 2
+        return None
 
     def _first_fit(self, parts: Split, starts: list[int]) -> int | None:
         """The earliest start whose rendering fits, by binary search."""

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import struct
+import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +29,8 @@ _IDENTITY_KEY = "fourfold_embedder"
 _FORMAT_KEY = "fourfold_format"
 _FORMAT = 1
 _INCLUDE = ["embeddings", "documents", "metadatas"]
+_READ_ATTEMPTS = 5
+_RACE_MESSAGES = ("Error finding id", "Nothing found on disk", "hnsw segment reader")
 _SERVER_HINT = "Run `chroma run` and open the memory with chroma_url=... to share one store between processes."
 
 
@@ -99,8 +105,32 @@ class _Unbound(Embedder):
         raise StoreUnavailable(f"this collection was built by fourfold with {self.identity}; open it through fourfold")
 
 
+@dataclass
+class _PathState:
+    """What this process knows of one embedded Chroma path, shared by its stores."""
+
+    known: Hashable | None = None  # the generation our clients have seen
+    epoch: int = 0  # bumped when the path's Chroma system is reopened
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_PATHS: dict[str, _PathState] = {}
+_PATHS_LOCK = threading.Lock()
+
+
+def _path_state(root: Path) -> _PathState:
+    with _PATHS_LOCK:
+        return _PATHS.setdefault(str(root.resolve()), _PathState())
+
+
 class ChromaVectorStore(VectorStore):
-    """A Chroma collection holding every scope, keyed by the `ff_scope` metadata field."""
+    """A Chroma collection holding every scope, keyed by the `ff_scope` metadata field.
+
+    Embedded mode caches the collection inside the process, so a process would not see
+    records that another process wrote after it opened the store (and could damage the
+    index writing on a stale view). Every operation first compares the path's generation
+    file with what this process last saw, and reopens Chroma when another process wrote.
+    """
 
     def __init__(
         self,
@@ -113,6 +143,10 @@ class ChromaVectorStore(VectorStore):
         where: str = "chroma",
     ) -> None:
         self.embedder_identity = embedder.identity
+        self._embedder = embedder
+        self._collection_name = collection
+        self._root: Path | None = None
+        self._epoch = 0
         self._client = client
         self._lock = lock
         self._generation_file = generation_file
@@ -143,11 +177,17 @@ class ChromaVectorStore(VectorStore):
         root.mkdir(parents=True, exist_ok=True)
         lock = FileLock(root / ".fourfold-write.lock", timeout=lock_timeout, hint=_SERVER_HINT)
         with lock.hold():  # creating the collection is a write too
-            client = _call_chroma(lambda: chromadb.PersistentClient(path=str(root), settings=_settings()), str(root))
-            return cls(
-                client, embedder, collection=collection, lock=lock,
-                generation_file=root / ".fourfold-generation", where=str(root),
-            )
+            state = _path_state(root)
+            with state.lock:
+                client = _call_chroma(lambda: chromadb.PersistentClient(path=str(root), settings=_settings()), str(root))
+                store = cls(
+                    client, embedder, collection=collection, lock=lock,
+                    generation_file=root / ".fourfold-generation", where=str(root),
+                )
+                store._root, store._epoch = root, state.epoch
+                if state.known is None:
+                    state.known = store.generation()
+            return store
 
     @classmethod
     def http(
@@ -177,10 +217,13 @@ class ChromaVectorStore(VectorStore):
             yield ticket
             return
         with self._lock.hold():
+            self._ensure_fresh()
             try:
                 yield ticket
             finally:
                 ticket.generation = self._bump_generation()
+                assert self._root is not None
+                _path_state(self._root).known = ticket.generation
 
     def add(self, records: Sequence[VectorRecord]) -> None:
         if not records:
@@ -188,6 +231,45 @@ class ChromaVectorStore(VectorStore):
         with self.writing():
             for part in chunked(records, self._max_batch):
                 self._call(partial(self._add_part, part))
+
+    def _ensure_fresh(self) -> None:
+        """Reopen embedded Chroma if another process wrote since this process last looked."""
+        if self._root is None:
+            return
+        state = _path_state(self._root)
+        generation = self.generation()
+        with state.lock:
+            if generation != state.known:
+                _drop_shared_system(self._client)
+                state.epoch += 1
+                state.known = generation
+            if self._epoch != state.epoch:
+                chromadb = _chromadb()
+                root = str(self._root)
+                self._client = _call_chroma(lambda: chromadb.PersistentClient(path=root, settings=_settings()), root)
+                self._collection = self._call(
+                    lambda: self._client.get_collection(
+                        self._collection_name, embedding_function=_EmbedderFunction(self._embedder)
+                    )
+                )
+                self._epoch = state.epoch
+
+    def _scrub(self) -> None:
+        """Make deleted text unrecoverable from Chroma's files (its log, full-text index, free pages)."""
+        if self._root is None:
+            return
+        try:
+            with closing(sqlite3.connect(self._root / "chroma.sqlite3", timeout=60)) as db:
+                db.execute(
+                    "UPDATE embeddings_queue SET metadata = NULL "
+                    "WHERE operation != 3 AND metadata IS NOT NULL AND id NOT IN (SELECT embedding_id FROM embeddings)"
+                )
+                db.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
+                db.commit()
+                db.execute("VACUUM")
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"vector store at {self._where}: could not erase deleted text: {exc}") from exc
 
     def _add_part(self, part: Sequence[VectorRecord]) -> None:
         self._collection.add(
@@ -203,10 +285,11 @@ class ChromaVectorStore(VectorStore):
         with self.writing():
             for part in chunked(list(ids), self._max_batch):
                 self._call(partial(self._collection.delete, ids=list(part)))
+            self._scrub()
 
     def delete_scope(self, scope: str) -> int:
         with self.writing():
-            ids = self._call(lambda: self._collection.get(where={"ff_scope": scope}, include=[]))["ids"]
+            ids = self._read(lambda c: c.get(where={"ff_scope": scope}, include=[]))["ids"]
             self.delete(ids)
             return len(ids)
 
@@ -217,30 +300,30 @@ class ChromaVectorStore(VectorStore):
             return set()
         found: set[str] = set()
         for part in chunked(list(ids), self._max_batch):
-            got = self._call(partial(self._collection.get, ids=list(part), include=[]))
+            got = self._read(partial(_get_ids, ids=list(part)))
             found.update(got["ids"])
         return found
 
     def get(self, ids: Sequence[str]) -> list[VectorRecord]:
         if not ids:
             return []
-        got = self._call(lambda: self._collection.get(ids=list(ids), include=_INCLUDE))
+        got = self._read(lambda c: c.get(ids=list(ids), include=_INCLUDE))
         return _records(got)
 
     def scan(self, scope: str | None) -> list[VectorRecord]:
         key = "" if scope is None else scope
-        got = self._call(lambda: self._collection.get(where={"ff_scope": key}, include=_INCLUDE))
+        got = self._read(lambda c: c.get(where={"ff_scope": key}, include=_INCLUDE))
         return _records(got)
 
     def count(self) -> int:
-        return int(self._call(self._collection.count))
+        return int(self._read(lambda c: c.count()))
 
     def scopes(self) -> list[str | None]:
         # Paged: one unbounded get of ~100k rows fails inside Chroma ("too many SQL variables").
         keys: set[str] = set()
         offset, page = 0, max(1, min(self._max_batch, 10_000))
         while True:
-            got = self._call(partial(self._collection.get, include=["metadatas"], limit=page, offset=offset))
+            got = self._read(partial(_get_page, limit=page, offset=offset))
             metadatas = got["metadatas"] or []
             keys.update(str(m.get("ff_scope", "")) for m in metadatas if m)
             if len(got["ids"]) < page:
@@ -273,6 +356,42 @@ class ChromaVectorStore(VectorStore):
 
     def _call(self, fn: Callable[[], T]) -> T:
         return _call_chroma(fn, self._where)
+
+    def _read(self, fn: Callable[[Any], T]) -> T:
+        """A read on a fresh view; retried when it raced a write by another process.
+
+        Chroma answers such a race with "Error finding id" (embedded) or "Nothing found on
+        disk" (a server's new segment); both pass once the view is current again.
+        """
+        for attempt in range(_READ_ATTEMPTS):
+            self._ensure_fresh()
+            try:
+                return self._call(lambda: fn(self._collection))
+            except StoreUnavailable as exc:
+                if attempt == _READ_ATTEMPTS - 1 or not any(m in str(exc) for m in _RACE_MESSAGES):
+                    raise
+                if self._root is not None:
+                    _path_state(self._root).known = None  # force a reopen
+                time.sleep(0.02 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+
+def _get_ids(collection: Any, *, ids: list[str]) -> Any:
+    return collection.get(ids=ids, include=[])
+
+
+def _get_page(collection: Any, *, limit: int, offset: int) -> Any:
+    return collection.get(include=["metadatas"], limit=limit, offset=offset)
+
+
+def _drop_shared_system(client: Any) -> None:
+    """Forget Chroma's in-process system for this client's path, so the next client rereads disk."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    identifier = getattr(client, "_identifier", None)
+    if identifier is not None:
+        SharedSystemClient._identifier_to_system.pop(identifier, None)
+        SharedSystemClient._identifier_to_refcount.pop(identifier, None)
 
 
 def _call_chroma(fn: Callable[[], T], where: str) -> T:

@@ -1,0 +1,236 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime: the same vectors as sentence-transformers, without torch.
+
+ONNX Runtime starts in a fraction of a second and needs about a third of torch's memory,
+so `fourfold recall` in a fresh process does not wait for torch. The ONNX graph is
+exported once from the bundled weights (that step needs torch and the `onnx` package, both
+offline), checked against torch on sample sentences, and cached under
+`$FOURFOLD_CACHE_DIR` (default `$XDG_CACHE_HOME/fourfold`, else `~/.cache/fourfold`).
+`python -m fourfold.embeddings.onnx` exports it ahead of time, e.g. in an image build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fourfold._locks import FileLock
+from fourfold.embeddings.base import Embedder, Vectors, normalize
+from fourfold.embeddings.minilm import OFFLINE_ENV, model_path
+from fourfold.errors import MissingDependency, ModelError
+
+__all__ = ["CACHE_DIR_ENV", "OnnxMiniLMEmbedder", "cache_dir", "export_onnx", "onnx_model_file"]
+
+log = logging.getLogger("fourfold.embeddings")
+
+CACHE_DIR_ENV = "FOURFOLD_CACHE_DIR"
+#: Bumped when the exported graph changes (inputs, pooling, opset).
+_GRAPH_VERSION = 1
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_CHECK_TEXTS = (
+    "Prefers email over phone.",
+    "The invoice PDF download fails with error 502; clearing the browser cache fixed it.",
+)
+
+
+def cache_dir() -> Path:
+    """Where exported models live: $FOURFOLD_CACHE_DIR, else the user's cache dir."""
+    explicit = os.environ.get(CACHE_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "fourfold"
+
+
+def _fingerprint(folder: Path) -> str:
+    """Changes when the bundled weights or config change (size and config content)."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(str(_GRAPH_VERSION).encode())
+    for name in ("config.json", "tokenizer.json", "sentence_bert_config.json"):
+        path = folder / name
+        if path.exists():
+            digest.update(path.read_bytes())
+    weights = folder / "model.safetensors"
+    digest.update(str(weights.stat().st_size if weights.exists() else 0).encode())
+    return digest.hexdigest()
+
+
+def onnx_model_file(folder: str | None = None) -> Path:
+    """The cache path of the ONNX export of the model in `folder` (default: the bundled one)."""
+    source = Path(folder or model_path())
+    return cache_dir() / f"all-MiniLM-L6-v2-{_fingerprint(source)}.onnx"
+
+
+def export_onnx(folder: str | None = None) -> Path:
+    """Export the bundled weights to ONNX once (idempotent, safe across processes)."""
+    target = onnx_model_file(folder)
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{target}.lock", timeout=300.0).hold():
+        if not target.exists():  # another process may have exported it meanwhile
+            _export(Path(folder or model_path()), target)
+    return target
+
+
+def _export(source: Path, target: Path) -> None:
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+    try:
+        import onnx  # noqa: F401 - torch.onnx.export needs it
+        import torch
+        from transformers import AutoModel
+    except ImportError as exc:
+        raise MissingDependency(
+            f"exporting MiniLM to ONNX needs torch, transformers and onnx ({exc.name} is missing): "
+            "pip install onnx"
+        ) from exc
+
+    class Pooled(torch.nn.Module):  # type: ignore[misc]
+        """BERT, then the mean pooling and L2 normalisation sentence-transformers applies."""
+
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+
+    module = Pooled(AutoModel.from_pretrained(str(source)).eval())
+    tokenizer = _tokenizer(source)
+    sample = _encode(tokenizer, list(_CHECK_TEXTS))
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    axes = {name: {0: "batch", 1: "tokens"} for name in _INPUTS}
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's notes on opset choices
+            args = tuple(torch.from_numpy(sample[name]) for name in _INPUTS)
+            expected = module(*args).numpy()
+            torch.onnx.export(
+                module, args, str(tmp), input_names=list(_INPUTS), output_names=["embedding"],
+                dynamic_axes={**axes, "embedding": {0: "batch"}}, opset_version=17, dynamo=False,
+            )
+        got = _session(tmp).run(None, sample)[0]
+        if not np.allclose(got, expected, atol=1e-4):
+            raise ModelError("the ONNX export of MiniLM does not reproduce torch's vectors")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    log.info("exported MiniLM to ONNX at %s", target)
+
+
+def _tokenizer(source: Path) -> Any:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    # The bundled tokenizer.json pads and truncates at 128; sentence-transformers uses
+    # max_seq_length (256) and pads each batch only to its longest text.
+    config = source / "sentence_bert_config.json"
+    max_len = int(json.loads(config.read_text()).get("max_seq_length", 256)) if config.exists() else 256
+    tokenizer.enable_truncation(max_length=max_len)
+    pad_id = tokenizer.token_to_id("[PAD]")
+    tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+    return tokenizer
+
+
+def _encode(tokenizer: Any, texts: list[str]) -> dict[str, Any]:
+    encodings = tokenizer.encode_batch(texts)
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+def _session(path: Path, threads: int | None = None) -> Any:
+    try:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise MissingDependency("onnxruntime is not installed: pip install onnxruntime") from exc
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or os.cpu_count() or 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    # ORT's workers spin after each run by default; between single queries that spinning
+    # takes the cores numpy needs for the search that follows (measured: 2x slower search).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+class OnnxMiniLMEmbedder(Embedder):
+    """MiniLM through ONNX Runtime; identical vectors (and identity) to `MiniLMEmbedder`.
+
+    Nothing loads until the first embedding; the first use ever exports the model (needs
+    torch and onnx), later processes only open the cached file.
+    """
+
+    name = "all-MiniLM-L6-v2"
+    dimension = 384
+
+    def __init__(self, *, batch_size: int = 32, path: str | None = None, threads: int | None = None) -> None:
+        self.batch_size = batch_size
+        self._path = path
+        self._threads = threads
+        self._loaded: tuple[Any, Any] | None = None
+        self._fallback: Embedder | None = None
+        self._load_lock = threading.Lock()
+
+    def load(self) -> None:
+        """Open the tokenizer and the ONNX session now (exporting once if needed)."""
+        self._get()
+
+    def _get(self) -> tuple[Any, Any] | None:
+        """(tokenizer, session), or None when falling back to sentence-transformers."""
+        loaded = self._loaded
+        if loaded is not None or self._fallback is not None:
+            return loaded
+        with self._load_lock:
+            if self._loaded is None and self._fallback is None:
+                source = Path(self._path or model_path())
+                try:
+                    onnx_file = export_onnx(str(source))
+                except (MissingDependency, OSError) as exc:  # no onnx, or no writable cache dir
+                    # Same vectors, same identity: slower to start, but nothing breaks.
+                    log.warning("%s; embedding with sentence-transformers instead", exc)
+                    from fourfold.embeddings.minilm import MiniLMEmbedder
+
+                    self._fallback = MiniLMEmbedder(batch_size=self.batch_size, path=self._path)
+                    return None
+                try:
+                    session = _session(onnx_file, self._threads)
+                except MissingDependency:
+                    raise
+                except Exception as exc:  # ORT raises its own types for a damaged file
+                    raise ModelError(f"could not load {onnx_file} ({exc}); delete it to re-export") from exc
+                self._loaded = (_tokenizer(source), session)
+            return self._loaded
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        loaded = self._get()
+        if loaded is None:
+            assert self._fallback is not None
+            return self._fallback.embed_batch(texts)
+        tokenizer, session = loaded
+        vectors = session.run(None, _encode(tokenizer, list(texts)))[0]
+        return normalize(np.asarray(vectors, dtype=np.float32))
+
+
+def main() -> None:
+    """Export the model ahead of time (for images and installs): prints the cached path."""
+    print(export_onnx())
+
+
+if __name__ == "__main__":
+    main()

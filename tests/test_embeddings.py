@@ -1,0 +1,118 @@
+"""The embedder seam and the ONNX Runtime MiniLM: same vectors as sentence-transformers."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fourfold.embeddings import Embedder, HashEmbedder, Vectors
+
+
+class _Recording(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__(32)
+        self.batch_size = 4
+        self.batches: list[list[str]] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        self.batches.append(list(texts))
+        return super().embed_batch(texts)
+
+
+def test_embed_many_batches_by_length_and_keeps_the_input_order() -> None:
+    texts = [("word " * n).strip() for n in (9, 1, 7, 3, 5, 2, 8, 4, 6, 10)]
+    emb = _Recording()
+    out = emb.embed_many(texts)
+    np.testing.assert_allclose(out, np.stack([HashEmbedder(32).embed(t) for t in texts]), atol=1e-6)
+    lengths = [[len(t) for t in batch] for batch in emb.batches]
+    assert all(max(a) <= min(b) for a, b in itertools.pairwise(lengths))
+
+
+def test_embed_many_rejects_a_bare_string() -> None:
+    from fourfold.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        HashEmbedder().embed_many("one string")
+
+
+onnx_only = pytest.mark.skipif(
+    not all(__import__("importlib").util.find_spec(m) for m in ("onnxruntime", "tokenizers")),
+    reason="onnxruntime is not installed",
+)
+
+
+@pytest.mark.slow
+@onnx_only
+def test_onnx_vectors_equal_sentence_transformers() -> None:
+    from fourfold.embeddings.minilm import MiniLMEmbedder
+    from fourfold.embeddings.onnx import OnnxMiniLMEmbedder
+
+    texts = [
+        "Prefers email over phone.",
+        "The invoice PDF download fails with error 502 " * 30,  # past 256 tokens: truncated alike
+        "Zwei-Faktor-Authentifizierung wurde zurückgesetzt.",
+        "ok",
+    ] * 20
+    onnx, torch = OnnxMiniLMEmbedder(), MiniLMEmbedder()
+    assert onnx.identity == torch.identity  # stores built by one open with the other
+    np.testing.assert_allclose(onnx.embed_many(texts), torch.embed_many(texts), atol=2e-5)
+
+
+@pytest.mark.slow
+@onnx_only
+def test_default_embedder_runs_on_onnx_without_importing_torch(tmp_path: Path) -> None:
+    """A fresh process with the export cached embeds on ONNX Runtime; torch never loads."""
+    from fourfold.embeddings.onnx import export_onnx
+
+    export_onnx()  # the cache the fresh process will find
+    code = (
+        "import sys; from fourfold.embeddings import default_embedder\n"
+        "e = default_embedder(); v = e.embed('hello')\n"
+        "print(type(e).__name__, v.shape, 'torch' in sys.modules)"
+    )
+    env = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["OnnxMiniLMEmbedder", "(384,)", "False"]
+
+
+@pytest.mark.slow
+@onnx_only
+def test_a_damaged_export_is_reported_with_the_way_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fourfold.embeddings.onnx import OnnxMiniLMEmbedder, onnx_model_file
+    from fourfold.errors import ModelError
+
+    monkeypatch.setenv("FOURFOLD_CACHE_DIR", str(tmp_path))
+    target = onnx_model_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"not an onnx model")
+    with pytest.raises(ModelError, match="delete it to re-export"):
+        OnnxMiniLMEmbedder().embed("hello")
+    target.unlink()
+    assert OnnxMiniLMEmbedder().embed("hello").shape == (384,)  # exported again, offline
+    assert target.exists()
+
+
+def test_embedder_is_the_one_interface() -> None:
+    assert issubclass(HashEmbedder, Embedder)
+
+
+def test_embed_caches_recent_texts_and_hands_out_copies() -> None:
+    emb = _Recording()
+    emb.query_cache_size = 2
+    first = emb.embed("refund window")
+    first[:] = 0.0  # a caller scribbling on its vector never reaches the cache
+    again = emb.embed("refund window")
+    assert len(emb.batches) == 1
+    np.testing.assert_allclose(again, HashEmbedder(32).embed("refund window"), atol=1e-6)
+    emb.embed("second")
+    emb.embed("third")  # evicts "refund window" (least recently used)
+    emb.embed("refund window")
+    assert len(emb.batches) == 4
