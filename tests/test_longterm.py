@@ -218,3 +218,16 @@ def test_own_writes_rebuild_only_the_scopes_they_touch(embedder: HashEmbedder) -
     # a write by anyone else (another instance or process) makes every index rebuild
     LongTermMemory(store, embedder).remember("beta now drinks decaf coffee", scope="b")
     assert "beta now drinks decaf coffee" in [r.text for r in lt.recall("decaf coffee", scope="b", k=3)]
+
+
+def test_cached_indexes_stay_within_the_record_budget(embedder: HashEmbedder) -> None:
+    store = _CountingStore(embedder_identity=embedder.identity)
+    lt = LongTermMemory(store, embedder, max_cached_records=4)
+    for scope in "abc":
+        lt.remember_many([MemoryInput(f"{scope} durable fact number n{i}", scope) for i in range(2)])
+    for scope in "abc":
+        assert len(lt.recall("durable fact", scope=scope, k=5)) == 2
+    store.scans.clear()
+    lt.recall("durable fact", scope="c")  # most recent: still cached
+    lt.recall("durable fact", scope="a")  # evicted when c came in: read again
+    assert store.scans == ["a"]

@@ -73,8 +73,6 @@ def test_a_thread_saved_directly_is_redacted_too(tmp_path: Path) -> None:
     assert _secret_of(SECRETS[0]).encode() not in _files(tmp_path / "conversations")
 
 
-@pytest.mark.xfail(strict=True, reason="defect: FactStore.set stores secrets verbatim and lookup_policy shows them "
-                   "to every customer's model; semantic/facts.py should refuse them with InvalidInput")
 def test_a_secret_is_refused_as_a_fact_value(tmp_path: Path) -> None:
     with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
         for i, (text, _, _) in enumerate(SECRETS):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,9 @@ class Weights:
     speaker: float = 0.5
 
 
+_NO_VECTOR: Vectors = np.zeros(0, dtype=np.float32)
+
+
 class ScopeIndex:
     """Everything recall needs for one scope, built from the store's records.
 
@@ -86,6 +89,8 @@ class ScopeIndex:
         )
         neighbours = _neighbours(self.records, w)
         self.matrix = _blend_vectors(own, neighbours)
+        # The blended matrix is all search needs: drop the per-record copies (~1.5 KB each).
+        self.records = [replace(r, embedding=_NO_VECTOR) for r in self.records]
         tokens = [self._tokens(r) for r in self.records]
         self.bm25 = BM25Index()
         for i in range(n):

@@ -6,6 +6,7 @@ import hashlib
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,12 +66,15 @@ class LongTermMemory:
         *,
         max_chars: int = 20_000,
         weights: Weights | None = None,
+        max_cached_records: int = 50_000,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.max_chars = max_chars
         self.weights = weights or Weights()
-        self._indexes: dict[str | None, ScopeIndex] = {}
+        # Least recently used scopes are evicted past max_cached_records (memory stays bounded).
+        self._indexes: OrderedDict[str | None, ScopeIndex] = OrderedDict()
+        self.max_cached_records = max_cached_records
         self._seen: Hashable | None = None
         self._lock = threading.RLock()
 
@@ -228,12 +232,20 @@ class LongTermMemory:
                 self._seen = generation
             index = self._indexes.get(scope)
             if index is not None and index.weights == self.weights:  # context is built in
+                self._indexes.move_to_end(scope)
                 return index
         built = ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
         with self._lock:
             if generation is not None and generation == self._seen:
                 self._indexes[scope] = built
+                self._evict()
         return built
+
+    def _evict(self) -> None:
+        cached = sum(len(index) for index in self._indexes.values())
+        while cached > self.max_cached_records and len(self._indexes) > 1:
+            _, evicted = self._indexes.popitem(last=False)
+            cached -= len(evicted)
 
     def _wrote(self, before: Hashable | None, ticket: WriteTicket | None, scopes: set[str | None]) -> None:
         """After our own write: drop the touched scopes' indexes and keep the others.

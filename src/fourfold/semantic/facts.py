@@ -113,6 +113,7 @@ class FactStore:
         value_json = _encode(value)
         if description is not None:
             _check_description(description)
+        _refuse_secrets(key, value, description)
         with self._locked() as conn:
             with _transaction(conn):
                 stored = _upsert(conn, key, value_json, description)
@@ -401,3 +402,26 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
         raise StoreCorrupt(
             f"{path} has no readable schema version; restore it from a backup or move it aside."
         ) from None
+
+
+def _refuse_secrets(key: str, value: Any, description: str | None) -> None:
+    """Facts are shown to every customer's model through lookup_policy: never store a secret.
+
+    Redacting would silently change an authoritative value, so a secret is refused instead.
+    """
+    from fourfold.text import redact
+
+    def strings(v: Any) -> list[str]:
+        if isinstance(v, str):
+            return [v]
+        if isinstance(v, list):
+            return [s for item in v for s in strings(item)]
+        if isinstance(v, dict):
+            return [s for item in v.values() for s in strings(item)]
+        return []
+
+    for text in [*strings(value), *([description] if description else [])]:
+        found = redact(text)[1]
+        if found:
+            kinds = ", ".join(sorted({r.kind for r in found}))
+            raise InvalidInput(f"fact {key!r} looks like it holds a secret ({kinds}); facts are shown to the model")
