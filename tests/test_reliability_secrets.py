@@ -4,7 +4,7 @@ text; ordinary support sentences are stored unchanged.
 "Every store" here means: long-term memories (and their metadata), episodes, and the
 persisted conversation threads written by the agent. Facts are authoritative values an
 admin sets and every customer's model sees through lookup_policy: a secret must not be
-stored there at all, so `facts.set` should refuse it (see the xfail below), not rewrite it.
+stored there at all, so `facts.set` should refuse it, not rewrite it.
 """
 
 from __future__ import annotations
