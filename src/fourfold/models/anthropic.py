@@ -7,8 +7,9 @@ from typing import Any, Literal
 
 from fourfold.errors import MissingDependency, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
+from fourfold.models._sdk import SDKChatModel
 from fourfold.models._text import one_line, plain
-from fourfold.models.base import ChatModel, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
 
 __all__ = ["AnthropicModel"]
 
@@ -16,7 +17,7 @@ StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "oth
 _STOP_REASONS = {"end_turn", "tool_use", "max_tokens", "stop_sequence"}
 
 
-class AnthropicModel(ChatModel):
+class AnthropicModel(SDKChatModel):
     """A Claude model over the Messages API.
 
     `api_key` and `base_url` left as None are read by the SDK from ANTHROPIC_API_KEY and
@@ -26,30 +27,7 @@ class AnthropicModel(ChatModel):
 
     is_llm = True
 
-    def __init__(
-        self,
-        *,
-        model: str = "claude-sonnet-4-6",
-        api_key: str | None = None,
-        base_url: str | None = None,
-        client: Any = None,
-        max_retries: int = 2,
-        timeout: float = 60,
-    ) -> None:
-        self.model = model
-        self.name = model
-        self._api_key = api_key
-        self._base_url = base_url
-        self._max_retries = max_retries
-        self._timeout = timeout
-        self._client: Any = client
-
-    @property
-    def client(self) -> Any:
-        """The SDK client, created on first use."""
-        if self._client is None:
-            self._client = self._make_client()
-        return self._client
+    default_model = "claude-sonnet-4-6"
 
     def chat(
         self,

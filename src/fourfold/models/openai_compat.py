@@ -13,8 +13,9 @@ from typing import Any
 
 from fourfold.errors import InvalidInput, MissingDependency, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
+from fourfold.models._sdk import SDKChatModel
 from fourfold.models._text import block_text, blocks, json_dumps, plain
-from fourfold.models.base import ChatModel, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
 
 __all__ = ["OpenAICompatModel", "from_openai_response", "to_openai_messages", "to_openai_tools"]
 
@@ -29,7 +30,7 @@ _FINISH_REASONS: dict[str, Any] = {
 }
 
 
-class OpenAICompatModel(ChatModel):
+class OpenAICompatModel(SDKChatModel):
     """A model behind an OpenAI-compatible /v1/chat/completions endpoint.
 
     `base_url` includes the /v1 suffix (Ollama: "http://localhost:11434/v1"); None lets the
@@ -37,31 +38,6 @@ class OpenAICompatModel(ChatModel):
     """
 
     is_llm = True
-
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        client: Any = None,
-        max_retries: int = 2,
-        timeout: float = 60,
-    ) -> None:
-        self.model = model
-        self.name = model
-        self._base_url = base_url
-        self._api_key = api_key
-        self._max_retries = max_retries
-        self._timeout = timeout
-        self._client: Any = client
-
-    @property
-    def client(self) -> Any:
-        """The SDK client, created on first use."""
-        if self._client is None:
-            self._client = self._make_client()
-        return self._client
 
     def chat(
         self,
