@@ -13,7 +13,7 @@ from fourfold.config import MemoryConfig, default_data_dir
 from fourfold.embeddings.base import Embedder
 from fourfold.episodic import EpisodeLog
 from fourfold.errors import InvalidInput, StoreUnavailable
-from fourfold.longterm import LongTermMemory
+from fourfold.longterm import Enricher, LongTermMemory
 from fourfold.semantic.docs import DocumentStore
 from fourfold.semantic.facts import FactStore
 from fourfold.shortterm.threads import ConversationStore
@@ -54,6 +54,7 @@ class Memory:
         vector_store: VectorStore | None = None,
         chroma_url: str | None = None,
         config: MemoryConfig | None = None,
+        enricher: Enricher | None = None,
     ) -> Memory:
         """Open (or create) a data dir: Chroma on disk, a JSONL episode log, SQLite facts.
 
@@ -75,7 +76,7 @@ class Memory:
         check_manifest(data_dir, embedder.identity)  # written only once the vector store agreed
         return cls(
             data_dir,
-            long_term=LongTermMemory(store, embedder, max_chars=config.max_memory_chars),
+            long_term=LongTermMemory(store, embedder, max_chars=config.max_memory_chars, enricher=enricher),
             episodes=EpisodeLog(data_dir / "episodes.jsonl", embedder, lock_timeout=config.lock_timeout),
             facts=FactStore(data_dir / "facts.sqlite3", timeout=config.lock_timeout),
             config=config,

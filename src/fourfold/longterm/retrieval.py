@@ -107,7 +107,7 @@ class ScopeIndex:
                 self._by_speaker.setdefault(token, []).append(i)
 
     def _tokens(self, record: VectorRecord) -> list[str]:
-        tokens = tokenize(record.text)
+        tokens = tokenize(" ".join((record.text, *record.extra)))
         when = memory_date(record.metadata) if self.weights.dates else None
         if when is not None:
             tokens += tokenize(" ".join(time_words(when)))

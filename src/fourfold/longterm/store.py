@@ -14,6 +14,7 @@ from typing import Any
 from fourfold._validate import check_k, check_kind, check_metadata, check_scope, check_text
 from fourfold.embeddings.base import Embedder
 from fourfold.errors import InvalidInput, NotFound
+from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.text import is_chatter, redact
@@ -67,8 +68,11 @@ class LongTermMemory:
         max_chars: int = 20_000,
         weights: Weights | None = None,
         max_cached_records: int = 50_000,
+        enricher: Enricher | None = None,
     ) -> None:
         self.store = store
+        #: Write-time enrichment (an LLM extracting facts to index); None, the default, is offline.
+        self.enricher = enricher
         self.embedder = embedder
         self.max_chars = max_chars
         self.weights = weights or Weights()
@@ -125,21 +129,34 @@ class LongTermMemory:
         if not prepared:
             return []
         unique = list({p.id: p for p in prepared}.values())
-        vectors = self.embedder.embed_many([p.text for p in unique])
+        extras = self._enrich(unique)
+        # An enriched memory is embedded together with its facts; its text stays as written.
+        vectors = self.embedder.embed_many([" ".join((p.text, *extra)) for p, extra in zip(unique, extras, strict=True)])
         now = time.time()
         with self.store.writing() as ticket:
             before = self.store.generation()
             already = self.store.existing([p.id for p in unique])
             # seq keeps the batch's order: recall reads neighbouring memories from it.
             fresh = [
-                VectorRecord(p.id, p.text, vec, p.scope, p.kind, now, p.metadata, seq)
-                for seq, (p, vec) in enumerate(zip(unique, vectors, strict=True))
+                VectorRecord(p.id, p.text, vec, p.scope, p.kind, now, p.metadata, seq, extra)
+                for seq, (p, vec, extra) in enumerate(zip(unique, vectors, extras, strict=True))
                 if p.id not in already
             ]
             self.store.add(fresh)
         self._wrote(before, ticket, {p.scope for p in prepared})
         new_ids = {r.id for r in fresh}
         return [Remembered(p.id, p.text, p.redactions, p.id in new_ids) for p in prepared]
+
+    def _enrich(self, unique: Sequence[_Prepared]) -> list[tuple[str, ...]]:
+        """Facts the enricher (if any) reads out of new memories, redacted; documents are skipped."""
+        if self.enricher is None:
+            return [() for _ in unique]
+        wanted = [i for i, p in enumerate(unique) if p.kind != DOC_KIND]
+        found = self.enricher.extract([unique[i].text for i in wanted]) if wanted else []
+        extras: list[tuple[str, ...]] = [() for _ in unique]
+        for i, facts in zip(wanted, found, strict=True):
+            extras[i] = tuple(redact(f)[0] for f in facts)
+        return extras
 
     def forget(self, memory_id: str) -> None:
         """Delete one memory; NotFound if it does not exist."""

@@ -42,6 +42,9 @@ class VectorRecord:
     #: Position within the write that stored it: orders records sharing one `created_at`
     #: (a `remember_many` batch). Records stored before this field existed read back as 0.
     seq: int = 0
+    #: Durable facts a write-time enricher (an LLM) read out of the text: indexed with it,
+    #: never shown in its place. Empty unless `LongTermMemory(enricher=...)` is used.
+    extra: tuple[str, ...] = ()
 
     def flat_metadata(self) -> dict[str, str | int | float | bool]:
         """Metadata in the flat shape vector databases accept; user metadata travels as JSON."""
@@ -51,6 +54,7 @@ class VectorRecord:
             "ff_created": float(self.created_at),
             "ff_seq": int(self.seq),
             "ff_meta": json.dumps(self.metadata, ensure_ascii=False, sort_keys=True),
+            "ff_extra": json.dumps(list(self.extra), ensure_ascii=False),
         }
 
     @staticmethod
@@ -65,6 +69,7 @@ class VectorRecord:
             created_at=float(flat.get("ff_created", 0.0)),
             metadata=json.loads(str(flat.get("ff_meta", "{}"))),
             seq=int(flat.get("ff_seq", 0)),
+            extra=tuple(json.loads(str(flat.get("ff_extra", "[]")))),
         )
 
 
