@@ -231,3 +231,13 @@ def test_cached_indexes_stay_within_the_record_budget(embedder: HashEmbedder) ->
     lt.recall("durable fact", scope="c")  # most recent: still cached
     lt.recall("durable fact", scope="a")  # evicted when c came in: read again
     assert store.scans == ["a"]
+
+
+def test_forget_many_is_all_or_nothing(lt: LongTermMemory) -> None:
+    a = lt.remember("keeps receipts for taxes", scope="s")
+    b = lt.remember("ships to the Lyon warehouse", scope="s")
+    with pytest.raises(NotFound):
+        lt.forget_many([a, "mem_unknown"])
+    assert len(lt.all(scope="s")) == 2
+    lt.forget_many([a, b])
+    assert lt.all(scope="s") == []

@@ -125,3 +125,13 @@ def test_several_processes_write_one_embedded_store_safely(tmp_path: Path) -> No
         got = collection.get(include=["embeddings"])
         found = collection.query(query_embeddings=np.asarray(got["embeddings"]), n_results=1, include=[])["ids"]
         assert sum(ids[0] == own for ids, own in zip(found, got["ids"], strict=True)) == 160
+
+
+def test_delete_source_removes_every_chunk_and_only_that_source(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        long_doc = "# Returns\n\n" + "Returns are accepted within thirty days of delivery. " * 60
+        n = len(mem.docs.ingest_text(long_doc, source="returns.md"))
+        mem.docs.ingest_text("# Shipping\n\nParcels ship in two days.", source="shipping.md")
+        assert n > 1 and mem.docs.delete_source("returns.md") == n
+        assert mem.docs.sources() == ["shipping.md"]
+        assert b"thirty days" not in (tmp_path / "vectors" / "chroma.sqlite3").read_bytes()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 import reprlib
 from collections.abc import Mapping
@@ -86,7 +85,3 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         raise InvalidInput("metadata holds invalid Unicode (a lone surrogate)") from None
     result: dict[str, Any] = json.loads(encoded)
     return result
-
-
-def is_finite(x: float) -> bool:
-    return math.isfinite(x)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fourfold.agent.prompt import quote
 from fourfold.agent.support import Reply, SupportAgent, customer_scope
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
@@ -79,6 +80,6 @@ def run_demo(memory: Memory, model: ChatModel, *, on_step: Callable[[DemoStep], 
          any(t.input.get("key") == "refund_window_days" for t in later.report.tool_uses)),
         ("bob saw none of alice's memories or episodes",
          not other.report.memories and not other.report.episodes
-         and not any(text in bob_prompt for text in alice_texts)),
+         and not any(quote(text) in bob_prompt for text in alice_texts)),
     )
     return DemoOutcome(tuple(steps), checks)

@@ -160,15 +160,25 @@ class LongTermMemory:
 
     def forget(self, memory_id: str) -> None:
         """Delete one memory; NotFound if it does not exist."""
-        if not isinstance(memory_id, str) or not memory_id:
-            raise InvalidInput("memory_id must be a non-empty string")
+        self.forget_many([memory_id])
+
+    def forget_many(self, memory_ids: Sequence[str]) -> None:
+        """Delete several memories in one write; NotFound (and nothing deleted) if any is unknown.
+
+        One write matters on embedded Chroma: each delete also scrubs the deleted text from
+        its files (a VACUUM), so deleting chunk by chunk would repeat that per chunk.
+        """
+        if isinstance(memory_ids, str) or not all(isinstance(i, str) and i for i in memory_ids):
+            raise InvalidInput("memory ids must be non-empty strings")
+        wanted = list(dict.fromkeys(memory_ids))
         with self.store.writing() as ticket:
             before = self.store.generation()
-            found = self.store.get([memory_id])
-            if not found:
-                raise NotFound(f"no memory with id {memory_id!r}")
-            self.store.delete([memory_id])
-        self._wrote(before, ticket, {found[0].scope})
+            found = self.store.get(wanted)
+            missing = set(wanted) - {r.id for r in found}
+            if missing:
+                raise NotFound(f"no memory with id {sorted(missing)[0]!r}")
+            self.store.delete(wanted)
+        self._wrote(before, ticket, {r.scope for r in found})
 
     def forget_scope(self, scope: str) -> int:
         """Delete every memory (and document chunk) of one scope; returns how many."""

@@ -65,8 +65,7 @@ class DocumentStore:
         doomed = [r.id for r in self._lt.all(scope=scope, kinds=(DOC_KIND,)) if r.metadata.get("source") == source]
         if not doomed:
             raise NotFound(f"no document with source {source!r}")
-        for chunk_id in doomed:
-            self._lt.forget(chunk_id)
+        self._lt.forget_many(doomed)
         return len(doomed)
 
 
