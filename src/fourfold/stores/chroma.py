@@ -19,6 +19,7 @@ import numpy as np
 from fourfold._locks import FileLock
 from fourfold.embeddings.base import Embedder
 from fourfold.errors import EmbedderMismatch, FourfoldError, MissingDependency, StoreUnavailable
+from fourfold.stores.catalog import ScopeCatalog, catalog_path
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket, chunked
 
 __all__ = ["ChromaVectorStore"]
@@ -30,6 +31,7 @@ _FORMAT_KEY = "fourfold_format"
 _FORMAT = 1
 _INCLUDE = ["embeddings", "documents", "metadatas"]
 _READ_ATTEMPTS = 5
+_IDS_PER_GET = 2_000  # Chroma binds one SQL variable per id
 _RACE_MESSAGES = ("Error finding id", "Nothing found on disk", "hnsw segment reader")
 _SERVER_HINT = "Run `chroma run` and open the memory with chroma_url=... to share one store between processes."
 
@@ -151,6 +153,8 @@ class ChromaVectorStore(VectorStore):
         self._lock = lock
         self._generation_file = generation_file
         self._where = where
+        #: Embedded mode: scope -> ids beside Chroma, so reading a scope is a fetch by id.
+        self._catalog: ScopeCatalog | None = None
         self._collection = self._call(
             lambda: client.get_or_create_collection(
                 name=collection,
@@ -187,6 +191,9 @@ class ChromaVectorStore(VectorStore):
                 store._root, store._epoch = root, state.epoch
                 if state.known is None:
                     state.known = store.generation()
+            store._catalog = ScopeCatalog.open(
+                catalog_path(root, collection), store_is_empty=lambda: store.count() == 0, timeout=lock_timeout
+            )
             return store
 
     @classmethod
@@ -229,6 +236,8 @@ class ChromaVectorStore(VectorStore):
         if not records:
             return
         with self.writing():
+            if self._catalog is not None:  # listed first: the catalog stays a superset of Chroma
+                self._catalog.add((r.scope, r.id) for r in records)
             for part in chunked(records, self._max_batch):
                 self._call(partial(self._add_part, part))
 
@@ -285,12 +294,16 @@ class ChromaVectorStore(VectorStore):
         with self.writing():
             for part in chunked(list(ids), self._max_batch):
                 self._call(partial(self._collection.delete, ids=list(part)))
+            if self._catalog is not None:
+                self._catalog.remove(list(ids))
             self._scrub()
 
     def delete_scope(self, scope: str) -> int:
         with self.writing():
             ids = self._read(lambda c: c.get(where={"ff_scope": scope}, include=[]))["ids"]
             self.delete(ids)
+            if self._catalog is not None:
+                self._catalog.remove_scope(scope)
             return len(ids)
 
     # -- reads ----------------------------------------------------------------------------
@@ -311,9 +324,23 @@ class ChromaVectorStore(VectorStore):
         return _records(got)
 
     def scan(self, scope: str | None) -> list[VectorRecord]:
+        if self._catalog is None:
+            return self._scan_where(scope)
+        ids = self._catalog.ids(scope)
+        if ids is None:  # a scope of a store older than its catalog: list it once
+            assert self._lock is not None
+            with self._lock.hold():  # no write happens, so the generation stays put
+                records = self._scan_where(scope)
+                self._catalog.fill(scope, [r.id for r in records])
+            return records
+        records = []
+        for part in chunked(ids, _IDS_PER_GET):
+            records += _records(self._read(partial(_get_records, ids=list(part))))
+        return [r for r in records if r.scope == scope]  # ids are digests of (scope, text): a guard only
+
+    def _scan_where(self, scope: str | None) -> list[VectorRecord]:
         key = "" if scope is None else scope
-        got = self._read(lambda c: c.get(where={"ff_scope": key}, include=_INCLUDE))
-        return _records(got)
+        return _records(self._read(lambda c: c.get(where={"ff_scope": key}, include=_INCLUDE)))
 
     def count(self) -> int:
         return int(self._read(lambda c: c.count()))
@@ -353,6 +380,8 @@ class ChromaVectorStore(VectorStore):
 
     def close(self) -> None:
         self._client = None
+        if self._catalog is not None:
+            self._catalog.close()
 
     def _call(self, fn: Callable[[], T]) -> T:
         return _call_chroma(fn, self._where)
@@ -374,6 +403,10 @@ class ChromaVectorStore(VectorStore):
                     _path_state(self._root).known = None  # force a reopen
                 time.sleep(0.02 * (attempt + 1))
         raise AssertionError("unreachable")
+
+
+def _get_records(collection: Any, *, ids: list[str]) -> Any:
+    return collection.get(ids=ids, include=_INCLUDE)
 
 
 def _get_ids(collection: Any, *, ids: list[str]) -> Any:
