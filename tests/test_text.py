@@ -519,3 +519,24 @@ def test_pleasantries_are_chatter(text: str) -> None:
 )
 def test_messages_with_content_are_not_chatter(text: str) -> None:
     assert not is_chatter(text)
+
+
+_PROSE = ["the parcel arrived late", "refund issued on 2024-03-01", "order 1234 5678 9012", "call +44 20 7946 0958",
+          "invoice INV-2024-00042", "ticket TKT-555-0192", "dark mode on ios", "Bearer of bad news", "keyboard",
+          "passport renewal", "the apiary", "xoxo from Lyon", "4111 1111 1111 1111", "AKIAIOSFODNN7EXAMPLE"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from([t for t, _, _ in SECRETS] + _PROSE), st.text(max_size=40)), max_size=6))
+def test_the_cheap_prefilter_never_changes_what_is_redacted(parts: list[str]) -> None:
+    from fourfold.text.redact import _select
+
+    text = " ".join(parts)
+    assert _select(text) == _select(text, prefilter=False)
+
+
+def test_the_prefilter_skips_text_without_any_trigger() -> None:
+    from fourfold.text.redact import _might_hold_secret
+
+    assert not _might_hold_secret("the parcel arrived late and the customer wants a refund")
+    assert all(_might_hold_secret(text) for text, _, _ in SECRETS)  # every secret case takes the full path

@@ -174,8 +174,26 @@ def _candidates(text: str) -> Iterator[tuple[int, int, int, str]]:
                 yield start, end, priority, rule.kind
 
 
-def _select(text: str) -> list[tuple[int, int, str]]:
+# Every rule above needs one of these in the text to match (private key header, URL,
+# token prefixes, a key/secret/password word, a run of 13 digits). Most memories contain
+# none, and looking for them is ~20x cheaper than running all the rules.
+_TRIGGER_WORDS = (
+    "-----begin", "://", "eyj", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "akia", "asia",
+    "abia", "acca", "aida", "aroa", "aws", "xox", "_live_", "_test_", "aiza", "bearer", "pass", "pwd", "api",
+    "secret", "token", "key",
+)
+_THIRTEEN_DIGITS = re.compile(r"\d(?:[ -]?\d){12}")
+
+
+def _might_hold_secret(text: str) -> bool:
+    lowered = text.lower()
+    return any(word in lowered for word in _TRIGGER_WORDS) or _THIRTEEN_DIGITS.search(text) is not None
+
+
+def _select(text: str, *, prefilter: bool = True) -> list[tuple[int, int, str]]:
     """Pick non-overlapping spans: earliest first, then longest, then the most specific rule."""
+    if prefilter and not _might_hold_secret(text):
+        return []
     chosen: list[tuple[int, int, str]] = []
     last_end = -1
     for start, end, _, kind in sorted(_candidates(text), key=lambda c: (c[0], -c[1], c[2])):
