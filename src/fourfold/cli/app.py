@@ -52,11 +52,7 @@ def _options(
     state.data_dir, state.embedder, state.as_json = data_dir, embedder, as_json
 
 
-def _memory(*, embeds: bool = False) -> Memory:
-    """The data dir's memory. `embeds`: the command will embed text, so the model starts
-    loading in a background thread while Chroma is imported and opened (both take a few
-    hundred milliseconds and overlap: a cold `fourfold recall` waits for the longer one only).
-    """
+def _memory() -> Memory:
     from fourfold.memory import Memory
 
     if state.embedder == "hash":
@@ -65,13 +61,7 @@ def _memory(*, embeds: bool = False) -> Memory:
         return Memory.open(state.data_dir, embedder=HashEmbedder())
     if state.embedder != "minilm":
         raise InvalidInput(f"unknown embedder {state.embedder!r}: use minilm or hash")
-    from fourfold.embeddings.minilm import default_embedder
-    from fourfold.embeddings.warmup import warm_up
-
-    embedder = default_embedder()
-    if embeds:
-        warm_up(embedder)
-    return Memory.open(state.data_dir, embedder=embedder)
+    return Memory.open(state.data_dir)
 
 
 def _out(value: Any, human: str | None = None) -> None:
@@ -115,7 +105,7 @@ def remember(
     meta: Annotated[list[str] | None, typer.Option("--meta", "-m", help="key=value (JSON values allowed).")] = None,
 ) -> None:
     """Store a durable memory (secrets are redacted first)."""
-    with _memory(embeds=True) as mem:
+    with _memory() as mem:
         mid = mem.long_term.remember(text, scope=scope, kind=kind, metadata=_parse_meta(meta))
     redacted = [r.kind for r in mid.redactions]
     note = f" (redacted: {', '.join(redacted)})" if redacted else ""
@@ -130,7 +120,7 @@ def recall(
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")] = None,
 ) -> None:
     """The memories most relevant to QUERY."""
-    with _memory(embeds=True) as mem:
+    with _memory() as mem:
         hits = mem.long_term.recall(query, scope=scope, k=k, kinds=kind or None)
     _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id})" for h in hits) or "(nothing)")
 
@@ -164,7 +154,7 @@ def episodes_record(
     tag: Annotated[list[str] | None, typer.Option("--tag")] = None,
 ) -> None:
     """Append an episode to the log."""
-    with _memory(embeds=True) as mem:
+    with _memory() as mem:
         ep = mem.episodes.record(goal=goal, actions=action or [], outcome=outcome, success=success, scope=scope, tags=tag or ())
     _out(ep, ep.id)
 
@@ -188,7 +178,7 @@ def episodes_similar(
     """Past successes most similar to SITUATION."""
     from fourfold.episodic import render_episode
 
-    with _memory(embeds=True) as mem:
+    with _memory() as mem:
         eps = mem.episodes.similar_successes(situation, k=k, scope=scope)
     _out(eps, "\n".join(render_episode(e) for e in eps) or "(none)")
 
@@ -259,7 +249,7 @@ def docs_ingest(
     source: Annotated[str | None, typer.Option(help="Name of the document (default: the file name).")] = None,
 ) -> None:
     """Chunk a document into the vector store."""
-    with _memory(embeds=True) as mem:
+    with _memory() as mem:
         if str(path) == "-":
             ids = mem.docs.ingest(sys.stdin.read(), source=source or "stdin")
         else:
@@ -270,7 +260,7 @@ def docs_ingest(
 @docs_app.command("search")
 def docs_search(query: str, k: Annotated[int, typer.Option("-k", "--k")] = 5) -> None:
     """Document chunks most relevant to QUERY."""
-    with _memory(embeds=True) as mem:
+    with _memory() as mem:
         hits = mem.docs.search(query, k=k)
     _out(hits, "\n\n".join(f"{h.score:6.2f}  {h.source}#{h.position} {h.heading}\n{h.text}" for h in hits) or "(nothing)")
 
@@ -291,7 +281,7 @@ def chat(customer_id: str) -> None:
     from fourfold.cli.render import print_reply
 
     model = _model()
-    with _memory(embeds=True) as mem:
+    with _memory() as mem:
         agent = SupportAgent(mem, model)
         typer.echo(f"fourfold chat as {customer_id} with {model.name}. /resolve OUTCOME closes the ticket, /quit ends.")
         for line in sys.stdin:
