@@ -6,9 +6,14 @@ Starts `fourfold serve` on a fresh data dir (or uses --url), seeds a few tenants
 fetched again; one that is missing counts as lost.
 
     python benchmarks/service.py [--clients 50] [--duration 60] [--embedder minilm|hash]
-                                 [--tenants 4] [--scopes 25] [--url URL --key TENANT=KEY ...]
+                                 [--tenants 4] [--scopes 25] [--think-ms 0] [--url URL --key TENANT=KEY ...]
 
-The last line printed is ``service: rps=X p95_ms=X errors=N lost=N`` (p95 over all requests).
+The last line printed is ``service: rps=X p95_ms=X errors=N lost=N`` (p95 over all requests;
+``service (think X ms): ...`` when clients pause between requests). By default (--think-ms 0)
+every client sends its next request as soon as the last one is answered: a closed loop, so the
+mean latency is clients / throughput (Little's law) and measures how far the offered work
+exceeds what the server can do. With --think-ms, each client waits that long between
+requests, like an agent thinking between tool calls.
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ def sentence(rng: random.Random, n: int = 12) -> str:
 
 
 async def client_loop(
-    i: int, url: str, keys: dict[str, str], scopes: int, stop_at: float, stats: Stats, counter: list[int]
+    i: int, url: str, keys: dict[str, str], scopes: int, stop_at: float, stats: Stats, counter: list[int],
+    think: float = 0.0,
 ) -> None:
     rng = random.Random(i)
     tenant = list(keys)[i % len(keys)]
@@ -58,6 +64,8 @@ async def client_loop(
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
         n = 0
         while time.monotonic() < stop_at:
+            if think and n:
+                await asyncio.sleep(think)
             n += 1
             roll = rng.random()
             scope = f"customer:{rng.randrange(scopes)}"
@@ -148,7 +156,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def report(stats: Stats, elapsed: float, lost: int) -> str:
+def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0) -> str:
     print(f"{'route':<10} {'count':>7} {'p50_ms':>8} {'p95_ms':>8} {'p99_ms':>8} {'errors':>7}")
     every: list[float] = []
     for route in ("recall", "remember", "episode", "similar", "fact_put", "fact_get"):
@@ -165,20 +173,23 @@ def report(stats: Stats, elapsed: float, lost: int) -> str:
         print(f"  error sample: {sample}")
     if every:
         print(f"mean {statistics.fmean(every) * 1000:.1f} ms")
-    return f"service: rps={rps:.1f} p95_ms={pct(every, .95):.1f} errors={errors} lost={lost}"
+    label = f"service (think {think_ms:g} ms)" if think_ms else "service"
+    return f"{label}: rps={rps:.1f} p95_ms={pct(every, .95):.1f} errors={errors} lost={lost}"
 
 
 async def run(url: str, keys: dict[str, str], args: argparse.Namespace) -> str:
     if args.seed:
         await seed(url, keys, args.scopes, args.seed)
+    print(f"seeded {args.seed} memories per tenant; load starts", flush=True)
     stats = Stats()
     counter = [0]
     started = time.monotonic()
     stop_at = started + args.duration
-    await asyncio.gather(*(client_loop(i, url, keys, args.scopes, stop_at, stats, counter) for i in range(args.clients)))
+    think = args.think_ms / 1000
+    await asyncio.gather(*(client_loop(i, url, keys, args.scopes, stop_at, stats, counter, think) for i in range(args.clients)))
     elapsed = time.monotonic() - started
     lost = await verify(url, keys, stats)
-    return report(stats, elapsed, lost)
+    return report(stats, elapsed, lost, args.think_ms)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -189,6 +200,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tenants", type=int, default=4)
     p.add_argument("--scopes", type=int, default=25, help="customers per tenant")
     p.add_argument("--seed", type=int, default=500, help="memories written per tenant before the run")
+    p.add_argument("--think-ms", type=float, default=0.0,
+                   help="pause of each client between requests (default 0: the issue's closed loop)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: a temp dir")
     p.add_argument("--url", default=None, help="use a running service instead of starting one")
     p.add_argument("--key", action="append", default=[], help="TENANT=KEY for --url (repeatable)")
@@ -211,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             tenants = {f"tenant-{t}": 1 for t in range(args.tenants)}
             live = stack.enter_context(LiveService(data_dir, embedder=args.embedder, keys=tenants, startup_timeout=120))
             url, keys = live.url, {t: ks[0] for t, ks in live.keys.items()}
-        print(f"fourfold service benchmark: {args.clients} clients, {args.duration:g}s, embedder {args.embedder}, "
+        loop = f"think {args.think_ms:g} ms between requests" if args.think_ms else "closed loop (no think time)"
+        print(f"fourfold service benchmark: {args.clients} clients, {args.duration:g}s, {loop}, embedder {args.embedder}, "
               f"{len(keys)} tenants x {args.scopes} scopes, {url}")
         last = asyncio.run(run(url, keys, args))
     print(last)

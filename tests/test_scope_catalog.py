@@ -111,3 +111,32 @@ def test_only_an_empty_store_gets_a_complete_catalog(tmp_path: Path) -> None:
 def test_an_unreadable_catalog_path_is_a_typed_error(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable):
         ScopeCatalog.open(tmp_path / "missing-dir" / "c.sqlite3", store_is_empty=lambda: True)
+
+
+def test_existing_asks_chroma_only_about_ids_the_catalog_lists(tmp_path: Path, embedder: HashEmbedder) -> None:
+    store = ChromaVectorStore.persistent(tmp_path / "v", embedder)
+    store.add([rec(embedder, i, "a") for i in range(3)])
+    assert store._catalog is not None
+    store._catalog.add([("a", "id-crashed")])  # listed, never reached Chroma
+    asked: list[list[str]] = []
+    collection = store._collection
+    original_get = collection.get
+
+    def counting_get(*args: object, **kwargs: object) -> object:
+        asked.append(list(kwargs.get("ids") or []))  # type: ignore[call-overload]
+        return original_get(*args, **kwargs)
+
+    collection.get = counting_get
+    assert store.existing(["id-new-1", "id-new-2"]) == set()
+    assert asked == []  # a complete catalog answers for ids it does not list
+    assert store.existing(["id-1", "id-crashed", "id-new-1"]) == {"id-1"}
+    assert asked == [["id-1", "id-crashed"]]
+
+
+def test_an_older_store_asks_chroma_about_every_id(tmp_path: Path, embedder: HashEmbedder) -> None:
+    store = ChromaVectorStore.persistent(tmp_path / "v", embedder)
+    store.add([rec(embedder, 1, "a")])
+    store.close()
+    catalog_path(tmp_path / "v", COLLECTION).unlink()
+    reopened = ChromaVectorStore.persistent(tmp_path / "v", embedder)
+    assert reopened.existing(["id-1", "id-2"]) == {"id-1"}  # not listed, yet stored

@@ -1,9 +1,21 @@
-"""Embedders: the interface, a hash-based test embedder, MiniLM and OpenAI-compatible clients."""
+"""Embedders: the interface, a hash-based test embedder, MiniLM and OpenAI-compatible clients.
+
+`CoalescingEmbedder` wraps any of them so concurrent calls share one batch (for services).
+"""
 
 from fourfold.embeddings.base import Embedder, Vectors
+from fourfold.embeddings.coalescing import CoalescingEmbedder
 from fourfold.embeddings.hashing import HashEmbedder
 
-__all__ = ["Embedder", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "Vectors", "default_embedder"]
+__all__ = [
+    "CoalescingEmbedder",
+    "Embedder",
+    "HashEmbedder",
+    "MiniLMEmbedder",
+    "OpenAIEmbedder",
+    "Vectors",
+    "default_embedder",
+]
 
 
 def __getattr__(name: str) -> object:

@@ -73,7 +73,8 @@ class ScopeIndex:
     runs broken by gaps longer than `Weights.context_gap`; document chunks (which overlap
     already) have no neighbours. Each memory is indexed with its neighbours' words and vectors
     at reduced weight, so the index is rebuilt (exactly, statistics included) when its scope
-    changes, never patched.
+    changes, never patched: `with_added` rebuilds it from its own records plus new ones, which
+    gives exactly what a scan of the store would.
     """
 
     def __init__(
@@ -89,8 +90,11 @@ class ScopeIndex:
         )
         neighbours = _neighbours(self.records, w)
         self.matrix = _blend_vectors(own, neighbours)
-        # The blended matrix is all search needs: drop the per-record copies (~1.5 KB each).
+        # Search needs only the blended matrix; the records' own vectors stay as one matrix
+        # (not ~1.5 KB per record object) so `with_added` can rebuild without the store.
+        self._own = own
         self.records = [replace(r, embedding=_NO_VECTOR) for r in self.records]
+        self._dimension = dimension
         tokens = [self._tokens(r) for r in self.records]
         self.bm25 = BM25Index()
         for i in range(n):
@@ -105,6 +109,15 @@ class ScopeIndex:
         for i, record in enumerate(self.records):
             for token in set(tokenize(str(record.metadata.get("speaker") or ""))):
                 self._by_speaker.setdefault(token, []).append(i)
+
+    def with_added(self, added: Sequence[VectorRecord]) -> ScopeIndex:
+        """This index rebuilt with `added` too (records it holds already are skipped)."""
+        held = {r.id for r in self.records}
+        new = [r for r in added if r.id not in held]
+        if not new:
+            return self
+        records = [replace(r, embedding=self._own[i]) for i, r in enumerate(self.records)]
+        return ScopeIndex([*records, *new], self._dimension, weights=self.weights)
 
     def _tokens(self, record: VectorRecord) -> list[str]:
         tokens = tokenize(" ".join((record.text, *record.extra)))

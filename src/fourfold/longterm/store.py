@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fourfold._validate import check_k, check_kind, check_metadata, check_scope, check_text
-from fourfold.embeddings.base import Embedder
+from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
@@ -81,6 +81,8 @@ class LongTermMemory:
         self.max_cached_records = max_cached_records
         self._seen: Hashable | None = None
         self._lock = threading.RLock()
+        # Bumped by each of our writes to a scope: an index scanned across one is not cached.
+        self._versions: dict[str | None, int] = {}
 
     # -- writing --------------------------------------------------------------------------
 
@@ -129,23 +131,43 @@ class LongTermMemory:
         if not prepared:
             return []
         unique = list({p.id: p for p in prepared}.values())
-        extras = self._enrich(unique)
-        # An enriched memory is embedded together with its facts; its text stays as written.
-        vectors = self.embedder.embed_many([" ".join((p.text, *extra)) for p, extra in zip(unique, extras, strict=True)])
-        now = time.time()
+        ids = [p.id for p in unique]
+        done: dict[str, tuple[Vectors, tuple[str, ...]]] = {}
+        if len(unique) > self.embedder.batch_size or self.enricher is not None:
+            # Slow work (an LLM, more than one embedding batch) happens before the lock, so
+            # other writers wait only for the store. Ids already stored (this look is checked
+            # again under the lock) are neither enriched nor embedded.
+            known = self.store.existing(ids)
+            done = self._embed_new([p for p in unique if p.id not in known])
+        # Microseconds: Chroma keeps ~6 decimals of a float, and cached indexes updated in
+        # place must hold exactly what a rescan reads back.
+        now = round(time.time(), 6)
         with self.store.writing() as ticket:
             before = self.store.generation()
-            already = self.store.existing([p.id for p in unique])
+            already = self.store.existing(ids)
+            # A small write embeds here, after the check, so a repeat costs no embedding (the
+            # lock is held for one batch at most); a big one only what another process
+            # deleted since its look.
+            done.update(self._embed_new([p for p in unique if p.id not in already and p.id not in done]))
             # seq keeps the batch's order: recall reads neighbouring memories from it.
             fresh = [
-                VectorRecord(p.id, p.text, vec, p.scope, p.kind, now, p.metadata, seq, extra)
-                for seq, (p, vec, extra) in enumerate(zip(unique, vectors, extras, strict=True))
+                VectorRecord(p.id, p.text, done[p.id][0], p.scope, p.kind, now, p.metadata, seq, done[p.id][1])
+                for seq, p in enumerate(unique)
                 if p.id not in already
             ]
             self.store.add(fresh)
-        self._wrote(before, ticket, {p.scope for p in prepared})
+        self._wrote(before, ticket, {p.scope for p in prepared}, added=fresh)
         new_ids = {r.id for r in fresh}
         return [Remembered(p.id, p.text, p.redactions, p.id in new_ids) for p in prepared]
+
+    def _embed_new(self, items: Sequence[_Prepared]) -> dict[str, tuple[Vectors, tuple[str, ...]]]:
+        """Enrich and embed memories to be written: id -> (vector, facts read out of it)."""
+        if not items:
+            return {}
+        extras = self._enrich(items)
+        # An enriched memory is embedded together with its facts; its text stays as written.
+        vectors = self.embedder.embed_many([" ".join((p.text, *extra)) for p, extra in zip(items, extras, strict=True)])
+        return {p.id: (vec, extra) for p, vec, extra in zip(items, vectors, extras, strict=True)}
 
     def _enrich(self, unique: Sequence[_Prepared]) -> list[tuple[str, ...]]:
         """Facts the enricher (if any) reads out of new memories, redacted; documents are skipped."""
@@ -261,9 +283,11 @@ class LongTermMemory:
             if index is not None and index.weights == self.weights:  # context is built in
                 self._indexes.move_to_end(scope)
                 return index
+            version = self._versions.get(scope, 0)
         built = ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
         with self._lock:
-            if generation is not None and generation == self._seen:
+            # A write of ours to this scope during the scan may be missing from it: not cached.
+            if generation is not None and generation == self._seen and self._versions.get(scope, 0) == version:
                 self._indexes[scope] = built
                 self._evict()
         return built
@@ -274,18 +298,48 @@ class LongTermMemory:
             _, evicted = self._indexes.popitem(last=False)
             cached -= len(evicted)
 
-    def _wrote(self, before: Hashable | None, ticket: WriteTicket | None, scopes: set[str | None]) -> None:
-        """After our own write: drop the touched scopes' indexes and keep the others.
+    def _wrote(
+        self,
+        before: Hashable | None,
+        ticket: WriteTicket | None,
+        scopes: set[str | None],
+        *,
+        added: Sequence[VectorRecord] | None = None,
+    ) -> None:
+        """After our own write: update the touched scopes' cached indexes and keep the others.
 
-        Other scopes stay valid only if the cache was current when the write began (read
-        under the write lock) and the store reports the generation the write produced.
+        The cache stays valid only if it was current when the write began (read under the
+        write lock) and the store reports the generation the write produced. Then a cached
+        index that the write only `added` to is rebuilt from its records plus the new ones,
+        exactly what a rescan would give, without reading the store again; after a delete,
+        or when the cache was not current, the touched scopes are dropped instead.
         """
         with self._lock:
-            for scope in scopes:
-                self._indexes.pop(scope, None)
             after = ticket.generation if ticket is not None else None
-            if before is not None and before == self._seen and after is not None:
+            current = before is not None and before == self._seen and after is not None
+            if current:
                 self._seen = after
+            bases: dict[str | None, ScopeIndex] = {}
+            for scope in scopes:
+                self._versions[scope] = self._versions.get(scope, 0) + 1
+                index = self._indexes.get(scope)
+                if current and added is not None and index is not None and index.weights == self.weights:
+                    bases[scope] = index  # stays in place (without the new records) meanwhile
+                else:
+                    self._indexes.pop(scope, None)
+        if not bases:
+            return
+        # Built outside the lock so recalls are not held up; installed only over the index it
+        # was built from: another write to the scope meanwhile (building on the same base,
+        # without our records) makes it drop the scope instead, and the next recall scans.
+        rebuilt = {scope: base.with_added([r for r in added or () if r.scope == scope]) for scope, base in bases.items()}
+        with self._lock:
+            for scope, index in rebuilt.items():
+                if self._indexes.get(scope) is bases[scope]:
+                    self._indexes[scope] = index
+                else:
+                    self._indexes.pop(scope, None)
+            self._evict()
 
 
 @dataclass(frozen=True, slots=True)

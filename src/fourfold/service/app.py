@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -28,12 +29,16 @@ from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.keys import KeyStore
 from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
 
-__all__ = ["DEFAULT_MAX_BODY", "Authenticator", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_WORKER_THREADS", "Authenticator", "create_app"]
 
 log = logging.getLogger("fourfold.service")
 
 #: Largest request body accepted (documents are the big ones), in bytes.
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
+#: Threads that run routes (anyio's default is 40). Most of a busy service's threads wait
+#: (for a group commit, a shared embedding batch, the store's write lock) and cost little;
+#: with too few, a cheap request queues behind them for a thread before it even starts.
+DEFAULT_WORKER_THREADS = 128
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": s.ErrorOut, "description": text}
@@ -92,6 +97,7 @@ def create_app(
     allow_anonymous: bool = False,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     mount_mcp: bool = True,
+    worker_threads: int = DEFAULT_WORKER_THREADS,
 ) -> FastAPI:
     """The service over `tenants`, authenticated by `keys`.
 
@@ -103,6 +109,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        limiter = anyio.to_thread.current_default_thread_limiter()  # this event loop's
+        limiter.total_tokens = worker_threads
         if mcp_server is None:
             yield
             return
@@ -302,7 +310,7 @@ def create_app(
         from starlette.routing import Route
 
         app.router.routes.append(Route("/mcp", _McpEndpoint(mcp_server, auth), methods=["GET", "POST", "DELETE"]))
-    app.add_middleware(_BodyLimit, limit=max_body_bytes)  # type: ignore[arg-type]
+    app.add_middleware(_BodyLimit, limit=max_body_bytes)
     return app
 
 

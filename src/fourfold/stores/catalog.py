@@ -103,6 +103,25 @@ class ScopeCatalog:
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"scope catalog {self.path}: {exc}") from exc
 
+    def listed(self, ids: Sequence[str]) -> set[str] | None:
+        """Which of ids the catalog lists; None unless it is complete for every scope.
+
+        An id a complete catalog does not list is not in the store (the catalog is a
+        superset); a listed id may still be one a crash kept out of the store.
+        """
+        db = self._db()
+        try:
+            if not db.execute("SELECT 1 FROM info WHERE key = ? AND value = '1'", (_ALL_COMPLETE,)).fetchone():
+                return None
+            found: set[str] = set()
+            for start in range(0, len(ids), 500):
+                part = list(ids[start : start + 500])
+                marks = ",".join("?" * len(part))
+                found.update(row[0] for row in db.execute(f"SELECT id FROM ids WHERE id IN ({marks})", part))
+            return found
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"scope catalog {self.path}: {exc}") from exc
+
     def _complete(self, db: sqlite3.Connection, digest: bytes) -> bool:
         if db.execute("SELECT 1 FROM info WHERE key = ? AND value = '1'", (_ALL_COMPLETE,)).fetchone():
             return True

@@ -1,0 +1,131 @@
+"""CoalescingEmbedder: concurrent calls share inner batches, and each caller gets exactly its own answer."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+
+from fourfold.embeddings import CoalescingEmbedder, HashEmbedder, Vectors
+from fourfold.errors import ModelError
+
+
+class _Gated(HashEmbedder):
+    """Records every batch; the first one waits for `gate`, so calls pile up behind it."""
+
+    def __init__(self, *, fail_on: str | None = None) -> None:
+        super().__init__(64)
+        self.batch_size = 16
+        self.gate = threading.Event()
+        self.fail_on = fail_on
+        self.batches: list[list[str]] = []
+        self._lock = threading.Lock()
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:
+            first = not self.batches
+            self.batches.append(list(texts))
+        if first:
+            assert self.gate.wait(10)
+        if self.fail_on is not None and any(self.fail_on in t for t in texts):
+            raise ModelError(f"cannot embed {self.fail_on!r}")
+        return super().embed_batch(texts)
+
+
+def _run_concurrently(calls: list[Callable[[], object]], release: threading.Event) -> list[object]:
+    """Run each call on its own thread; the first blocks the inner model until all have started."""
+    results: list[object] = [None] * len(calls)
+    started = [threading.Event() for _ in calls]
+
+    def worker(i: int) -> None:
+        started[i].set()
+        try:
+            results[i] = calls[i]()
+        except Exception as exc:  # collected: the test checks who got which error
+            results[i] = exc
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(calls))]
+    threads[0].start()
+    assert started[0].wait(5)
+    for thread in threads[1:]:
+        thread.start()
+    for event in started:
+        assert event.wait(5)
+    threading.Event().wait(0.2)  # let the others reach the queue behind the first batch
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    return results
+
+
+def _texts(i: int) -> list[str]:
+    return [f"caller {i} text {j} refund parcel" for j in range(1 + i % 3)]
+
+
+def test_concurrent_calls_share_batches_and_get_their_own_rows() -> None:
+    inner = _Gated()
+    coalescer = CoalescingEmbedder(inner, max_batch=8)
+    reference = HashEmbedder(64)
+    n = 24
+    results = _run_concurrently([lambda i=i: coalescer.embed_batch(_texts(i)) for i in range(n)], inner.gate)
+
+    for i, got in enumerate(results):
+        assert isinstance(got, np.ndarray), got
+        np.testing.assert_array_equal(got, reference.embed_batch(_texts(i)))
+    assert len(inner.batches) < n  # merged: fewer model calls than callers
+    assert all(len(batch) <= 8 for batch in inner.batches)  # the cap holds
+    assert sorted(t for batch in inner.batches for t in batch) == sorted(t for i in range(n) for t in _texts(i))
+    assert coalescer.identity == inner.identity
+
+
+def test_a_failing_batch_reaches_exactly_the_callers_it_concerns() -> None:
+    inner = _Gated(fail_on="poison")
+    coalescer = CoalescingEmbedder(inner)
+    texts = [[f"caller {i} poison" if i % 4 == 1 else f"caller {i} fine"] for i in range(12)]
+    results = _run_concurrently([lambda t=t: coalescer.embed_batch(t) for t in texts], inner.gate)
+
+    for t, got in zip(texts, results, strict=True):
+        if "poison" in t[0]:
+            assert isinstance(got, ModelError) and "poison" in str(got)
+        else:
+            assert isinstance(got, np.ndarray)
+            np.testing.assert_array_equal(got, HashEmbedder(64).embed_batch(t))
+
+
+def test_when_the_model_is_down_every_caller_gets_the_error() -> None:
+    inner = _Gated(fail_on="")  # every text contains the empty string
+    coalescer = CoalescingEmbedder(inner)
+    results = _run_concurrently([lambda i=i: coalescer.embed([f"q {i}"][0]) for i in range(8)], inner.gate)
+    assert all(isinstance(got, ModelError) for got in results)
+    with pytest.raises(ModelError):
+        coalescer.embed("alone")  # a call that runs alone gets the model's own error
+
+
+def test_the_query_cache_and_embed_many_work_through_the_coalescer() -> None:
+    inner = _Gated()
+    inner.gate.set()
+    coalescer = CoalescingEmbedder(inner)
+    first = coalescer.embed("refund window")
+    again = coalescer.embed("refund window")
+    assert len(inner.batches) == 1
+    np.testing.assert_array_equal(first, again)
+    many = [f"text number {i}" for i in range(40)]  # more than batch_size: split as usual
+    np.testing.assert_allclose(coalescer.embed_many(many), HashEmbedder(64).embed_many(many), atol=1e-6)
+    assert all(len(batch) <= 16 for batch in inner.batches)
+    assert coalescer.embed_many([]).shape == (0, 64)
+
+
+def test_short_queries_are_not_batched_with_long_notes() -> None:
+    inner = _Gated()
+    coalescer = CoalescingEmbedder(inner)
+    short = [f"query {i}" for i in range(6)]
+    long = [f"a much longer note number {i} about a parcel that arrived damaged" for i in range(6)]
+    texts = [t for pair in zip(short, long, strict=True) for t in pair]
+    results = _run_concurrently([lambda t=t: coalescer.embed_batch([t]) for t in texts], inner.gate)
+    for text, got in zip(texts, results, strict=True):
+        np.testing.assert_array_equal(got, HashEmbedder(64).embed_batch([text]))
+    mixed = [batch for batch in inner.batches if max(map(len, batch)) > 2 * min(map(len, batch))]
+    assert mixed == []
+    assert len(inner.batches) < len(texts)

@@ -1,0 +1,165 @@
+"""The cached scope indexes: after our own writes they are updated in place of a rescan, and
+recall answers exactly what an index freshly read from the store answers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from fourfold.embeddings import HashEmbedder
+from fourfold.longterm import LongTermMemory, MemoryInput
+from fourfold.service.tenancy import SingleWriterStore
+from fourfold.stores import InMemoryVectorStore
+from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
+
+QUERIES = (
+    "does she still go hiking every sunday",
+    "parcel arrived damaged refund",
+    "what did Maria say about the invoice in May 2023",
+    "oolong tea",
+)
+
+
+class _Counting(SingleWriterStore):
+    """Delegates to a store and records every scan; keeps the inner store's generation."""
+
+    def __init__(self, inner: VectorStore) -> None:
+        super().__init__(inner)
+        self.scans: list[str | None] = []
+
+    def scan(self, scope: str | None) -> list[VectorRecord]:
+        self.scans.append(scope)
+        return super().scan(scope)
+
+    @contextmanager
+    def writing(self) -> Iterator[WriteTicket]:
+        with self.inner.writing() as ticket:
+            yield ticket
+
+    def generation(self) -> Hashable | None:
+        return self.inner.generation()
+
+
+def _item(text: str, scope: str, **metadata: Any) -> MemoryInput:
+    return MemoryInput(text, scope, "note", metadata)
+
+
+def _results(lt: LongTermMemory, scopes: Sequence[str]) -> dict[tuple[str, str], Any]:
+    out: dict[tuple[str, str], Any] = {}
+    for scope in scopes:
+        out[(scope, "*all*")] = lt.all(scope=scope)
+        for query in QUERIES:
+            out[(scope, query)] = lt.recall(query, scope=scope, k=20)
+    return out
+
+
+def test_own_writes_update_cached_indexes_exactly_as_a_rescan_would(
+    vector_store: VectorStore, embedder: HashEmbedder
+) -> None:
+    store = _Counting(vector_store)
+    lt = LongTermMemory(store, embedder)
+    lt.remember_many([
+        _item("Maria: I go hiking every Sunday", "c1", thread="t1", speaker="Maria", date="2023-05-07"),
+        _item("Jon: which trail do you like?", "c1", thread="t1", speaker="Jon"),
+        _item("Maria: the invoice from May was wrong", "c1", session="s1", speaker="Maria"),
+        _item("Parcel arrived damaged, refund issued", "c1"),
+        _item("Prefers email over phone", "c2"),
+    ])
+    lt.remember_many([_item("Jon: the lake one, always", "c1", thread="t1", speaker="Jon")])
+    before = _results(lt, ["c1", "c2"])  # every scope is cached now
+    store.scans.clear()
+
+    lt.remember_many([
+        _item("Maria: yes, every Sunday!", "c1", thread="t1", speaker="Maria"),  # a neighbour in t1
+        _item("Maria: it was resent in June", "c1", session="s1", speaker="Maria", date="2023-06-02"),
+        _item("Parcel arrived damaged, refund issued", "c1"),  # already stored: not new
+        _item("Likes oolong tea", "c2"),
+        _item("Asked about oolong tea too", "c3"),  # a scope nobody has read yet
+        _item("Second parcel damaged as well", "c1"),
+    ])
+    lt.remember("Maria: and Sundays in July", scope="c1", metadata={"thread": "t1", "speaker": "Maria"})
+    updated = _results(lt, ["c1", "c2"])
+    if vector_store.generation() is not None:  # a Chroma server cannot say: nothing is cached
+        assert store.scans == []  # the writes were folded into the cached indexes
+
+    rescanned = _results(LongTermMemory(store, embedder), ["c1", "c2", "c3"])
+    assert updated == {key: value for key, value in rescanned.items() if key[0] != "c3"}
+    assert updated != before
+    assert [r.text for r in updated[("c1", "*all*")]][-4:] == [
+        "Maria: yes, every Sunday!", "Maria: it was resent in June", "Second parcel damaged as well",
+        "Maria: and Sundays in July",
+    ]  # the batch's order (seq), then the later write
+    assert _results(lt, ["c3"]) == {key: value for key, value in rescanned.items() if key[0] == "c3"}
+
+
+def test_a_delete_drops_the_scope_and_the_next_recall_reads_the_store(embedder: HashEmbedder) -> None:
+    store = _Counting(InMemoryVectorStore(embedder_identity=embedder.identity))
+    lt = LongTermMemory(store, embedder)
+    doomed = lt.remember("Parcel arrived damaged, refund issued", scope="c1")
+    lt.remember("Prefers email over phone", scope="c1")
+    _results(lt, ["c1"])
+    store.scans.clear()
+    lt.forget(doomed)
+    after = _results(lt, ["c1"])
+    assert store.scans == ["c1"]
+    assert after == _results(LongTermMemory(store, embedder), ["c1"])
+    assert doomed not in [r.id for r in after[("c1", "*all*")]]
+
+
+class _HeldScan(InMemoryVectorStore):
+    """A scan that reads, then waits for `release` before it returns (a slow store read)."""
+
+    def __init__(self, identity: str) -> None:
+        super().__init__(embedder_identity=identity)
+        self.hold = False
+        self.scanned = threading.Event()
+        self.release = threading.Event()
+
+    def scan(self, scope: str | None) -> list[VectorRecord]:
+        records = super().scan(scope)
+        if self.hold:
+            self.scanned.set()
+            assert self.release.wait(10)
+        return records
+
+
+def test_an_index_read_before_a_concurrent_write_is_not_cached(embedder: HashEmbedder) -> None:
+    inner = _HeldScan(embedder.identity)
+    lt = LongTermMemory(SingleWriterStore(inner), embedder)  # the service's store: one writer
+    lt.remember("First note about oolong tea", scope="s")
+    inner.hold = True
+    reader = threading.Thread(target=lambda: lt.recall("oolong tea", scope="s"))
+    reader.start()
+    assert inner.scanned.wait(10)
+    inner.hold = False
+    lt.remember("Second note about oolong tea", scope="s")  # acknowledged while the read is in flight
+    inner.release.set()
+    reader.join(10)
+    texts = [r.text for r in lt.recall("oolong tea", scope="s", k=5)]
+    assert "Second note about oolong tea" in texts
+
+
+@pytest.mark.parametrize("writers", [8])
+def test_concurrent_writers_to_one_scope_lose_nothing_from_the_cache(embedder: HashEmbedder, writers: int) -> None:
+    store = SingleWriterStore(InMemoryVectorStore(embedder_identity=embedder.identity))
+    lt = LongTermMemory(store, embedder)
+    lt.remember("seed note about the warehouse", scope="s")
+    lt.recall("warehouse", scope="s")  # cached: every write below updates it
+
+    def write(w: int) -> None:
+        for n in range(15):
+            lt.remember_many([_item(f"writer {w} note {n} about the warehouse", "s", thread=f"w{w}")])
+            lt.recall("warehouse", scope="s")
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    cached = _results(lt, ["s"])
+    assert len(cached[("s", "*all*")]) == 1 + writers * 15
+    assert cached == _results(LongTermMemory(store, embedder), ["s"])
