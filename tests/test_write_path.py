@@ -152,3 +152,29 @@ def test_metadata_that_reads_back_as_its_default_is_not_stored(tmp_path: Path) -
     assert keys["plain"] == {"ff_scope", "ff_created"}
     assert keys["full"] == {"ff_scope", "ff_kind", "ff_created", "ff_seq", "ff_meta", "ff_extra"}
     assert [r.id for r in store.scan(None)] == ["plain"]
+
+
+def test_new_collections_build_a_small_hnsw_graph_and_older_ones_keep_theirs(tmp_path: Path) -> None:
+    """fourfold never searches Chroma's index, so it asks for the cheapest graph to maintain."""
+    from fourfold.embeddings import HashEmbedder
+    from fourfold.stores.chroma import ChromaVectorStore
+
+    embedder = HashEmbedder()
+    store = ChromaVectorStore.persistent(tmp_path / "new", embedder)
+    hnsw = store._collection.configuration_json["hnsw"]
+    assert (hnsw["ef_construction"], hnsw["max_neighbors"], hnsw["space"]) == (16, 4, "cosine")
+
+    import chromadb
+    from chromadb.config import Settings
+
+    old = chromadb.PersistentClient(path=str(tmp_path / "old"), settings=Settings(anonymized_telemetry=False))
+    from fourfold.stores.chroma import _EmbedderFunction
+
+    old.create_collection(  # as fourfold created collections before
+        "fourfold_memories", configuration={"hnsw": {"space": "cosine"}},
+        metadata={"fourfold_embedder": embedder.identity, "fourfold_format": 1},
+        embedding_function=_EmbedderFunction(embedder),  # type: ignore[arg-type]
+    )
+    reopened = ChromaVectorStore.persistent(tmp_path / "old", embedder)
+    assert reopened._collection.configuration_json["hnsw"]["max_neighbors"] == 16  # not rebuilt
+    assert reopened.scan(None) == []

@@ -32,6 +32,11 @@ _FORMAT = 1
 _INCLUDE = ["embeddings", "documents", "metadatas"]
 _READ_ATTEMPTS = 5
 _IDS_PER_GET = 2_000  # Chroma binds one SQL variable per id
+# fourfold never searches Chroma's vector index: it reads a scope's records (by id or by
+# scope) and ranks them itself, exactly. Chroma still builds an HNSW graph on every add, so
+# a small graph keeps writes cheap: measured here, 0.34 instead of 0.55 ms per record in
+# batches and 5.0 instead of 6.0 ms for a single add. (Collections created earlier keep theirs.)
+_HNSW = {"space": "cosine", "ef_construction": 16, "max_neighbors": 4}
 _RACE_MESSAGES = ("Error finding id", "Nothing found on disk", "hnsw segment reader")
 _SERVER_HINT = "Run `chroma run` and open the memory with chroma_url=... to share one store between processes."
 
@@ -160,7 +165,7 @@ class ChromaVectorStore(VectorStore):
         self._collection = self._call(
             lambda: client.get_or_create_collection(
                 name=collection,
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration={"hnsw": _HNSW},
                 metadata={_IDENTITY_KEY: embedder.identity, _FORMAT_KEY: _FORMAT},
                 embedding_function=_EmbedderFunction(embedder),
             )
