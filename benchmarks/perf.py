@@ -194,6 +194,7 @@ def build_memory_store(work: Path, n: int) -> Path:
         for s in range(SCOPES)
         for j, text in enumerate(rng.sample(pool, per_scope))
     ]
+    seed_hnsw_collection(target / "vectors", real)
     with Memory.open(target, embedder=pooled_embedder(real, cache)) as mem:
         for i in range(0, len(items), 5000):
             mem.long_term.remember_many(items[i : i + 5000])
@@ -205,6 +206,26 @@ def build_memory_store(work: Path, n: int) -> Path:
         mem.facts.set("support_hours", "Mon-Fri 9-17 CET")
     (target / ".built").write_text("ok")
     return target
+
+
+def seed_hnsw_collection(path: Path, embedder: Any) -> None:
+    """Create the shared collection with Chroma's default HNSW graph, as the seed's store has.
+
+    The reference design queries this collection through that graph; fourfold never
+    searches it (new fourfold collections get a sparse one that is cheaper to write), so
+    building it the seed's way keeps the reference's numbers honest and changes none of ours.
+    """
+    import chromadb
+    from chromadb.config import Settings
+
+    from fourfold.stores.chroma import _FORMAT, _FORMAT_KEY, _IDENTITY_KEY, _EmbedderFunction
+
+    client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+    client.get_or_create_collection(
+        COLLECTION, configuration={"hnsw": {"space": "cosine"}},
+        metadata={_IDENTITY_KEY: embedder.identity, _FORMAT_KEY: _FORMAT},
+        embedding_function=_EmbedderFunction(embedder),  # type: ignore[arg-type]
+    )
 
 
 def pool_vectors(work: Path, texts: list[str], real: Any) -> dict[str, Any]:

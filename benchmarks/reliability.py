@@ -176,15 +176,27 @@ def snapshot(mem: Memory) -> dict[str, Any]:
 
 
 def _index_damage(store: Any) -> int:
-    """Vectors that Chroma's own HNSW index no longer finds as their own nearest neighbour."""
+    """Records Chroma holds that fourfold's read path (scope catalog + fetch by id) misses.
+
+    fourfold never searches Chroma's own HNSW graph (it reads a scope's records and ranks
+    them exactly) and builds that graph sparse to keep writes cheap, so the graph's
+    nearest-neighbour answers are no measure of damage; a record that a scope read would
+    not return is.
+    """
     collection = getattr(store, "_collection", None)
     if collection is None:
         return 0
-    got = collection.get(include=["embeddings"])
+    got = collection.get(include=["metadatas"])
     if not got["ids"]:
         return 0
-    found = collection.query(query_embeddings=np.asarray(got["embeddings"]), n_results=1, include=[])["ids"]
-    return sum(ids[0] != own for ids, own in zip(found, got["ids"], strict=True))
+    by_scope: dict[str, set[str]] = {}
+    for rid, meta in zip(got["ids"], got["metadatas"], strict=True):
+        by_scope.setdefault(str((meta or {}).get("ff_scope", "")), set()).add(rid)
+    missed = 0
+    for key, ids in by_scope.items():
+        seen = {r.id for r in store.scan(key or None)}
+        missed += len(ids - seen)
+    return missed
 
 
 def judge(snap: dict[str, Any], acks: Sequence[tuple[str, str]]) -> dict[str, Any]:

@@ -140,3 +140,17 @@ def test_an_older_store_asks_chroma_about_every_id(tmp_path: Path, embedder: Has
     catalog_path(tmp_path / "v", COLLECTION).unlink()
     reopened = ChromaVectorStore.persistent(tmp_path / "v", embedder)
     assert reopened.existing(["id-1", "id-2"]) == {"id-1"}  # not listed, yet stored
+
+
+def test_the_reliability_suite_counts_records_the_read_path_misses(tmp_path: Path, embedder: HashEmbedder) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import reliability as rel
+
+    store = ChromaVectorStore.persistent(tmp_path / "v", embedder)
+    store.add([rec(embedder, i, "a" if i % 2 else None) for i in range(6)])
+    assert rel._index_damage(store) == 0
+    assert store._catalog is not None
+    store._catalog.remove(["id-3"])  # a catalog that lost a record Chroma holds
+    assert rel._index_damage(store) == 1
