@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fourfold.embeddings import CoalescingEmbedder, HashEmbedder, Vectors
-from fourfold.errors import ModelError
+from fourfold.errors import InvalidInput, ModelError
 
 
 class _Gated(HashEmbedder):
@@ -129,3 +129,8 @@ def test_short_queries_are_not_batched_with_long_notes() -> None:
     mixed = [batch for batch in inner.batches if max(map(len, batch)) > 2 * min(map(len, batch))]
     assert mixed == []
     assert len(inner.batches) < len(texts)
+
+
+def test_a_batch_cap_below_one_is_refused_with_a_typed_error() -> None:
+    with pytest.raises(InvalidInput):
+        CoalescingEmbedder(HashEmbedder(), max_batch=-1)

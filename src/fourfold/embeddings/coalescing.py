@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fourfold.embeddings.base import Embedder, Vectors
-from fourfold.errors import ModelError
+from fourfold.errors import InvalidInput, ModelError
 
 __all__ = ["CoalescingEmbedder"]
 
@@ -53,7 +53,7 @@ class CoalescingEmbedder(Embedder):
         self.query_cache_size = inner.query_cache_size
         self.max_batch = max_batch or inner.batch_size
         if self.max_batch < 1:
-            raise ValueError("max_batch must be at least 1")
+            raise InvalidInput("max_batch must be at least 1")
         self._cond = threading.Condition()
         self._queue: list[_Call] = []
         self._busy = False
