@@ -381,39 +381,19 @@ def scenario_write(work: Path, quick: bool) -> Rows:
     with Memory.open(root / "one") as mem:
         t_one = timed(lambda: [mem.long_term.remember(t, scope=scope_name(i % SCOPES)) for i, t in enumerate(one)])
 
-    class SeedEF:
-        """Chroma's embedding-function protocol over the same embedder (the seed's store embeds)."""
+    from fourfold.stores.chroma import _EmbedderFunction
 
-        def __call__(self, input: Sequence[str]) -> Any:
-            return list(embedder.embed_many(list(input)))
-
-        def embed_query(self, input: Sequence[str]) -> Any:
-            return self(input)
-
-        @staticmethod
-        def name() -> str:
-            return "perf-seed"
-
-        def get_config(self) -> dict[str, Any]:
-            return {}
-
-        def is_legacy(self) -> bool:
-            return False
-
-        def default_space(self) -> str:
-            return "cosine"
-
-        def supported_spaces(self) -> list[str]:
-            return ["cosine"]
-
+    # The seed's store embeds through Chroma's embedding-function protocol; the same adapter
+    # fourfold uses, over the same embedder, so only the store's own work differs.
+    seed_ef = _EmbedderFunction(embedder)
     client = chromadb.PersistentClient(path=str(root / "seed"), settings=Settings(anonymized_telemetry=False))
-    store = client.get_or_create_collection("long_term", embedding_function=SeedEF())  # type: ignore[arg-type]
+    store = client.get_or_create_collection("long_term", embedding_function=seed_ef)  # type: ignore[arg-type]
 
     def seed_remember(text: str, metadata: dict[str, Any]) -> None:
         store.add(ids=[f"mem-{store.count()}"], documents=[text], metadatas=[metadata])
 
     t_seed_one = timed(lambda: [seed_remember(t, {"user_id": scope_name(i % SCOPES)}) for i, t in enumerate(one)])
-    batch_store = client.get_or_create_collection("long_term_batch", embedding_function=SeedEF())  # type: ignore[arg-type]
+    batch_store = client.get_or_create_collection("long_term_batch", embedding_function=seed_ef)  # type: ignore[arg-type]
     t_seed_batch = timed(lambda: [batch_store.add(
         ids=[f"mem-{i + j}" for j in range(len(texts[i : i + 5000]))], documents=texts[i : i + 5000],
         metadatas=[{"user_id": scope_name((i + j) % SCOPES)} for j in range(len(texts[i : i + 5000]))],

@@ -51,6 +51,8 @@ class ScopeCatalog:
         self.path = Path(path)
         self._local = threading.local()
         self._timeout = timeout
+        #: Complete for every scope: set once, when the catalog was created for an empty store.
+        self.all_complete = False
         try:
             self._db().executescript(_SCHEMA)
         except sqlite3.Error as exc:
@@ -80,14 +82,16 @@ class ScopeCatalog:
     def _open(cls, path: Path, store_is_empty: Callable[[], bool], timeout: float) -> ScopeCatalog:
         created = not path.exists()
         catalog = cls(path, timeout=timeout)
-        try:
-            catalog._db().execute("SELECT count(*) FROM info").fetchone()
+        try:  # also the probe that finds a damaged file
+            flag = catalog._db().execute("SELECT 1 FROM info WHERE key = ? AND value = '1'", (_ALL_COMPLETE,)).fetchone()
         except sqlite3.Error as exc:
             catalog.close()
             raise StoreUnavailable(f"scope catalog {path}: {exc}") from exc
         if created and store_is_empty():
             with catalog._write() as db:
                 db.execute("INSERT OR REPLACE INTO info VALUES (?, '1')", (_ALL_COMPLETE,))
+            flag = (1,)
+        catalog.all_complete = flag is not None
         return catalog
 
     # -- reads ----------------------------------------------------------------------------
@@ -97,7 +101,8 @@ class ScopeCatalog:
         db = self._db()
         try:
             digest = _digest(scope)
-            if not self._complete(db, digest):
+            complete = self.all_complete or db.execute("SELECT 1 FROM complete WHERE scope = ?", (digest,)).fetchone()
+            if not complete:
                 return None
             return [row[0] for row in db.execute("SELECT id FROM ids WHERE scope = ?", (digest,))]
         except sqlite3.Error as exc:
@@ -109,10 +114,10 @@ class ScopeCatalog:
         An id a complete catalog does not list is not in the store (the catalog is a
         superset); a listed id may still be one a crash kept out of the store.
         """
+        if not self.all_complete:
+            return None
         db = self._db()
         try:
-            if not db.execute("SELECT 1 FROM info WHERE key = ? AND value = '1'", (_ALL_COMPLETE,)).fetchone():
-                return None
             found: set[str] = set()
             for start in range(0, len(ids), 500):
                 part = list(ids[start : start + 500])
@@ -121,11 +126,6 @@ class ScopeCatalog:
             return found
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"scope catalog {self.path}: {exc}") from exc
-
-    def _complete(self, db: sqlite3.Connection, digest: bytes) -> bool:
-        if db.execute("SELECT 1 FROM info WHERE key = ? AND value = '1'", (_ALL_COMPLETE,)).fetchone():
-            return True
-        return db.execute("SELECT 1 FROM complete WHERE scope = ?", (digest,)).fetchone() is not None
 
     # -- changes (under the store's write lock) -------------------------------------------
 

@@ -324,7 +324,7 @@ class ChromaVectorStore(VectorStore):
         with self.writing():
             ids = self._read(lambda c: c.get(where={"ff_scope": scope}, include=[]))["ids"]
             self.delete(ids)
-            if self._catalog is not None:
+            if self._catalog is not None:  # `delete` removed the ids; this also drops ids a crash left
                 self._catalog.remove_scope(scope)
             return len(ids)
 
