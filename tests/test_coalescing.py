@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from fourfold.embeddings import CoalescingEmbedder, HashEmbedder, Vectors
+from fourfold.embeddings.coalescing import for_reader
 from fourfold.errors import InvalidInput, ModelError
 
 
@@ -134,3 +135,107 @@ def test_short_queries_are_not_batched_with_long_notes() -> None:
 def test_a_batch_cap_below_one_is_refused_with_a_typed_error() -> None:
     with pytest.raises(InvalidInput):
         CoalescingEmbedder(HashEmbedder(), max_batch=-1)
+
+
+class _Recording(HashEmbedder):
+    """Counts how many of its batches run at once; with `linger`, each batch waits up to that
+    long for another to run beside it."""
+
+    def __init__(self, linger: float = 0.0) -> None:
+        super().__init__(64)
+        self.linger = linger
+        self.overlap = threading.Event()
+        self.running = 0
+        self.most = 0
+        self.batches: list[list[str]] = []
+        self._lock = threading.Lock()
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.batches.append(list(texts))
+            if self.running > 1:
+                self.overlap.set()
+        try:
+            if self.linger:
+                self.overlap.wait(self.linger)
+            return super().embed_batch(texts)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+def _first_batch_with(batches: list[list[str]], word: str) -> int:
+    return next(i for i, batch in enumerate(batches) if any(word in t for t in batch))
+
+
+def test_queries_run_before_queued_bulk_work() -> None:
+    inner = _Gated()
+    coalescer = CoalescingEmbedder(inner, bulk_chunk=8)
+    bulk = [[f"bulk note {i}-{j} about a parcel" for j in range(8)] for i in range(4)]
+    calls: list[Callable[[], object]] = [lambda: coalescer.embed_batch(["holder"])]
+    calls += [lambda b=b: coalescer.embed_batch(b) for b in bulk]
+    calls += [lambda i=i: coalescer.embed(f"query {i}") for i in range(4)]
+    results = _run_concurrently(calls, inner.gate)
+
+    for b, got in zip(bulk, results[1:5], strict=True):
+        np.testing.assert_array_equal(got, HashEmbedder(64).embed_batch(b))
+    for i, got in enumerate(results[5:]):
+        np.testing.assert_array_equal(got, HashEmbedder(64).embed(f"query {i}"))
+    # Every query was embedded before any of the bulk work that queued with them.
+    last_query = max(i for i, batch in enumerate(inner.batches) if any(t.startswith("query") for t in batch))
+    assert last_query < _first_batch_with(inner.batches, "bulk")
+
+
+def test_bulk_work_runs_in_chunks_and_is_not_starved() -> None:
+    inner = _Gated()
+    inner.gate.set()
+    coalescer = CoalescingEmbedder(inner, bulk_chunk=8)
+    texts = [f"note {i} about a refund" for i in range(20)]
+    np.testing.assert_array_equal(coalescer.embed_batch(texts), HashEmbedder(64).embed_batch(texts))
+    assert [len(b) for b in inner.batches] == [8, 8, 4]
+
+    inner = _Gated()
+    coalescer = CoalescingEmbedder(inner, max_batch=1, urgent_streak=1)
+    calls: list[Callable[[], object]] = [lambda: coalescer.embed_batch(["holder"])]
+    calls += [lambda: coalescer.embed_batch(["bulk note"])]
+    calls += [lambda i=i: coalescer.embed(f"query {i}") for i in range(5)]
+    _run_concurrently(calls, inner.gate)
+    # One query batch at most (urgent_streak=1) ran before the waiting bulk chunk.
+    assert _first_batch_with(inner.batches, "bulk") <= 2
+
+
+def test_a_bulk_embedder_takes_the_bulk_work_and_must_match() -> None:
+    local, elsewhere = _Recording(), _Recording()
+    coalescer = CoalescingEmbedder(local, bulk=elsewhere)
+    coalescer.embed("a query")
+    coalescer.embed_many(["a note", "another note"])
+    assert local.batches == [["a query"]]
+    assert elsewhere.batches == [["a note", "another note"]]
+    with for_reader(coalescer):  # embeddings a reader waits on are served here, as queries
+        coalescer.embed_many(["an episode a search needs"])
+        coalescer.embed("nested query")
+        coalescer.embed_many(["still for the reader"])
+    coalescer.embed_many(["bulk again"])
+    assert local.batches[1:] == [["an episode a search needs"], ["nested query"], ["still for the reader"]]
+    assert elsewhere.batches[1:] == [["bulk again"]]
+    with for_reader(HashEmbedder()):  # any other embedder: nothing changes
+        pass
+    with pytest.raises(InvalidInput):
+        CoalescingEmbedder(HashEmbedder(64), bulk=HashEmbedder(32))
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_lanes_bound_how_many_batches_run_at_once(lanes: int) -> None:
+    inner = _Recording(linger=0.5 if lanes == 2 else 0.05)
+    coalescer = CoalescingEmbedder(inner, lanes=lanes, max_batch=1)
+    threads = [threading.Thread(target=coalescer.embed, args=(f"query {i}",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(t for b in inner.batches for t in b) == sorted(f"query {i}" for i in range(8))
+    assert inner.most <= lanes
+    if lanes == 2:
+        assert inner.most == 2

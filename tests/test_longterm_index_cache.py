@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, MemoryInput
@@ -163,3 +165,93 @@ def test_concurrent_writers_to_one_scope_lose_nothing_from_the_cache(embedder: H
     cached = _results(lt, ["s"])
     assert len(cached[("s", "*all*")]) == 1 + writers * 15
     assert cached == _results(LongTermMemory(store, embedder), ["s"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["hiking sunday", "refund parcel", "invoice may", "tea oolong", "router vpn"]),
+                st.sampled_from([None, "t1", "t2"]),  # thread
+                st.sampled_from([None, "Maria", "Ben"]),  # speaker
+                st.integers(0, 3),  # created_at step: 0 = same time (seq orders), large = a new run
+            ),
+            min_size=1, max_size=6,
+        ),
+        min_size=1, max_size=5,
+    ),
+    late=st.booleans(),
+)
+def test_an_index_extended_by_with_added_is_bit_identical_to_a_rebuild(
+    batches: list[list[tuple[str, str | None, str | None, int]]], late: bool
+) -> None:
+    from fourfold.longterm.retrieval import ScopeIndex
+
+    embedder = HashEmbedder()
+    clock, seq, held, index = 1000.0, 0, [], None
+    for b, batch in enumerate(batches):
+        new = []
+        for text, thread, speaker, step in batch:
+            clock += [0.0, 1.0, 600.0, 7200.0][step]
+            seq += 1
+            meta = {k: v for k, v in (("thread", thread), ("speaker", speaker)) if v is not None}
+            at = clock - 5000.0 if late and b == len(batches) - 1 else clock  # an out-of-order write
+            new.append(VectorRecord(f"r{seq}", f"{text} {seq}", embedder.embed(f"{text} {seq}"), "s", "note", at, meta, seq=seq))
+        held += new
+        index = ScopeIndex(new, embedder.dimension) if index is None else index.with_added([*new, held[0]])
+    assert index is not None
+    rebuilt = ScopeIndex(held, embedder.dimension)
+    assert [r.id for r in index.records] == [r.id for r in rebuilt.records]
+    assert index.matrix.tobytes() == rebuilt.matrix.tobytes()
+    for query in ("hiking", "refund parcel 3", "maria invoice", "vpn router tea"):
+        tokens = query.split()
+        assert index.bm25.scores(tokens) == rebuilt.bm25.scores(tokens)
+        vector = embedder.embed(query)
+        got = index.search(vector, query, k=10, keep=lambda r: True)
+        want = rebuilt.search(vector, query, k=10, keep=lambda r: True)
+        assert [(r.id, s) for r, s in got] == [(r.id, s) for r, s in want]
+
+
+class _SlowScan(_Counting):
+    """A scan reads its records, then waits for `release` before answering."""
+
+    def __init__(self, inner: VectorStore) -> None:
+        super().__init__(inner)
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def scan(self, scope: str | None) -> list[VectorRecord]:
+        records = super().scan(scope)
+        self.started.set()
+        assert self.release.wait(10)
+        return records
+
+
+@pytest.mark.parametrize("single_writer", [True, False])
+def test_our_write_during_a_cold_scan_is_in_the_index_and_recalls_share_the_scan(single_writer: bool) -> None:
+    embedder = HashEmbedder()
+    inner = InMemoryVectorStore(embedder_identity=embedder.identity)
+    store = _SlowScan(SingleWriterStore(inner) if single_writer else inner)
+    lt = LongTermMemory(store, embedder)
+    lt.remember("went hiking on sunday", scope="c1")
+    answers: list[list[str]] = []
+
+    def recall() -> None:
+        answers.append([r.text for r in lt.recall("hiking", scope="c1", k=5)])
+
+    readers = [threading.Thread(target=recall) for _ in range(3)]
+    readers[0].start()
+    assert store.started.wait(5)
+    for reader in readers[1:]:
+        reader.start()
+    lt.remember("hiking again next sunday", scope="c1")  # lands while the scan is in flight
+    store.release.set()
+    for reader in readers:
+        reader.join(10)
+
+    assert store.scans == ["c1"]  # one scan for the three recalls
+    assert len(answers) == 3
+    after = [r.text for r in lt.recall("hiking", scope="c1", k=5)]
+    assert store.scans == ["c1"]  # cached, and with the write the scan missed
+    assert sorted(after) == ["hiking again next sunday", "went hiking on sunday"]

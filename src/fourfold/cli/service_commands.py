@@ -54,6 +54,7 @@ def serve(
         )
     tenants = Tenants(state.data_dir, embedder=_embedder())
     try:
+        tenants.warm_up()  # /healthz answers once the models are loaded, not on the first requests
         app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body)
         auth = "API keys" if keys.has_keys() else "none until a key is created (loopback only)"
         typer.echo(f"fourfold serving {state.data_dir} on http://{_url_host(host)}:{port} (auth: {auth})", err=True)

@@ -61,6 +61,10 @@ class Embedder(ABC):
                     cache.popitem(last=False)
         return vector
 
+    def __getstate__(self) -> dict[str, object]:
+        """Picklable (a store worker embeds in another process): the query cache stays here."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_query_cache", "_query_lock")}
+
     def embed_many(self, texts: Sequence[str]) -> Vectors:
         """Embed any number of texts in batches of `batch_size`."""
         if isinstance(texts, str):

@@ -49,6 +49,16 @@ class MiniLMEmbedder(Embedder):
         self._model: Any = None
         self._load_lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled unloaded: another process loads its own model on first use."""
+        state = super().__getstate__()
+        state.update(_model=None, _load_lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._load_lock = threading.Lock()
+
     def _load(self) -> Any:
         with self._load_lock:
             if self._model is None:

@@ -191,6 +191,16 @@ class OnnxMiniLMEmbedder(Embedder):
         """Open the tokenizer and the ONNX session now (exporting once if needed)."""
         self._get()
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled unloaded: another process opens its own session on first use."""
+        state = super().__getstate__()
+        state.update(_loaded=None, _fallback=None, _load_lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._load_lock = threading.Lock()
+
     def _get(self) -> tuple[Any, Any] | None:
         """(tokenizer, session), or None when falling back to sentence-transformers."""
         loaded = self._loaded

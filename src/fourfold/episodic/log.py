@@ -16,6 +16,7 @@ import numpy.typing as npt
 from fourfold._locks import FileLock
 from fourfold._validate import check_k, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
+from fourfold.embeddings.coalescing import for_reader
 from fourfold.episodic._codec import build_episode, decode_line, encode_line
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.episodic._snapshot import Snapshot, load_snapshot, save_snapshot
@@ -247,7 +248,8 @@ class EpisodeLog:
         if not missing:
             return
         episodes = [self._index.episodes[row] for row in missing]
-        vectors = self.embedder.embed_many([dense_text(ep) for ep in episodes])
+        with for_reader(self.embedder):  # a search waits on these: not queued behind bulk writes
+            vectors = self.embedder.embed_many([dense_text(ep) for ep in episodes])
         if vectors.shape != (len(episodes), self.embedder.dimension):
             raise EmbedderMismatch(
                 f"{self.embedder.identity} returned vectors of shape {vectors.shape}"

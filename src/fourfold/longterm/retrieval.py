@@ -81,43 +81,77 @@ class ScopeIndex:
         self, records: Sequence[VectorRecord], dimension: int, *, weights: Weights | None = None
     ) -> None:
         self.weights = w = weights or Weights()
-        self.records = sorted(records, key=lambda r: (r.created_at, r.seq))
-        n = len(self.records)
+        ordered = sorted(records, key=_order)
+        n = len(ordered)
         own: Vectors = (
-            np.stack([r.embedding for r in self.records]).astype(np.float32, copy=False)
+            np.stack([r.embedding for r in ordered]).astype(np.float32, copy=False)
             if n
             else np.zeros((0, dimension), dtype=np.float32)
         )
-        neighbours = _neighbours(self.records, w)
-        self.matrix = _blend_vectors(own, neighbours)
         # Search needs only the blended matrix; the records' own vectors stay as one matrix
         # (not ~1.5 KB per record object) so `with_added` can rebuild without the store.
         self._own = own
-        self.records = [replace(r, embedding=_NO_VECTOR) for r in self.records]
         self._dimension = dimension
-        tokens = [self._tokens(r) for r in self.records]
+        self.records = [replace(r, embedding=_NO_VECTOR) for r in ordered]
+        self._ids = {r.id for r in ordered}
+        self._neighbours = _neighbours(self.records, w)
+        self.matrix = _blend_vectors(own, self._neighbours)
+        self._token_lists = [self._tokens(r) for r in self.records]
         self.bm25 = BM25Index()
         for i in range(n):
-            counts: dict[str, float] = {}
-            for token in tokens[i]:
-                counts[token] = counts.get(token, 0.0) + 1.0
-            for j, share in neighbours[i]:
-                for token in tokens[j]:
-                    counts[token] = counts.get(token, 0.0) + share
-            self.bm25.add_weighted(str(i), counts)
+            self.bm25.add_weighted(str(i), self._counts(i))
         self._by_speaker: dict[str, list[int]] = {}
         for i, record in enumerate(self.records):
-            for token in set(tokenize(str(record.metadata.get("speaker") or ""))):
-                self._by_speaker.setdefault(token, []).append(i)
+            self._index_speaker(i, record)
+
+    def _counts(self, i: int) -> dict[str, float]:
+        """Record i's term weights: its own words, and its neighbours' at their shares."""
+        counts: dict[str, float] = {}
+        for token in self._token_lists[i]:
+            counts[token] = counts.get(token, 0.0) + 1.0
+        for j, share in self._neighbours[i]:
+            for token in self._token_lists[j]:
+                counts[token] = counts.get(token, 0.0) + share
+        return counts
+
+    def _index_speaker(self, i: int, record: VectorRecord) -> None:
+        for token in set(tokenize(str(record.metadata.get("speaker") or ""))):
+            self._by_speaker.setdefault(token, []).append(i)
 
     def with_added(self, added: Sequence[VectorRecord]) -> ScopeIndex:
-        """This index rebuilt with `added` too (records it holds already are skipped)."""
-        held = {r.id for r in self.records}
-        new = [r for r in added if r.id not in held]
+        """This index with `added` too (records it holds already are skipped), exactly as a
+        rebuild would give.
+
+        New memories are usually the newest of their scope: then only they, and the records
+        whose neighbours they become, are indexed (a new index object; this one is unchanged,
+        as recalls may be reading it). Otherwise the index is rebuilt from its own records.
+        """
+        new = sorted({r.id: r for r in added if r.id not in self._ids}.values(), key=_order)
         if not new:
             return self
-        records = [replace(r, embedding=self._own[i]) for i, r in enumerate(self.records)]
-        return ScopeIndex([*records, *new], self._dimension, weights=self.weights)
+        if self.records and _order(new[0]) <= _order(self.records[-1]):
+            records = [replace(r, embedding=self._own[i]) for i, r in enumerate(self.records)]
+            return ScopeIndex([*records, *new], self._dimension, weights=self.weights)
+        out = ScopeIndex.__new__(ScopeIndex)
+        out.weights, out._dimension = self.weights, self._dimension
+        n_old = len(self.records)
+        out.records = [*self.records, *(replace(r, embedding=_NO_VECTOR) for r in new)]
+        out._ids = self._ids | {r.id for r in new}
+        out._own = np.concatenate([self._own, np.stack([r.embedding for r in new]).astype(np.float32, copy=False)])
+        out._neighbours = _neighbours(out.records, out.weights)
+        changed = [i for i in range(n_old) if out._neighbours[i] != self._neighbours[i]]
+        changed += range(n_old, len(out.records))
+        out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
+        out.matrix[changed] = _blend_vectors(out._own, out._neighbours, rows=changed)
+        out._token_lists = [*self._token_lists, *(out._tokens(r) for r in new)]
+        out.bm25 = self.bm25.copy()
+        for i in changed:
+            out.bm25.add_weighted(str(i), out._counts(i))  # replaces record i's earlier terms
+        out.bm25.recount_in_order([str(i) for i in range(len(out.records))])
+        out._by_speaker = {token: list(rows) for token, rows in self._by_speaker.items()}
+        for i in range(n_old, len(out.records)):
+            out._index_speaker(i, out.records[i])
+        return out
 
     def _tokens(self, record: VectorRecord) -> list[str]:
         tokens = tokenize(" ".join((record.text, *record.extra)))
@@ -197,12 +231,20 @@ def _neighbours(records: Sequence[VectorRecord], weights: Weights) -> list[list[
     return out
 
 
-def _blend_vectors(own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]]) -> Vectors:
-    """Each vector plus its neighbours' at their shares, renormalised to unit length."""
-    blended = own.astype(np.float64)
-    for i, pairs in enumerate(neighbours):
-        for j, share in pairs:
-            blended[i] += share * own[j]
+def _order(record: VectorRecord) -> tuple[float, int]:
+    return (record.created_at, record.seq)
+
+
+def _blend_vectors(
+    own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]], *, rows: Sequence[int] | None = None
+) -> Vectors:
+    """Each vector (or those of `rows`) plus its neighbours' at their shares, renormalised to
+    unit length; a row comes out the same whichever other rows are computed with it."""
+    wanted = range(len(own)) if rows is None else rows
+    blended = own[list(wanted)].astype(np.float64)
+    for out_row, i in enumerate(wanted):
+        for j, share in neighbours[i]:
+            blended[out_row] += share * own[j]
     norms = np.linalg.norm(blended, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: Vectors = (blended / norms).astype(np.float32)

@@ -81,8 +81,7 @@ class LongTermMemory:
         self.max_cached_records = max_cached_records
         self._seen: Hashable | None = None
         self._lock = threading.RLock()
-        # Bumped by each of our writes to a scope: an index scanned across one is not cached.
-        self._versions: dict[str | None, int] = {}
+        self._builds: dict[str | None, _Build] = {}  # scopes being scanned by a recall
 
     # -- writing --------------------------------------------------------------------------
 
@@ -283,13 +282,31 @@ class LongTermMemory:
             if index is not None and index.weights == self.weights:  # context is built in
                 self._indexes.move_to_end(scope)
                 return index
-            version = self._versions.get(scope, 0)
-        built = ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
-        with self._lock:
-            # A write of ours to this scope during the scan may be missing from it: not cached.
-            if generation is not None and generation == self._seen and self._versions.get(scope, 0) == version:
-                self._indexes[scope] = built
-                self._evict()
+            build = self._builds.get(scope)
+            leader = build is None
+            if build is None:
+                build = self._builds[scope] = _Build(generation)
+        if not leader:  # another recall is scanning this scope: share its index
+            build.done.wait()
+            if build.result is not None:
+                return build.result
+            return ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
+        try:
+            built = ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
+            with self._lock:
+                # Our writes to this scope during the scan may be missing from it: they are
+                # added now (`with_added` skips those the scan saw); after a delete it is not cached.
+                if build.added and not build.invalid:
+                    built = built.with_added(build.added)
+                if build.generation is not None and build.generation == self._seen and not build.invalid:
+                    self._indexes[scope] = built
+                    self._evict()
+                    build.result = built
+        finally:
+            with self._lock:
+                if self._builds.get(scope) is build:
+                    del self._builds[scope]
+            build.done.set()
         return built
 
     def _evict(self) -> None:
@@ -319,9 +336,17 @@ class LongTermMemory:
             current = before is not None and before == self._seen and after is not None
             if current:
                 self._seen = after
+                for scanning in self._builds.values():  # scans in flight saw all but our write
+                    if scanning.generation == before:
+                        scanning.generation = after
             bases: dict[str | None, ScopeIndex] = {}
             for scope in scopes:
-                self._versions[scope] = self._versions.get(scope, 0) + 1
+                in_flight = self._builds.get(scope)
+                if in_flight is not None:  # a recall is scanning the scope: it adds these (or gives up)
+                    if current and added is not None:
+                        in_flight.added.extend(r for r in added if r.scope == scope)
+                    else:
+                        in_flight.invalid = True
                 index = self._indexes.get(scope)
                 if current and added is not None and index is not None and index.weights == self.weights:
                     bases[scope] = index  # stays in place (without the new records) meanwhile
@@ -340,6 +365,17 @@ class LongTermMemory:
                 else:
                     self._indexes.pop(scope, None)
             self._evict()
+
+
+@dataclass
+class _Build:
+    """A recall scanning a scope's records into an index; others recalling the scope wait for it."""
+
+    generation: Hashable | None  # the store's, as of the scan (moved on by our own writes)
+    done: threading.Event = field(default_factory=threading.Event)
+    added: list[VectorRecord] = field(default_factory=list)  # our writes to the scope meanwhile
+    invalid: bool = False  # a delete (or a write not ours) meanwhile: the scan may be stale
+    result: ScopeIndex | None = None
 
 
 @dataclass(frozen=True, slots=True)

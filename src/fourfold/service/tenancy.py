@@ -5,7 +5,9 @@ Layout of a served data dir::
     <data_dir>/                 the `default` tenant: exactly `Memory.open(data_dir)`, so the
                                 CLI and embedded agents see the same data as that tenant
     <data_dir>/tenants/<name>/  another tenant's episode log, facts and conversations
-    <data_dir>/vectors/         one Chroma, one collection per tenant (`fourfold_t_<name>`)
+    <data_dir>/vectors/         one Chroma, one collection per tenant (`fourfold_t_<name>`),
+                                run by a child process (`stores.worker`) so that Chroma's
+                                writes never hold the serving process's GIL
     <data_dir>/keys.sqlite3     API keys (HMAC digests only)
 
 A tenant is a whole `Memory`, not a scope prefix, so the library's semantics hold per tenant
@@ -28,6 +30,7 @@ from fourfold._manifest import check_manifest
 from fourfold.embeddings.coalescing import CoalescingEmbedder
 from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
+from fourfold.stores.worker import StoreWorker, WorkerEmbedder
 
 if TYPE_CHECKING:
     from fourfold.config import MemoryConfig
@@ -42,6 +45,11 @@ DEFAULT_TENANT = "default"
 SERVICE_LOCK = ".fourfold-service.lock"
 _TENANT = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?")
 
+#: CPU priority (`nice`) of the store worker's writes: Chroma's adds and the embedding of
+#: written memories. 19 is the lowest: writes get the CPU that reads leave over.
+WORKER_NICENESS = 19
+#: Query batches embedded at once in the serving process (see `CoalescingEmbedder.lanes`).
+QUERY_LANES = 3
 #: Builds the vector store of one tenant (tests inject an in-memory one).
 VectorStoreFactory = Callable[[str], "VectorStore"]
 
@@ -73,20 +81,44 @@ class Tenants:
         vector_store: VectorStoreFactory | None = None,
         memories: dict[str, Memory] | None = None,
         exclusive: bool = True,
+        store_worker: bool = True,
+        worker_niceness: int = WORKER_NICENESS,
+        query_lanes: int = QUERY_LANES,
     ) -> None:
+        """`store_worker=False` runs embedded Chroma and all embedding in this process."""
         self.data_dir = Path(data_dir)
         self._config = config
         self._vector_store = vector_store
         self._memories: dict[str, Memory] = {check_tenant(k): v for k, v in (memories or {}).items()}
         self._lock = threading.Lock()
         self._lock_fd = _hold_service_lock(self.data_dir) if exclusive else None
+        self._worker: StoreWorker | None = None
         if embedder is None:
             from fourfold.embeddings.minilm import default_embedder
 
             embedder = default_embedder()
+        if store_worker and vector_store is None:
+            # Chroma and the embedding of written memories run in a child process at a lower
+            # CPU priority: reads are answered first, writes take what is left.
+            inner = embedder.inner if isinstance(embedder, CoalescingEmbedder) else embedder
+            from fourfold.config import MemoryConfig
+
+            self._worker = StoreWorker(
+                self.data_dir / "vectors", lock_timeout=(config or MemoryConfig()).lock_timeout,
+                niceness=worker_niceness, embedder=inner,
+            )
         # Requests embed their queries on many threads at once: one model batch for all of
         # them costs about half as much per query as one call each (MiniLM on 2 cores).
-        self.embedder: Embedder = embedder if isinstance(embedder, CoalescingEmbedder) else CoalescingEmbedder(embedder)
+        if isinstance(embedder, CoalescingEmbedder):
+            self.embedder: Embedder = embedder
+        else:
+            bulk = WorkerEmbedder(self._worker, embedder) if self._worker and self._worker.embedder_identity else None
+            self.embedder = CoalescingEmbedder(embedder, bulk=bulk, lanes=query_lanes)
+
+    def warm_up(self) -> None:
+        """Load the embedding models now (here and in the store worker) and start the worker."""
+        self.embedder.embed("warm up")
+        self.embedder.embed_many(["warm up the embedder of written memories"])
 
     def get(self, tenant: str) -> Memory:
         """The tenant's memory, opened (and created) on first use."""
@@ -107,14 +139,20 @@ class Tenants:
         if self._vector_store is not None:
             store = self._vector_store(tenant)
         else:
-            from fourfold.stores.chroma import ChromaVectorStore
-
             home.mkdir(parents=True, exist_ok=True)
             check_manifest(home, self.embedder.identity)  # before Chroma, as Memory.open does
             collection = config.collection if tenant == DEFAULT_TENANT else f"fourfold_t_{tenant}"
-            store = SingleWriterStore(ChromaVectorStore.persistent(
-                self.data_dir / "vectors", self.embedder, collection=collection, lock_timeout=config.lock_timeout
-            ))
+            vectors = self.data_dir / "vectors"
+            inner: VectorStore
+            if self._worker is not None:
+                inner = self._worker.store(collection, self.embedder.identity)
+            else:
+                from fourfold.stores.chroma import ChromaVectorStore
+
+                inner = ChromaVectorStore.persistent(
+                    vectors, self.embedder, collection=collection, lock_timeout=config.lock_timeout
+                )
+            store = SingleWriterStore(inner)
         return Memory.open(home, embedder=self.embedder, vector_store=store, config=config)
 
     def close(self) -> None:
@@ -123,6 +161,9 @@ class Tenants:
             for memory in self._memories.values():
                 memory.close()
             self._memories.clear()
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
             if self._lock_fd is not None:
                 os.close(self._lock_fd)  # closing the descriptor releases the flock
                 self._lock_fd = None

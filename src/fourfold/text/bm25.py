@@ -69,6 +69,26 @@ class BM25Index:
         self._doc_len[doc_id] = length
         self._total_len += length
 
+    def copy(self) -> BM25Index:
+        """An independent copy (documents' term maps are shared: they are never changed in place)."""
+        out = BM25Index(k1=self.k1, b=self.b)
+        out._postings = {term: dict(posting) for term, posting in self._postings.items()}
+        out._doc_terms = dict(self._doc_terms)
+        out._doc_len = dict(self._doc_len)
+        out._total_len = self._total_len
+        return out
+
+    def recount_in_order(self, doc_ids: Sequence[str]) -> None:
+        """Recompute the total length by adding the documents' lengths in this order.
+
+        Floating-point sums depend on their order: after replacing documents, this makes the
+        statistics (and so the scores) bit-identical to an index built in that order.
+        """
+        total = 0.0
+        for doc_id in doc_ids:
+            total += self._doc_len[doc_id]
+        self._total_len = total
+
     def remove(self, doc_id: str) -> None:
         """Drop a document; nothing happens if it is not indexed."""
         counts = self._doc_terms.pop(doc_id, None)
