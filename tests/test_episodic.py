@@ -541,3 +541,19 @@ def test_a_snapshot_speeds_reopening_and_never_outlives_the_log(
     data = path.read_bytes()
     path.write_bytes(data.replace(b"sync fails for b", b"sync fails for c"))
     assert EpisodeLog(path, emb).episodes()[0].goal == "sync fails for c"
+
+
+def test_embed_pending_embeds_new_successes_once_and_searches_then_embed_only_the_query(path: Path) -> None:
+    embedder = CountingEmbedder()
+    log = EpisodeLog(path, embedder)
+    log.record(goal="refund a damaged parcel", actions=["checked photos"], outcome="refunded", success=True)
+    log.record(goal="reset a password", actions=["sent link"], outcome="done", success=True)
+    log.record(goal="fix the vpn", actions=["rebooted"], outcome="still broken", success=False)
+    assert log.pending() == 2
+    assert log.embed_pending() == 2  # failures are never searched, so never embedded
+    assert (log.pending(), log.embed_pending()) == (0, 0)
+    embedder.seen.clear()
+    found = log.similar_successes("parcel arrived damaged", k=1)
+    assert [ep.goal for ep in found] == ["refund a damaged parcel"]
+    assert embedder.seen == ["parcel arrived damaged"]
+    assert EpisodeLog(path, embedder).embed_pending() == 0  # cached on disk for other processes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -507,3 +508,16 @@ def test_group_commit_answers_each_request_as_remember_would(tmp_path: Path) -> 
     made = [r for r in results if not isinstance(r, Exception)]
     assert len({r.id for r in made}) == 30 and sum(r.created for r in made) == 30  # the repeat is not new
     assert len(memory.long_term.all(scope="c")) == 30
+
+
+def test_recorded_episodes_are_embedded_in_the_background(svc: Service) -> None:
+    r = svc.call("acme", "POST", "/v1/episodes", {"goal": "refund a damaged parcel", "actions": ["checked photos"],
+                                                 "outcome": "refunded", "success": True, "scope": "customer:1"})
+    assert r.status_code == 201
+    log = svc.tenants.get("acme").episodes
+    deadline = time.monotonic() + 10
+    while log.pending() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert log.pending() == 0  # embedded by the service after it answered, not by this test
+    r = svc.call("acme", "POST", "/v1/episodes/similar", {"situation": "damaged parcel", "scope": "customer:1"})
+    assert [e["goal"] for e in r.json()["results"]] == ["refund a damaged parcel"]

@@ -241,6 +241,39 @@ class EpisodeLog:
             ranked = self._rank(situation, rows, scope, k)
             return [self._index.episodes[row] for row in ranked]
 
+    def pending(self) -> int:
+        """How many successful episodes have no vector yet (`embed_pending` would embed them)."""
+        with self._mutex:
+            return len(self._pending())
+
+    def _pending(self) -> list[Episode]:
+        self._refresh()
+        self._index.set_vectors(self._sidecar.read_new())
+        episodes = self._index.episodes
+        missing = self._index.rows_without_vector(list(range(len(episodes))))
+        return [episodes[row] for row in missing if episodes[row].success]
+
+    def embed_pending(self) -> int:
+        """Embed and cache the vector of every successful episode that has none yet; returns
+        how many were embedded.
+
+        Searches embed what they miss themselves. A writer that records episodes under load can
+        call this after recording, off its request path, so that searches find them ready. The
+        model runs without holding the log's lock, so searches are not held up meanwhile.
+        """
+        with self._mutex:
+            pending = self._pending()
+        if not pending:
+            return 0
+        vectors = self.embedder.embed_many([dense_text(ep) for ep in pending])
+        if vectors.shape != (len(pending), self.embedder.dimension):
+            raise EmbedderMismatch(f"{self.embedder.identity} returned vectors of shape {vectors.shape}")
+        fresh = {ep.id: vectors[i] for i, ep in enumerate(pending)}
+        with self._mutex:
+            self._index.set_vectors(fresh)
+            self._persist_vectors(fresh)
+        return len(fresh)
+
     def _ensure_vectors(self, rows: list[int]) -> None:
         """Load cached vectors, embed the episodes still missing one, and cache those."""
         self._index.set_vectors(self._sidecar.read_new())

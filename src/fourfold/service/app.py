@@ -130,6 +130,7 @@ def create_app(
     api = APIRouter(prefix="/v1", dependencies=[Security(bearer)], responses=_ERRORS)
     agents = _Agents(model)
     writers = _Writers()
+    background = _EpisodeEmbedding()
 
     @app.get("/healthz", tags=["service"])
     def healthz() -> dict[str, str]:
@@ -194,12 +195,15 @@ def create_app(
     @api.post("/episodes", status_code=201, tags=["episodes"])
     def record_episode(body: s.EpisodeIn, mem: Mem) -> s.EpisodeOut:
         """Append one episode: goal, actions, outcome and success."""
-        return s.EpisodeOut.model_validate(s.episode_out(mem.episodes.record(**body.model_dump())))
+        episode = mem.episodes.record(**body.model_dump())
+        background.embed_episodes(mem)
+        return s.EpisodeOut.model_validate(s.episode_out(episode))
 
     @api.post("/episodes/batch", status_code=201, tags=["episodes"])
     def record_episodes(body: s.EpisodesIn, mem: Mem) -> s.EpisodesOut:
         """Append several episodes in one write; all or none."""
         episodes = mem.episodes.record_many([item.model_dump() for item in body.items])
+        background.embed_episodes(mem)
         return s.EpisodesOut.model_validate({"results": [s.episode_out(e) for e in episodes]})
 
     @api.post("/episodes/similar", tags=["episodes"])
@@ -327,6 +331,40 @@ class _Writers:
             if writer is None or writer.long_term is not memory.long_term:
                 writer = self._by_memory[id(memory)] = GroupCommit(memory.long_term)
             return writer
+
+
+class _EpisodeEmbedding:
+    """Embeds newly recorded episodes on one background thread, after their request answered.
+
+    A search for similar episodes then finds their vectors ready instead of embedding them
+    while its caller waits. The embedding is bulk work (the store worker's, at its lower
+    priority). A log already waiting for its turn is not queued twice.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[int, Memory] = {}
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def embed_episodes(self, memory: Memory) -> None:
+        with self._cond:
+            self._pending.setdefault(id(memory.episodes), memory)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="fourfold-episode-embedding", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._pending and not self._cond.wait_for(lambda: bool(self._pending), timeout=30):
+                    self._thread = None
+                    return
+                _, memory = self._pending.popitem()
+            try:
+                memory.episodes.embed_pending()
+            except Exception:  # a search embeds what is still missing; nothing is lost
+                log.warning("embedding recorded episodes failed; searches will embed them", exc_info=True)
 
 
 class _Agents:

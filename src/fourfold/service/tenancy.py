@@ -70,6 +70,10 @@ class Tenants:
     With `exclusive`, the data dir's service lock is taken for the lifetime of this object,
     so a second service (or `fourfold mcp`) on the same data dir is refused instead of
     silently damaging the embedded vector index.
+
+    By default embedded Chroma runs in a store worker process (`fourfold.stores.worker`) that
+    also embeds the memories being written, with its writes niced to `worker_niceness`; this
+    process embeds only what readers wait on, up to `query_lanes` batches at once.
     """
 
     def __init__(

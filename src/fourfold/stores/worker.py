@@ -9,10 +9,19 @@ of one collection in it: the same store (`ChromaVectorStore.persistent`, with it
 cross-process write lock, scope catalog and generation file), reached over a pipe.
 
 The caller keeps ranking and caches, and only records cross the pipe. Given an embedder, the
-child can embed too (`WorkerEmbedder`): a service embeds the memories it writes there, at the
-child's lower CPU priority, and keeps its own cores for the queries its readers wait on. Calls are served one at a time in the order they arrive. If the
-child dies, the call that finds out gets `StoreUnavailable` and the next call starts a new
-child, which reopens the collections from disk (every acknowledged write is already there).
+child can embed too (`WorkerEmbedder`): a service embeds the memories it writes there and
+keeps its own cores for the queries its readers wait on.
+
+Three lanes, each a pipe served by its own thread in the child, one call at a time in the
+order they arrive: reads, writes, and embeddings. With `niceness`, the write and embedding
+threads run at that lower CPU priority (on Linux a thread's nice value is its own) while reads
+keep the caller's, so a read never queues behind writes; it waits only for a Chroma call in
+progress, which holds the child's GIL.
+
+If the child dies, a read in flight is retried once on a new child, which reopens the
+collections from disk (every acknowledged write is there). A write or an embedding in flight
+raises `StoreUnavailable`: it may or may not have landed. A child found dead before a call is
+replaced first.
 """
 
 from __future__ import annotations
@@ -48,8 +57,9 @@ _OPS = _READS | {"add", "delete", "delete_scope"}
 class StoreWorker:
     """A child process that owns the embedded Chroma at `path`; one per path and process.
 
-    `niceness` lowers the child's CPU priority (0 keeps the caller's): a service that would
-    rather answer reads than finish writes sooner can give its writes the leftovers.
+    `niceness` lowers the CPU priority of the child's writes and embeddings (0 keeps the
+    caller's): a service that would rather answer reads than finish writes sooner gives its
+    writes the CPU that reads leave over. Reads keep the caller's priority.
     `embedder`, if given and picklable, is copied into the child for `WorkerEmbedder`.
     """
 
@@ -264,12 +274,14 @@ def _error(kind: str, message: str) -> FourfoldError:
 def _serve(
     conns: dict[str, Connection], path: str, lock_timeout: float, niceness: int, embedder_state: bytes | None
 ) -> None:
-    """The child: one thread per lane. Only the embedding thread is niced.
+    """The child: one thread per lane; the write and embedding threads run niced.
 
-    On Linux a thread's nice value is its own (and threads inherit it from the one that
-    starts them, so ONNX's threads, started on the first embedding, share it). Chroma's
-    calls keep the caller's priority on purpose: they hold this process's GIL, and a niced
-    thread holding it would stall the reads behind it whenever the machine is busy.
+    On Linux a thread's nice value is its own, and threads inherit it from the one that starts
+    them: ONNX's threads, started on the first embedding, share the embedding thread's.
+
+    A read that arrives while a niced write is inside Chroma waits for it (the call holds
+    this process's GIL), so a busy machine can slow a cold read. Measured in the service
+    benchmark, niced writes still gave lower read latency than writes at normal priority.
     """
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     from fourfold.stores.chroma import ChromaVectorStore, IdentityOnly
