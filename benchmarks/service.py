@@ -119,6 +119,7 @@ class HttpxClient:
 @dataclass
 class Stats:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    recall_at: list[tuple[float, float]] = field(default_factory=list)  # (monotonic end, latency)
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     error_samples: list[str] = field(default_factory=list)
     memories: list[tuple[str, str, str]] = field(default_factory=list)  # (tenant, id, text)
@@ -132,9 +133,10 @@ def sentence(rng: random.Random, n: int = 12) -> str:
 
 async def client_loop(
     i: int, url: str, keys: dict[str, str], scopes: int, stop_at: float, stats: Stats, counter: list[int],
-    think: float = 0.0, client: str = "lean",
+    think: float = 0.0, client: str = "lean", delay: float = 0.0,
 ) -> None:
     rng = random.Random(i)
+    await asyncio.sleep(delay)  # ramp-up: clients join one after another
     tenant = list(keys)[i % len(keys)]
     headers = {"Authorization": f"Bearer {keys[tenant]}"}
     http = (LeanClient if client == "lean" else HttpxClient)(url, headers, timeout=30)
@@ -173,6 +175,8 @@ async def client_loop(
                 status, content = 0, b""
                 stats.error_samples.append(f"{route}: {exc!r}"[:200])
             stats.latencies[route].append(time.perf_counter() - started)
+            if route == "recall":
+                stats.recall_at.append((time.monotonic(), stats.latencies[route][-1]))
             counter[0] += 1
             if not 200 <= status < 300:
                 stats.errors[route] += 1
@@ -251,6 +255,13 @@ def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0) -> st
         print(f"  error sample: {sample}")
     if every:
         print(f"mean {statistics.fmean(every) * 1000:.1f} ms")
+    if stats.recall_at:  # warm-up (cold scopes) against the steady state
+        first = stats.recall_at[0][0]
+        windows: dict[int, list[float]] = defaultdict(list)
+        for at, latency in stats.recall_at:
+            windows[int((at - first) // 10)].append(latency)
+        print("recall p50/p95 ms by 10 s window: " + "  ".join(
+            f"{pct(v, .5):.0f}/{pct(v, .95):.0f}" for _, v in sorted(windows.items())))
     label = f"service (think {think_ms:g} ms)" if think_ms else "service"
     return f"{label}: rps={rps:.1f} p95_ms={pct(every, .95):.1f} errors={errors} lost={lost}"
 
@@ -264,7 +275,8 @@ async def run(url: str, keys: dict[str, str], args: argparse.Namespace) -> str:
     started = time.monotonic()
     stop_at = started + args.duration
     think = args.think_ms / 1000
-    await asyncio.gather(*(client_loop(i, url, keys, args.scopes, stop_at, stats, counter, think, args.client)
+    await asyncio.gather(*(client_loop(i, url, keys, args.scopes, stop_at, stats, counter, think, args.client,
+                                       delay=args.ramp_s * i / args.clients)
                            for i in range(args.clients)))
     elapsed = time.monotonic() - started
     lost = await verify(url, keys, stats)
@@ -281,6 +293,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=500, help="memories written per tenant before the run")
     p.add_argument("--think-ms", type=float, default=0.0,
                    help="pause of each client between requests (default 0: the issue's closed loop)")
+    p.add_argument("--ramp-s", type=float, default=0.0,
+                   help="clients join one after another over this many seconds (default 0: all at once)")
     p.add_argument("--client", choices=("lean", "httpx"), default="lean",
                    help="HTTP client of the load loop (default: a minimal keep-alive client; see LeanClient)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: a temp dir")

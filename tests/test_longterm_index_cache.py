@@ -129,7 +129,7 @@ class _HeldScan(InMemoryVectorStore):
         return records
 
 
-def test_an_index_read_before_a_concurrent_write_is_not_cached(embedder: HashEmbedder) -> None:
+def test_an_index_scanned_across_a_concurrent_write_still_has_the_write(embedder: HashEmbedder) -> None:
     inner = _HeldScan(embedder.identity)
     lt = LongTermMemory(SingleWriterStore(inner), embedder)  # the service's store: one writer
     lt.remember("First note about oolong tea", scope="s")
@@ -255,3 +255,22 @@ def test_our_write_during_a_cold_scan_is_in_the_index_and_recalls_share_the_scan
     after = [r.text for r in lt.recall("hiking", scope="c1", k=5)]
     assert store.scans == ["c1"]  # cached, and with the write the scan missed
     assert sorted(after) == ["hiking again next sunday", "went hiking on sunday"]
+
+
+def test_warm_indexes_written_scopes_so_their_first_recall_scans_nothing() -> None:
+    from fourfold.service.batching import GroupCommit
+
+    embedder = HashEmbedder()
+    store = _Counting(SingleWriterStore(InMemoryVectorStore(embedder_identity=embedder.identity)))
+    lt = LongTermMemory(store, embedder)
+    lt.remember("went hiking on sunday", scope="c1")
+    lt.warm(["c1", None])
+    assert set(store.scans) == {"c1", None} and len(store.scans) == 2
+    lt.warm(["c1"])  # cached: a lookup, no scan
+    assert [r.text for r in lt.recall("hiking", scope="c1")] == ["went hiking on sunday"]
+    assert len(store.scans) == 2
+
+    GroupCommit(lt).remember({"text": "prefers email", "scope": "c2"})  # the service's writer warms
+    assert store.scans[-1] == "c2"
+    assert [r.text for r in lt.recall("email", scope="c2")] == ["prefers email"]
+    assert store.scans.count("c2") == 1

@@ -267,6 +267,16 @@ class LongTermMemory:
         )
         return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
 
+    def warm(self, scopes: Iterable[str | None]) -> None:
+        """Build and cache these scopes' indexes now, so that their next recall reads no store.
+
+        A service calls it after writing: a customer being written about is likely to be
+        recalled next, and the writer, not the reader, then pays for a scope's first scan.
+        Scopes already cached cost a lookup; the cache's size limit still applies.
+        """
+        for scope in scopes:
+            self._index(check_scope(scope))
+
     def _index(self, scope: str | None) -> ScopeIndex:
         """The scope's cached index, rebuilt when any process wrote since it was built.
 

@@ -6,6 +6,7 @@ bearer key; nothing here decides anything about memory.
 
 # No `from __future__ import annotations`: FastAPI reads these annotations at runtime.
 
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -155,6 +156,8 @@ def create_app(
     def remember_many(body: s.MemoriesIn, mem: Mem) -> s.RememberedManyOut:
         """Store several memories in one write: all of them, or none if any is invalid."""
         done = mem.long_term.remember_many([item.model_dump() for item in body.items])
+        with contextlib.suppress(FourfoldError):  # the write stands either way
+            mem.long_term.warm({item.scope for item in body.items})  # their first recall scans nothing
         return s.RememberedManyOut.model_validate({"results": [s.remembered_out(r) for r in done]})
 
     @api.post("/memories/search", tags=["memories"])

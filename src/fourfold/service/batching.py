@@ -55,6 +55,13 @@ class GroupCommit:
         assert slot.result is not None
         return slot.result
 
+    def _warm(self, batch: list[_Slot]) -> None:
+        """Index the written scopes now, before answering: their first recall then scans nothing."""
+        try:
+            self.long_term.warm({slot.item.get("scope") for slot in batch})
+        except FourfoldError:  # the write stands; a recall will scan the scope itself
+            pass
+
     def _commit(self, batch: list[_Slot]) -> None:
         try:
             results = self.long_term.remember_many([s.item for s in batch])
@@ -67,6 +74,7 @@ class GroupCommit:
                 slot.done = True
             return
         seen: set[str] = set()
+        self._warm(batch)
         for slot, result in zip(batch, results, strict=True):
             # As if sent one after another: only the first of identical memories is new.
             slot.result = result if result.id not in seen else replace(result, created=False)
