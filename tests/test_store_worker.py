@@ -123,3 +123,25 @@ def test_embedders_pickle_without_their_loaded_state() -> None:
     np.testing.assert_array_equal(copy.embed("parcel"), hashing.embed("parcel"))
     onnx = pickle.loads(pickle.dumps(OnnxMiniLMEmbedder(threads=1)))
     assert onnx._loaded is None and onnx.identity == "all-MiniLM-L6-v2:384"
+
+
+class _Chatty(HashEmbedder):
+    """Prints while embedding, as a library might."""
+
+    def embed_batch(self, texts):  # type: ignore[no-untyped-def]
+        print("chatty library output", flush=True)
+        os.write(1, b"raw fd 1 output\n")
+        return super().embed_batch(texts)
+
+
+def test_the_child_never_writes_to_the_callers_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # `fourfold mcp` speaks MCP over its stdout: a byte from the child there would corrupt it.
+    e = _Chatty()
+    worker = StoreWorker(tmp_path / "vectors", embedder=e)
+    try:
+        WorkerEmbedder(worker, e).embed_batch(["hello"])
+    finally:
+        worker.close()
+    out, err = capfd.readouterr()
+    assert "chatty" not in out and "raw fd 1" not in out
+    assert "chatty library output" in err and "raw fd 1 output" in err

@@ -30,6 +30,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import sys
 import threading
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
@@ -284,6 +285,10 @@ def _serve(
     benchmark, niced writes still gave lower read latency than writes at normal priority.
     """
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    # The caller's stdout may be a protocol channel (`fourfold mcp` speaks MCP over it): anything
+    # the child or a library in it prints goes to stderr instead.
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     from fourfold.stores.chroma import ChromaVectorStore, IdentityOnly
 
     stores: dict[str, ChromaVectorStore] = {}
