@@ -239,3 +239,42 @@ def test_lanes_bound_how_many_batches_run_at_once(lanes: int) -> None:
     assert inner.most <= lanes
     if lanes == 2:
         assert inner.most == 2
+
+
+class _Jittery(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.rng = __import__("random").Random(7)
+        self._lock = threading.Lock()
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:
+            pause = self.rng.random() * 0.002
+        threading.Event().wait(pause)
+        return super().embed_batch(texts)
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 3])
+def test_under_a_storm_of_callers_every_call_completes_and_no_lane_is_lost(lanes: int) -> None:
+    coalescer = CoalescingEmbedder(_Jittery(), lanes=lanes, max_batch=2, bulk_chunk=2, urgent_streak=1)
+    reference = HashEmbedder(64)
+    failures: list[str] = []
+
+    def worker(w: int) -> None:
+        for n in range(150):
+            text = f"worker {w} text {n}"
+            if (w + n) % 3:
+                got, want = coalescer.embed(text), reference.embed(text)
+            else:
+                got, want = coalescer.embed_batch([text, text + " more"])[0], reference.embed_batch([text])[0]
+            if not np.array_equal(got, want):
+                failures.append(text)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
+    assert coalescer._leaders == 0  # every lane handed back: a leaked one would shrink the pool for good

@@ -148,8 +148,8 @@ class CoalescingEmbedder(Embedder):
                     raise
                 self._lock.acquire()
                 self._finish(batch, call)
-                if call.done:
-                    self._hand_off(call)
+            if call.lead:  # done: by its own batch, or by another lane's after it was made leader
+                self._hand_off(call)
         if call.error is not None:
             raise call.error
         if call.retry_alone:
