@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,13 +39,13 @@ DEFAULT_URGENT_STREAK = 4
 @dataclass
 class _Call:
     texts: Sequence[str]
+    #: Signalled (under the coalescer's lock) when the call is done or made the leader.
+    wake: threading.Condition
     vectors: Vectors | None = None
     error: Exception | None = None
     #: The shared batch failed: the caller embeds its own texts alone, so an error reaches
     #: exactly the callers whose texts cause it.
     retry_alone: bool = False
-    #: Signalled (under the coalescer's lock) when the call is done or made the leader.
-    wake: threading.Condition = field(default_factory=threading.Condition)
     lead: bool = False
     done: bool = False
 
@@ -121,7 +121,7 @@ class CoalescingEmbedder(Embedder):
         return np.concatenate(parts).astype(np.float32, copy=False)
 
     def _submit(self, texts: list[str], *, urgent: bool) -> Vectors:
-        call = _Call(texts, wake=threading.Condition(self._lock))
+        call = _Call(texts, threading.Condition(self._lock))
         if not call.texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:

@@ -265,13 +265,9 @@ class EpisodeLog:
             pending = self._pending()
         if not pending:
             return 0
-        vectors = self.embedder.embed_many([dense_text(ep) for ep in pending])
-        if vectors.shape != (len(pending), self.embedder.dimension):
-            raise EmbedderMismatch(f"{self.embedder.identity} returned vectors of shape {vectors.shape}")
-        fresh = {ep.id: vectors[i] for i, ep in enumerate(pending)}
+        fresh = self._embed(pending)
         with self._mutex:
-            self._index.set_vectors(fresh)
-            self._persist_vectors(fresh)
+            self._keep_vectors(fresh)
         return len(fresh)
 
     def _ensure_vectors(self, rows: list[int]) -> None:
@@ -280,14 +276,19 @@ class EpisodeLog:
         missing = self._index.rows_without_vector(rows)
         if not missing:
             return
-        episodes = [self._index.episodes[row] for row in missing]
         with for_reader(self.embedder):  # a search waits on these: not queued behind bulk writes
-            vectors = self.embedder.embed_many([dense_text(ep) for ep in episodes])
+            fresh = self._embed([self._index.episodes[row] for row in missing])
+        self._keep_vectors(fresh)
+
+    def _embed(self, episodes: list[Episode]) -> dict[str, Vectors]:
+        """Vectors of episodes by id, checked against the embedder's dimension."""
+        vectors = self.embedder.embed_many([dense_text(ep) for ep in episodes])
         if vectors.shape != (len(episodes), self.embedder.dimension):
-            raise EmbedderMismatch(
-                f"{self.embedder.identity} returned vectors of shape {vectors.shape}"
-            )
-        fresh = {ep.id: vectors[i] for i, ep in enumerate(episodes)}
+            raise EmbedderMismatch(f"{self.embedder.identity} returned vectors of shape {vectors.shape}")
+        return {ep.id: vectors[i] for i, ep in enumerate(episodes)}
+
+    def _keep_vectors(self, fresh: dict[str, Vectors]) -> None:
+        """Attach new vectors to the index and cache them on disk (caller holds the mutex)."""
         self._index.set_vectors(fresh)
         self._persist_vectors(fresh)
 

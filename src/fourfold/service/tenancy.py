@@ -101,20 +101,20 @@ class Tenants:
             from fourfold.embeddings.minilm import default_embedder
 
             embedder = default_embedder()
+        given = embedder if isinstance(embedder, CoalescingEmbedder) else None  # used as it is
         if store_worker and vector_store is None:
             # Chroma and the embedding of written memories run in a child process at a lower
             # CPU priority: reads are answered first, writes take what is left.
-            inner = embedder.inner if isinstance(embedder, CoalescingEmbedder) else embedder
             from fourfold.config import MemoryConfig
 
             self._worker = StoreWorker(
                 self.data_dir / "vectors", lock_timeout=(config or MemoryConfig()).lock_timeout,
-                niceness=worker_niceness, embedder=inner,
+                niceness=worker_niceness, embedder=None if given else embedder,
             )
         # Requests embed their queries on many threads at once: one model batch for all of
         # them costs about half as much per query as one call each (MiniLM on 2 cores).
-        if isinstance(embedder, CoalescingEmbedder):
-            self.embedder: Embedder = embedder
+        if given is not None:
+            self.embedder: Embedder = given
         else:
             bulk = WorkerEmbedder(self._worker, embedder) if self._worker and self._worker.embedder_identity else None
             self.embedder = CoalescingEmbedder(embedder, bulk=bulk, lanes=query_lanes)
