@@ -238,7 +238,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0) -> str:
+def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0, window_s: float = 10.0) -> str:
     print(f"{'route':<10} {'count':>7} {'p50_ms':>8} {'p95_ms':>8} {'p99_ms':>8} {'errors':>7}")
     every: list[float] = []
     for route in ("recall", "remember", "episode", "similar", "fact_put", "fact_get"):
@@ -259,8 +259,8 @@ def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0) -> st
         first = stats.recall_at[0][0]
         windows: dict[int, list[float]] = defaultdict(list)
         for at, latency in stats.recall_at:
-            windows[int((at - first) // 10)].append(latency)
-        print("recall p50/p95 ms by 10 s window: " + "  ".join(
+            windows[int((at - first) // window_s)].append(latency)
+        print(f"recall p50/p95 ms by {window_s:g} s window: " + "  ".join(
             f"{pct(v, .5):.0f}/{pct(v, .95):.0f}" for _, v in sorted(windows.items())))
     label = f"service (think {think_ms:g} ms)" if think_ms else "service"
     return f"{label}: rps={rps:.1f} p95_ms={pct(every, .95):.1f} errors={errors} lost={lost}"
@@ -280,7 +280,7 @@ async def run(url: str, keys: dict[str, str], args: argparse.Namespace) -> str:
                            for i in range(args.clients)))
     elapsed = time.monotonic() - started
     lost = await verify(url, keys, stats)
-    return report(stats, elapsed, lost, args.think_ms)
+    return report(stats, elapsed, lost, args.think_ms, args.window_s)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -295,6 +295,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="pause of each client between requests (default 0: the issue's closed loop)")
     p.add_argument("--ramp-s", type=float, default=0.0,
                    help="clients join one after another over this many seconds (default 0: all at once)")
+    p.add_argument("--window-s", type=float, default=10.0, help="width of the recall latency windows printed")
     p.add_argument("--client", choices=("lean", "httpx"), default="lean",
                    help="HTTP client of the load loop (default: a minimal keep-alive client; see LeanClient)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: a temp dir")

@@ -133,6 +133,9 @@ class CoalescingEmbedder(Embedder):
                 if not call.lead:
                     call.wake.wait()  # woken only when its batch is done or it is made leader
                     continue
+                if not (self._urgent or self._queue):  # another lane took its call: wait for it
+                    self._hand_off(call)  # instead of spinning on empty queues while holding a lane
+                    continue
                 batch = self._take()  # the leader embeds what the policy picks, its own or not
                 self._lock.release()
                 try:
