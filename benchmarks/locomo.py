@@ -201,11 +201,18 @@ class Fourfold:
     name = "fourfold"
     batch = 64  # remember_many refuses a whole batch for one bad item: keep refusals local
 
-    def __init__(self) -> None:
+    def __init__(self, query_model: str = "exact") -> None:
         import fourfold  # ImportError while the API does not exist yet
 
         # Any: the package resolves `Memory` lazily, so type checkers only see `object`.
         self._memory_class: Any = fourfold.Memory
+        self._embedder: Any = None  # the library's default
+        if query_model == "int8":  # memories embedded exactly, queries by the int8 model
+            from fourfold.embeddings import default_embedder
+            from fourfold.embeddings.asymmetric import AsymmetricEmbedder
+            from fourfold.embeddings.onnx import OnnxMiniLMInt8Embedder
+
+            self._embedder = AsymmetricEmbedder(default_embedder(), OnnxMiniLMInt8Embedder())
         self.open_seconds = 0.0  # opening stores is setup, not indexing
         self._counts = {"refused": 0, "merged": 0, "unmapped": 0}
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -216,7 +223,7 @@ class Fourfold:
     def _warm_up(self) -> None:
         """Load the library's (lazy, per-process) model now, so it counts as setup, not indexing."""
         with tempfile.TemporaryDirectory(prefix="locomo-fourfold-warm-") as tmp:
-            mem = self._memory_class.open(tmp)
+            mem = self._memory_class.open(tmp, embedder=self._embedder)
             try:
                 mem.long_term.remember("Warm-up note about the benchmark.", scope="warm-up")
                 mem.long_term.recall("benchmark", scope="warm-up", k=1)
@@ -226,7 +233,7 @@ class Fourfold:
     def index(self, conversation: data.Conversation) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-fourfold-")
         started = time.perf_counter()
-        self._mem = self._memory_class.open(self._tmp.name)
+        self._mem = self._memory_class.open(self._tmp.name, embedder=self._embedder)
         self.open_seconds += time.perf_counter() - started
         self._scope = conversation.sample_id
         remember_conversation(self._mem.long_term, conversation, self._counts, batch=self.batch)
@@ -359,7 +366,8 @@ def run_method(
 
 
 def run_all(
-    dataset: data.Dataset, methods: Sequence[str], *, ks: Sequence[int], limit: int | None
+    dataset: data.Dataset, methods: Sequence[str], *, ks: Sequence[int], limit: int | None,
+    query_model: str = "exact",
 ) -> tuple[dict[str, Run], dict[str, str]]:
     """Run each requested method; a method that cannot start is reported, not fatal."""
     runs: dict[str, Run] = {}
@@ -375,7 +383,7 @@ def run_all(
             method = Dense(model)
         else:
             try:
-                method = Fourfold()
+                method = Fourfold(query_model)
             except ImportError as exc:
                 unavailable[name] = f"{type(exc).__name__}: {exc}"
                 continue
@@ -515,6 +523,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=_ks, default=list(DEFAULT_KS), help="cut-offs, e.g. 1,5,10,20")
     p.add_argument("--methods", type=_methods, default=list(METHODS), help="fourfold,dense,bm25")
     p.add_argument(
+        "--query-model",
+        choices=("exact", "int8"),
+        default="exact",
+        help="fourfold's query embedder: the memories' model, or its int8 approximation (as `fourfold serve`)",
+    )
+    p.add_argument(
         "--limit-questions",
         type=_positive,
         default=None,
@@ -534,7 +548,9 @@ def main(argv: list[str] | None = None) -> int:
     dataset = data.load(path, sample_ids=args.conversations)
     print(f"# LoCoMo retrieval: {path.name}\n")
     print(describe(dataset, args.limit_questions) + "\n")
-    runs, unavailable = run_all(dataset, args.methods, ks=depth_ks, limit=args.limit_questions)
+    runs, unavailable = run_all(
+        dataset, args.methods, ks=depth_ks, limit=args.limit_questions, query_model=args.query_model
+    )
     for name, run in runs.items():
         print(f"## {name}\n")
         print(method_table(run, ks, ae_k))

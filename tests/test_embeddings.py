@@ -100,6 +100,34 @@ def test_a_damaged_export_is_reported_with_the_way_out(tmp_path: Path, monkeypat
     assert target.exists()
 
 
+@pytest.mark.slow
+@onnx_only
+def test_the_int8_query_model_approximates_the_stored_one_and_is_made_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fourfold.embeddings.onnx import (
+        OnnxMiniLMEmbedder,
+        OnnxMiniLMInt8Embedder,
+        export_onnx,
+        quantize_onnx,
+    )
+
+    shared = export_onnx()  # the fp32 export is reused, not redone, in the temp cache
+    monkeypatch.setenv("FOURFOLD_CACHE_DIR", str(tmp_path))
+    (tmp_path / shared.name).symlink_to(shared)
+    texts = ["refund for a damaged parcel", "Prefers email over phone.", "vpn login fails after the upgrade",
+             "Zwei-Faktor-Authentifizierung wurde zurückgesetzt.", "ok"]
+    exact, int8 = OnnxMiniLMEmbedder(), OnnxMiniLMInt8Embedder()
+    cosines = np.sum(exact.embed_many(texts) * int8.embed_many(texts), axis=1)
+    assert cosines.min() > 0.95 and cosines.mean() > 0.98  # measured: 0.957 ("ok") to 0.996
+    assert not np.allclose(cosines, 1.0, atol=1e-4)  # a different model, not the fp32 one again
+    assert int8.identity != exact.identity and int8.approximates == exact.identity
+    made = quantize_onnx()
+    assert made.parent == tmp_path and made.name.endswith("-int8.onnx")
+    before = made.stat().st_mtime_ns
+    assert quantize_onnx() == made and made.stat().st_mtime_ns == before  # cached, not redone
+
+
 def test_embedder_is_the_one_interface() -> None:
     assert issubclass(HashEmbedder, Embedder)
 

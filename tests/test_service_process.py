@@ -41,6 +41,20 @@ def test_binding_beyond_loopback_without_a_key_is_refused(tmp_path: Path) -> Non
     assert "refusing to bind 0.0.0.0 without an API key" in out.stderr
 
 
+def test_serve_embeds_queries_with_int8_minilm_unless_told_otherwise(tmp_path: Path) -> None:
+    import fourfold.cli.app  # noqa: F401 - the command modules load through the CLI app
+    from fourfold.cli.service_commands import _query_embedder
+    from fourfold.embeddings import HashEmbedder
+    from fourfold.embeddings.onnx import OnnxMiniLMEmbedder, OnnxMiniLMInt8Embedder
+
+    assert isinstance(_query_embedder(OnnxMiniLMEmbedder(), "int8"), OnnxMiniLMInt8Embedder)
+    assert _query_embedder(OnnxMiniLMEmbedder(), "exact") is None
+    assert _query_embedder(HashEmbedder(), "int8") is None  # no int8 variant: queries use the model itself
+    out = subprocess.run(cli_command("--data-dir", str(tmp_path), "--embedder", "hash", "serve", "--query-model", "fp16"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "unknown query model 'fp16'" in out.stderr
+
+
 def test_keys_commands(tmp_path: Path) -> None:
     def fourfold(*args: str) -> str:
         return subprocess.run(cli_command("--data-dir", str(tmp_path), *args), check=True,

@@ -38,6 +38,11 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
     max_body: Annotated[int, typer.Option(help="Largest request body, in bytes.")] = 8 * 1024 * 1024,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+    query_model: Annotated[
+        str,
+        typer.Option(help="Embed recall queries with the stored model (exact) or its int8 approximation "
+                     "(int8: ~40% of the CPU per query; LoCoMo R@10 0.807 against 0.810)."),
+    ] = "int8",
 ) -> None:
     """Serve the data dir over HTTP (REST at /v1, MCP at /mcp, OpenAPI at /openapi.json)."""
     import uvicorn
@@ -52,7 +57,8 @@ def serve(
             f"refusing to bind {host} without an API key: create one with "
             "`fourfold keys create --tenant NAME`, or bind 127.0.0.1"
         )
-    tenants = Tenants(state.data_dir, embedder=_embedder())
+    embedder = _embedder()
+    tenants = Tenants(state.data_dir, embedder=embedder, query_embedder=_query_embedder(embedder, query_model))
     try:
         tenants.warm_up()  # /healthz answers once the models are loaded, not on the first requests
         app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body)
@@ -124,6 +130,17 @@ class _closing:
 
     def __exit__(self, *exc: object) -> None:
         self.keys.close()
+
+
+def _query_embedder(embedder: Embedder, choice: str) -> Embedder | None:
+    """The int8 approximation of the ONNX MiniLM for `--query-model int8`; None: queries use `embedder`."""
+    if choice not in ("exact", "int8"):
+        raise InvalidInput(f"unknown query model {choice!r}: use exact or int8")
+    from fourfold.embeddings.onnx import OnnxMiniLMEmbedder, OnnxMiniLMInt8Embedder
+
+    if choice == "exact" or type(embedder) is not OnnxMiniLMEmbedder:  # no int8 variant of the others
+        return None
+    return OnnxMiniLMInt8Embedder()
 
 
 def _embedder() -> Embedder:

@@ -241,5 +241,6 @@ def _oldest(queue: list[_Call], limit: int) -> tuple[list[_Call], list[_Call]]:
 
 def for_reader(embedder: Embedder) -> AbstractContextManager[None]:
     """A block whose embeddings a reader waits on (see `CoalescingEmbedder.urgent`); a no-op
-    for any other embedder."""
-    return embedder.urgent() if isinstance(embedder, CoalescingEmbedder) else nullcontext()
+    for an embedder without priorities."""
+    urgent = getattr(embedder, "urgent", None)
+    return urgent() if callable(urgent) else nullcontext()

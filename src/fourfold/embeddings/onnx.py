@@ -27,11 +27,21 @@ from fourfold.embeddings.base import Embedder, Vectors, normalize
 from fourfold.embeddings.minilm import OFFLINE_ENV, model_path
 from fourfold.errors import MissingDependency, ModelError
 
-__all__ = ["CACHE_DIR_ENV", "OnnxMiniLMEmbedder", "cache_dir", "export_onnx", "onnx_model_file"]
+__all__ = [
+    "CACHE_DIR_ENV",
+    "OnnxMiniLMEmbedder",
+    "OnnxMiniLMInt8Embedder",
+    "cache_dir",
+    "export_onnx",
+    "onnx_model_file",
+    "quantize_onnx",
+]
 
 log = logging.getLogger("fourfold.embeddings")
 
 CACHE_DIR_ENV = "FOURFOLD_CACHE_DIR"
+#: The int8 model's vectors of the check texts must be at least this close to the fp32 ones.
+INT8_MIN_COSINE = 0.98
 #: Bumped when the exported graph changes (inputs, pooling, opset).
 _GRAPH_VERSION = 1
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -132,6 +142,47 @@ def _export(source: Path, target: Path) -> None:
     log.info("exported MiniLM to ONNX at %s", target)
 
 
+def quantize_onnx(folder: str | None = None) -> Path:
+    """The int8 variant of the ONNX export (see `OnnxMiniLMInt8Embedder`), made once and cached."""
+    exact = export_onnx(folder)
+    target = exact.with_name(f"{exact.stem}-int8{exact.suffix}")
+    if target.exists():
+        return target
+    with FileLock(f"{target}.lock", timeout=300.0).hold():
+        if not target.exists():
+            _quantize(exact, target, Path(folder or model_path()))
+    return target
+
+
+def _quantize(exact: Path, target: Path, source: Path) -> None:
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
+    except ImportError as exc:  # onnxruntime.quantization needs the onnx package
+        raise MissingDependency(f"quantizing MiniLM needs the onnx package ({exc.name} is missing)") from exc
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    quiet = _DropRecords()
+    logging.getLogger().addFilter(quiet)  # its advice to pre-process goes to the root logger
+    try:
+        # Per-channel int8 weights: per-tensor scales moved queries to cos 0.94 of the fp32 model.
+        quantize_dynamic(str(exact), str(tmp), per_channel=True, weight_type=QuantType.QInt8)
+        sample = _encode(_tokenizer(source), list(_CHECK_TEXTS))
+        expected = _session(exact).run(None, sample)[0]
+        got = _session(tmp).run(None, sample)[0]
+        cosine = float(np.min(np.sum(expected * got, axis=1)))
+        if cosine < INT8_MIN_COSINE:
+            raise ModelError(f"the int8 MiniLM is too far from the fp32 one (cosine {cosine:.3f})")
+        os.replace(tmp, target)
+    finally:
+        logging.getLogger().removeFilter(quiet)
+        tmp.unlink(missing_ok=True)
+    log.info("quantized MiniLM to int8 at %s", target)
+
+
+class _DropRecords(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
 def _tokenizer(source: Path) -> Any:
     from tokenizers import Tokenizer
 
@@ -210,7 +261,7 @@ class OnnxMiniLMEmbedder(Embedder):
             if self._loaded is None and self._fallback is None:
                 source = Path(self._path or model_path())
                 try:
-                    onnx_file = export_onnx(str(source))
+                    onnx_file = self._model_file(source)
                 except (MissingDependency, OSError) as exc:  # no onnx, or no writable cache dir
                     # Same vectors, same identity: slower to start, but nothing breaks.
                     log.warning("%s; embedding with sentence-transformers instead", exc)
@@ -227,6 +278,9 @@ class OnnxMiniLMEmbedder(Embedder):
                 self._loaded = (_tokenizer(source), session)
             return self._loaded
 
+    def _model_file(self, source: Path) -> Path:
+        return export_onnx(str(source))
+
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         loaded = self._get()
         if loaded is None:
@@ -235,6 +289,26 @@ class OnnxMiniLMEmbedder(Embedder):
         tokenizer, session = loaded
         vectors = session.run(None, _encode(tokenizer, list(texts)))[0]
         return normalize(np.asarray(vectors, dtype=np.float32))
+
+
+class OnnxMiniLMInt8Embedder(OnnxMiniLMEmbedder):
+    """MiniLM with int8 weights (dynamic, per-channel quantization): for queries, not for stores.
+
+    It embeds a short query with about 40% of the fp32 model's CPU (1.15 against 2.73 ms in
+    batches of 8 on this project's 2-core machine), and its vectors stay close to the fp32
+    model's: cosine 0.988 at least and 0.994 on average over 480 short English queries, less
+    for a lone word ("ok": 0.957) or German (0.978). So it can embed the queries of a store
+    whose memories the fp32 model embedded (`AsymmetricEmbedder`); on LoCoMo (dev) R@10 went
+    from 0.810 to 0.807. Its identity is its own: a store never holds its vectors. The int8
+    file is derived from the fp32 export once and cached.
+    """
+
+    name = "all-MiniLM-L6-v2-int8"
+    #: The identity of the model whose vector space this one approximates.
+    approximates = "all-MiniLM-L6-v2:384"
+
+    def _model_file(self, source: Path) -> Path:
+        return quantize_onnx(str(source))
 
 
 def main() -> None:

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fourfold._manifest import check_manifest
-from fourfold.embeddings.coalescing import CoalescingEmbedder
+from fourfold.embeddings.asymmetric import AsymmetricEmbedder
+from fourfold.embeddings.coalescing import CoalescingEmbedder, for_reader
 from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.stores.worker import StoreWorker, WorkerEmbedder
@@ -88,8 +89,14 @@ class Tenants:
         store_worker: bool = True,
         worker_niceness: int = WORKER_NICENESS,
         query_lanes: int = QUERY_LANES,
+        query_embedder: Embedder | None = None,
     ) -> None:
-        """`store_worker=False` runs embedded Chroma and all embedding in this process."""
+        """`store_worker=False` runs embedded Chroma and all embedding in this process.
+
+        With a `query_embedder` (an approximation of `embedder`, such as the int8 MiniLM),
+        recall queries are embedded by it and everything that is stored by `embedder`
+        (see `AsymmetricEmbedder`).
+        """
         self.data_dir = Path(data_dir)
         self._config = config
         self._vector_store = vector_store
@@ -117,12 +124,21 @@ class Tenants:
             self.embedder: Embedder = given
         else:
             bulk = WorkerEmbedder(self._worker, embedder) if self._worker and self._worker.embedder_identity else None
-            self.embedder = CoalescingEmbedder(embedder, bulk=bulk, lanes=query_lanes)
+            if query_embedder is None:
+                self.embedder = CoalescingEmbedder(embedder, bulk=bulk, lanes=query_lanes)
+            else:
+                # Here the stored model embeds only what a search must embed before it can
+                # answer (episodes the background has not embedded yet): one lane is enough.
+                documents = CoalescingEmbedder(embedder, bulk=bulk, lanes=1)
+                queries = CoalescingEmbedder(query_embedder, lanes=query_lanes)
+                self.embedder = AsymmetricEmbedder(documents, queries)
 
     def warm_up(self) -> None:
         """Load the embedding models now (here and in the store worker) and start the worker."""
-        self.embedder.embed("warm up")
-        self.embedder.embed_many(["warm up the embedder of written memories"])
+        self.embedder.embed("warm up")  # the query model
+        with for_reader(self.embedder):  # the stored model, here
+            self.embedder.embed_many(["warm up the embedder of episodes a search waits on"])
+        self.embedder.embed_many(["warm up the embedder of written memories"])  # in the worker
 
     def get(self, tenant: str) -> Memory:
         """The tenant's memory, opened (and created) on first use."""
