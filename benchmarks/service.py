@@ -7,6 +7,7 @@ fetched again; one that is missing counts as lost.
 
     python benchmarks/service.py [--clients 50] [--duration 60] [--embedder minilm|hash]
                                  [--tenants 4] [--scopes 25] [--think-ms 0] [--client lean|httpx]
+                                 [--query-model int8|exact] [--ramp-s 0] [--window-s 10]
                                  [--url URL --key TENANT=KEY ...]
 
 The last line printed is ``service: rps=X p95_ms=X errors=N lost=N`` (p95 over all requests;
@@ -298,6 +299,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--window-s", type=float, default=10.0, help="width of the recall latency windows printed")
     p.add_argument("--client", choices=("lean", "httpx"), default="lean",
                    help="HTTP client of the load loop (default: a minimal keep-alive client; see LeanClient)")
+    p.add_argument("--query-model", choices=("int8", "exact"), default="int8",
+                   help="how the service embeds recall queries (fourfold serve --query-model; default int8)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: a temp dir")
     p.add_argument("--url", default=None, help="use a running service instead of starting one")
     p.add_argument("--key", action="append", default=[], help="TENANT=KEY for --url (repeatable)")
@@ -318,11 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             data_dir = args.data_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fourfold-bench-")))
             tenants = {f"tenant-{t}": 1 for t in range(args.tenants)}
-            live = stack.enter_context(LiveService(data_dir, embedder=args.embedder, keys=tenants, startup_timeout=120))
+            live = stack.enter_context(LiveService(data_dir, embedder=args.embedder, keys=tenants, startup_timeout=120,
+                                                   serve_args=["--query-model", args.query_model]))
             url, keys = live.url, {t: ks[0] for t, ks in live.keys.items()}
         loop = f"think {args.think_ms:g} ms between requests" if args.think_ms else "closed loop (no think time)"
         print(f"fourfold service benchmark: {args.clients} clients, {args.duration:g}s, {loop}, embedder {args.embedder}, "
-              f"{len(keys)} tenants x {args.scopes} scopes, {url}")
+              f"{len(keys)} tenants x {args.scopes} scopes, query model {'as served' if args.url else args.query_model}, {url}")
         last = asyncio.run(run(url, keys, args))
     print(last)
     return 0
