@@ -112,3 +112,19 @@ def test_a_service_with_a_query_model_stores_exact_vectors(tmp_path: Path) -> No
             Tenants(tmp_path / "other", embedder=exact, query_embedder=HashEmbedder(64), vector_store=store)
     finally:
         tenants.close()
+
+
+def test_a_query_model_is_used_with_a_coalescer_given_to_the_service_too(tmp_path: Path) -> None:
+    from fourfold.service.tenancy import Tenants
+    from fourfold.stores import InMemoryVectorStore
+
+    exact, approx = _Model("exact"), _Approximation()
+    tenants = Tenants(tmp_path, embedder=CoalescingEmbedder(exact), query_embedder=approx,
+                      vector_store=lambda _: InMemoryVectorStore(embedder_identity=exact.identity))
+    try:
+        memory = tenants.get("acme")
+        memory.long_term.remember("Prefers email over phone.", scope="user:1")
+        memory.long_term.recall("contact preference", scope="user:1")
+        assert approx.texts == ["contact preference"]
+    finally:
+        tenants.close()

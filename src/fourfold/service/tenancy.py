@@ -120,18 +120,18 @@ class Tenants:
             )
         # Requests embed their queries on many threads at once: one model batch for all of
         # them costs about half as much per query as one call each (MiniLM on 2 cores).
+        documents: Embedder
         if given is not None:
-            self.embedder: Embedder = given
+            documents = given
         else:
             bulk = WorkerEmbedder(self._worker, embedder) if self._worker and self._worker.embedder_identity else None
-            if query_embedder is None:
-                self.embedder = CoalescingEmbedder(embedder, bulk=bulk, lanes=query_lanes)
-            else:
-                # Here the stored model embeds only what a search must embed before it can
-                # answer (episodes the background has not embedded yet): one lane is enough.
-                documents = CoalescingEmbedder(embedder, bulk=bulk, lanes=1)
-                queries = CoalescingEmbedder(query_embedder, lanes=query_lanes)
-                self.embedder = AsymmetricEmbedder(documents, queries)
+            # With a query model, the stored model here embeds only what a search must embed
+            # before it can answer (episodes the background has not embedded yet): one lane.
+            lanes = query_lanes if query_embedder is None else 1
+            documents = CoalescingEmbedder(embedder, bulk=bulk, lanes=lanes)
+        self.embedder: Embedder = documents
+        if query_embedder is not None:
+            self.embedder = AsymmetricEmbedder(documents, CoalescingEmbedder(query_embedder, lanes=query_lanes))
 
     def warm_up(self) -> None:
         """Load the embedding models now (here and in the store worker) and start the worker."""
