@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	# The CPU wheel first, so nothing asks for the multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
-	# Export MiniLM to ONNX once, offline, from the bundled weights (else the first use does it).
+	# Export MiniLM to ONNX once, offline, from the bundled weights, and its int8 query variant
+	# (else the first use does it).
 	$(BIN)/python -m fourfold.embeddings.onnx
 	touch $(STAMP)
 

@@ -111,6 +111,7 @@ def test_the_int8_query_model_approximates_the_stored_one_and_is_made_once(
         export_onnx,
         quantize_onnx,
     )
+    from fourfold.errors import ModelError
 
     shared = export_onnx()  # the fp32 export is reused, not redone, in the temp cache
     monkeypatch.setenv("FOURFOLD_CACHE_DIR", str(tmp_path))
@@ -126,6 +127,11 @@ def test_the_int8_query_model_approximates_the_stored_one_and_is_made_once(
     assert made.parent == tmp_path and made.name.endswith("-int8.onnx")
     before = made.stat().st_mtime_ns
     assert quantize_onnx() == made and made.stat().st_mtime_ns == before  # cached, not redone
+    made.write_bytes(b"not an onnx model")  # damaged: a typed error that says the way out
+    with pytest.raises(ModelError, match="delete it to re-export"):
+        OnnxMiniLMInt8Embedder().embed("hello")
+    made.unlink()
+    assert OnnxMiniLMInt8Embedder().embed("hello").shape == (384,) and made.exists()
 
 
 def test_embedder_is_the_one_interface() -> None:

@@ -5,7 +5,8 @@ so `fourfold recall` in a fresh process does not wait for torch. The ONNX graph 
 exported once from the bundled weights (that step needs torch and the `onnx` package, both
 offline), checked against torch on sample sentences, and cached under
 `$FOURFOLD_CACHE_DIR` (default `$XDG_CACHE_HOME/fourfold`, else `~/.cache/fourfold`).
-`python -m fourfold.embeddings.onnx` exports it ahead of time, e.g. in an image build.
+`python -m fourfold.embeddings.onnx` exports it (and the int8 variant `fourfold serve` embeds
+queries with) ahead of time, e.g. in an image build.
 """
 
 from __future__ import annotations
@@ -312,8 +313,10 @@ class OnnxMiniLMInt8Embedder(OnnxMiniLMEmbedder):
 
 
 def main() -> None:
-    """Export the model ahead of time (for images and installs): prints the cached path."""
+    """Export the model and its int8 query variant ahead of time (for images and installs):
+    prints both cached paths."""
     print(export_onnx())
+    print(quantize_onnx())
 
 
 if __name__ == "__main__":
