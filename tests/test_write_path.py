@@ -6,12 +6,16 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
 from fourfold.embeddings import Embedder, HashEmbedder, Vectors
+from fourfold.errors import StoreUnavailable
 from fourfold.longterm.store import LongTermMemory, MemoryInput
 from fourfold.stores.chroma import ChromaVectorStore
 from fourfold.stores.vector import VectorRecord
@@ -178,3 +182,54 @@ def test_new_collections_build_a_small_hnsw_graph_and_older_ones_keep_theirs(tmp
     reopened = ChromaVectorStore.persistent(tmp_path / "old", embedder)
     assert reopened._collection.configuration_json["hnsw"]["max_neighbors"] == 16  # not rebuilt
     assert reopened.scan(None) == []
+
+
+class _TearingCollection:
+    """A Chroma collection whose first `tears` gets lose their last embedding, as a Chroma
+    server's did once under concurrent writes (`zip() argument 3 is shorter`)."""
+
+    def __init__(self, inner: Any, tears: int) -> None:
+        self.inner, self.tears, self.gets = inner, tears, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        got = self.inner.get(*args, **kwargs)
+        self.gets += 1
+        if self.tears > 0 and got.get("embeddings") is not None and len(got["ids"]):
+            self.tears -= 1
+            got = {**got, "embeddings": got["embeddings"][:-1]}
+        return got
+
+
+class _TearingClient:
+    def __init__(self, tears: int) -> None:
+        import chromadb
+
+        self.inner = chromadb.EphemeralClient()
+        self.tears = tears
+        self.collection: _TearingCollection | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def get_or_create_collection(self, **kwargs: Any) -> Any:
+        self.collection = _TearingCollection(self.inner.get_or_create_collection(**kwargs), self.tears)
+        return self.collection
+
+
+@pytest.mark.parametrize("tears", [2, 50])
+def test_a_torn_read_is_retried_and_never_escapes_untyped(tears: int) -> None:
+    embedder = HashEmbedder()
+    client = _TearingClient(tears)
+    store = ChromaVectorStore(client, embedder, collection=f"torn_{tears}_{time.monotonic_ns()}")
+    records = [VectorRecord(f"id-{i}", f"note {i}", embedder.embed(f"note {i}"), "s", "note", 1.0 + i, {})
+               for i in range(3)]
+    store.add(records)
+    if tears == 2:  # a transient tear: the read is retried and whole
+        assert sorted(r.id for r in store.get(["id-0", "id-1", "id-2"])) == ["id-0", "id-1", "id-2"]
+        assert client.collection is not None and client.collection.gets == 3
+    else:  # a store that keeps tearing: a typed error, not a ValueError from zip
+        with pytest.raises(StoreUnavailable, match="torn read"):
+            store.get(["id-0", "id-1", "id-2"])

@@ -7,7 +7,7 @@ import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -37,7 +37,7 @@ _IDS_PER_GET = 2_000  # Chroma binds one SQL variable per id
 # a small graph keeps writes cheap: measured here, 0.34 instead of 0.55 ms per record in
 # batches and 5.0 instead of 6.0 ms for a single add. (Collections created earlier keep theirs.)
 _HNSW = {"space": "cosine", "ef_construction": 16, "max_neighbors": 4}
-_RACE_MESSAGES = ("Error finding id", "Nothing found on disk", "hnsw segment reader")
+_RACE_MESSAGES = ("Error finding id", "Nothing found on disk", "hnsw segment reader", "torn read")
 _SERVER_HINT = "Run `chroma run` and open the memory with chroma_url=... to share one store between processes."
 
 
@@ -436,7 +436,9 @@ class ChromaVectorStore(VectorStore):
         for attempt in range(_READ_ATTEMPTS):
             self._ensure_fresh()
             try:
-                return self._call(lambda: fn(self._collection))
+                got = self._call(lambda: fn(self._collection))
+                _check_whole(got, self._where)
+                return got
             except StoreUnavailable as exc:
                 if attempt == _READ_ATTEMPTS - 1 or not any(m in str(exc) for m in _RACE_MESSAGES):
                     raise
@@ -491,6 +493,20 @@ def _call_chroma(fn: Callable[[], T], where: str) -> T:
     except Exception as exc:  # Chroma raises many unrelated types; all mean the store failed
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreUnavailable(f"vector store at {where} failed: {first}") from exc
+
+
+def _check_whole(got: Any, where: str) -> None:
+    """A `get` whose columns differ in length raced a write (seen from a Chroma server under
+    concurrent writes: one embedding fewer than ids); `_read` retries it."""
+    if not isinstance(got, Mapping) or "ids" not in got:
+        return
+    size = len(got["ids"])
+    for column in ("documents", "embeddings", "metadatas"):
+        values = got.get(column)
+        if values is not None and len(values) != size:
+            raise StoreUnavailable(
+                f"vector store at {where} failed: torn read ({len(values)} {column} for {size} ids)"
+            )
 
 
 def _records(got: Any) -> list[VectorRecord]:
