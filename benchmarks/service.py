@@ -284,6 +284,30 @@ async def run(url: str, keys: dict[str, str], args: argparse.Namespace) -> str:
     return report(stats, elapsed, lost, args.think_ms, args.window_s)
 
 
+def peak_memory(pid: int) -> str:
+    """Peak resident memory of a process and of each of its children (Linux /proc), in MB."""
+
+    def peak(p: int) -> float:
+        for line in Path(f"/proc/{p}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    try:
+        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        parts = [f"service {peak(pid):.0f} MB"] + [f"{_role(c)} {peak(c):.0f} MB" for c in children]
+    except OSError:
+        return "peak memory: not available (no /proc)"
+    return "peak memory (VmHWM): " + ", ".join(parts)
+
+
+def _role(pid: int) -> str:
+    command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    if b"resource_tracker" in command:
+        return "multiprocessing's resource tracker"
+    return "store worker" if b"spawn_main" in command else f"child {pid}"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--clients", type=int, default=50)
@@ -328,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fourfold service benchmark: {args.clients} clients, {args.duration:g}s, {loop}, embedder {args.embedder}, "
               f"{len(keys)} tenants x {args.scopes} scopes, query model {'as served' if args.url else args.query_model}, {url}")
         last = asyncio.run(run(url, keys, args))
+        if not args.url and live.pid is not None:
+            print(peak_memory(live.pid))
     print(last)
     return 0
 

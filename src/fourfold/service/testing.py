@@ -71,6 +71,11 @@ class LiveService:
         self._wanted = dict(keys or {})
         self._process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The `fourfold serve` process (None before it starts)."""
+        return self._process.pid if self._process is not None else None
+
     def create_key(self, tenant: str) -> str:
         out = subprocess.run(
             cli_command("--data-dir", str(self.data_dir), "keys", "create", "--tenant", tenant),
