@@ -29,10 +29,8 @@ class AsymmetricEmbedder(Embedder):
     """
 
     def __init__(self, documents: Embedder, queries: Embedder) -> None:
-        inner_queries = getattr(queries, "inner", queries)  # a CoalescingEmbedder's model
-        approximates = getattr(queries, "approximates", None) or getattr(inner_queries, "approximates", None)
         if queries.dimension != documents.dimension or (
-            queries.identity != documents.identity and approximates != documents.identity
+            queries.identity != documents.identity and queries.approximates != documents.identity
         ):
             raise InvalidInput(
                 f"the query embedder {queries.identity} is not an approximation of {documents.identity}"

@@ -27,6 +27,8 @@ class Embedder(ABC):
 
     name: str = "embedder"
     dimension: int = 0
+    #: The identity of the model whose vectors this one's approximate (see `AsymmetricEmbedder`).
+    approximates: str | None = None
     batch_size: int = 64
 
     @abstractmethod

@@ -78,6 +78,7 @@ class CoalescingEmbedder(Embedder):
         self.dimension = inner.dimension
         self.batch_size = inner.batch_size
         self.query_cache_size = inner.query_cache_size
+        self.approximates = inner.approximates
         self.max_batch = max_batch or inner.batch_size
         self.bulk_chunk = bulk_chunk
         self.urgent_streak = urgent_streak

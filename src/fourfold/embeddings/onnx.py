@@ -305,7 +305,6 @@ class OnnxMiniLMInt8Embedder(OnnxMiniLMEmbedder):
     """
 
     name = "all-MiniLM-L6-v2-int8"
-    #: The identity of the model whose vector space this one approximates.
     approximates = "all-MiniLM-L6-v2:384"
 
     def _model_file(self, source: Path) -> Path:
