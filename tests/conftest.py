@@ -30,33 +30,27 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.url
 
 
-@pytest.fixture(scope="session")
-def store_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """One store worker (a child process owning an embedded Chroma) for the whole session."""
-    from fourfold.stores.worker import StoreWorker
-
-    worker = StoreWorker(tmp_path_factory.mktemp("store-worker") / "vectors")
-    yield worker
-    worker.close()
-
-
 def make_store(kind: str, tmp_path: Path, embedder: HashEmbedder, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     if kind == "memory":
         from fourfold.stores import InMemoryVectorStore
 
         return InMemoryVectorStore(embedder_identity=embedder.identity)
+    if kind == "sqlite":
+        from fourfold.stores.sqlite import SQLiteDatabase, SQLiteVectorStore
+
+        db = SQLiteDatabase(tmp_path / "fourfold.sqlite3")
+        request.addfinalizer(db.close)
+        return SQLiteVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
     from fourfold.stores.chroma import ChromaVectorStore
 
     if kind == "chroma":
         return ChromaVectorStore.persistent(tmp_path / "vectors", embedder)
-    if kind == "chroma-worker":  # a fresh collection per test in the session's worker
-        return request.getfixturevalue("store_worker").store(f"t_{uuid.uuid4().hex[:12]}", embedder.identity)
     url = request.getfixturevalue("chroma_server")
     # a fresh collection per test keeps server tests independent
     return ChromaVectorStore.http(url, embedder, collection=f"t_{uuid.uuid4().hex[:12]}")
 
 
-BACKENDS = ["memory", "chroma", "chroma-worker", pytest.param("chroma-server", marks=pytest.mark.server)]
+BACKENDS = ["memory", "sqlite", "chroma", pytest.param("chroma-server", marks=pytest.mark.server)]
 
 
 @pytest.fixture(params=BACKENDS)

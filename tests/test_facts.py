@@ -489,7 +489,7 @@ def test_foreign_sqlite_database_is_refused(path: Path) -> None:
     with conn:
         conn.execute("CREATE TABLE invoices (id INTEGER)")
     conn.close()
-    with pytest.raises(StoreCorrupt, match="not a fourfold fact store"):
+    with pytest.raises(StoreCorrupt, match="not fourfold"):
         FactStore(path)
 
 

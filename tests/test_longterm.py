@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fourfold import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, MemoryInput, Weights
-from fourfold.stores import InMemoryVectorStore
+from fourfold.stores.sqlite import SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import VectorRecord, VectorStore
 
 
@@ -190,20 +190,20 @@ def test_memories_of_the_speaker_a_query_names_rank_first(lt: LongTermMemory) ->
     assert lt.recall("What does Bob love?", scope="u", k=1)[0].metadata["speaker"] == "Bob"
 
 
-class _CountingStore(InMemoryVectorStore):
+class _CountingStore(SQLiteVectorStore):
     """Counts scope scans, to see which indexes a write makes recall rebuild."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, db: SQLiteDatabase, embedder: HashEmbedder) -> None:
+        super().__init__(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
         self.scans: list[str | None] = []
 
-    def scan(self, scope: str | None) -> list[VectorRecord]:
+    def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
         self.scans.append(scope)
-        return super().scan(scope)
+        return super().scan_versioned(scope)
 
 
-def test_own_writes_rebuild_only_the_scopes_they_touch(embedder: HashEmbedder) -> None:
-    store = _CountingStore(embedder_identity=embedder.identity)
+def test_own_writes_rebuild_only_the_scopes_they_touch(embedder: HashEmbedder, tmp_path: Path) -> None:
+    store = _CountingStore(SQLiteDatabase(tmp_path / "db.sqlite3"), embedder)
     lt = LongTermMemory(store, embedder)
     lt.remember("alpha likes green tea", scope="a")
     lt.remember("beta likes black coffee", scope="b")
@@ -220,8 +220,8 @@ def test_own_writes_rebuild_only_the_scopes_they_touch(embedder: HashEmbedder) -
     assert "beta now drinks decaf coffee" in [r.text for r in lt.recall("decaf coffee", scope="b", k=3)]
 
 
-def test_cached_indexes_stay_within_the_record_budget(embedder: HashEmbedder) -> None:
-    store = _CountingStore(embedder_identity=embedder.identity)
+def test_cached_indexes_stay_within_the_record_budget(embedder: HashEmbedder, tmp_path: Path) -> None:
+    store = _CountingStore(SQLiteDatabase(tmp_path / "db.sqlite3"), embedder)
     lt = LongTermMemory(store, embedder, max_cached_records=4)
     for scope in "abc":
         lt.remember_many([MemoryInput(f"{scope} durable fact number n{i}", scope) for i in range(2)])

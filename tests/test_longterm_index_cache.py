@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +15,8 @@ from hypothesis import strategies as st
 
 from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, MemoryInput
-from fourfold.service.tenancy import SingleWriterStore
 from fourfold.stores import InMemoryVectorStore
+from fourfold.stores.sqlite import SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 
 QUERIES = (
@@ -26,24 +27,52 @@ QUERIES = (
 )
 
 
-class _Counting(SingleWriterStore):
-    """Delegates to a store and records every scan; keeps the inner store's generation."""
+class _Counting(VectorStore):
+    """Delegates to a store and records every scan."""
 
     def __init__(self, inner: VectorStore) -> None:
-        super().__init__(inner)
+        self.inner = inner
+        self.embedder_identity = inner.embedder_identity
         self.scans: list[str | None] = []
 
     def scan(self, scope: str | None) -> list[VectorRecord]:
+        return self.scan_versioned(scope)[0]
+
+    def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
         self.scans.append(scope)
-        return super().scan(scope)
+        return self.inner.scan_versioned(scope)
 
     @contextmanager
     def writing(self) -> Iterator[WriteTicket]:
         with self.inner.writing() as ticket:
             yield ticket
 
+    def version(self, scope: str | None) -> Hashable | None:
+        return self.inner.version(scope)
+
     def generation(self) -> Hashable | None:
         return self.inner.generation()
+
+    def add(self, records: Sequence[VectorRecord]) -> None:
+        self.inner.add(records)
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        return self.inner.existing(ids)
+
+    def get(self, ids: Sequence[str]) -> list[VectorRecord]:
+        return self.inner.get(ids)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.inner.delete(ids)
+
+    def delete_scope(self, scope: str) -> int:
+        return self.inner.delete_scope(scope)
+
+    def count(self) -> int:
+        return self.inner.count()
+
+    def scopes(self) -> list[str | None]:
+        return self.inner.scopes()
 
 
 def _item(text: str, scope: str, **metadata: Any) -> MemoryInput:
@@ -85,7 +114,7 @@ def test_own_writes_update_cached_indexes_exactly_as_a_rescan_would(
     ])
     lt.remember("Maria: and Sundays in July", scope="c1", metadata={"thread": "t1", "speaker": "Maria"})
     updated = _results(lt, ["c1", "c2"])
-    if vector_store.generation() is not None:  # a Chroma server cannot say: nothing is cached
+    if isinstance(vector_store, SQLiteVectorStore):  # a version per scope
         assert store.scans == []  # the writes were folded into the cached indexes
 
     rescanned = _results(LongTermMemory(store, embedder), ["c1", "c2", "c3"])
@@ -131,7 +160,7 @@ class _HeldScan(InMemoryVectorStore):
 
 def test_an_index_scanned_across_a_concurrent_write_still_has_the_write(embedder: HashEmbedder) -> None:
     inner = _HeldScan(embedder.identity)
-    lt = LongTermMemory(SingleWriterStore(inner), embedder)  # the service's store: one writer
+    lt = LongTermMemory(inner, embedder)
     lt.remember("First note about oolong tea", scope="s")
     inner.hold = True
     reader = threading.Thread(target=lambda: lt.recall("oolong tea", scope="s"))
@@ -147,7 +176,7 @@ def test_an_index_scanned_across_a_concurrent_write_still_has_the_write(embedder
 
 @pytest.mark.parametrize("writers", [8])
 def test_concurrent_writers_to_one_scope_lose_nothing_from_the_cache(embedder: HashEmbedder, writers: int) -> None:
-    store = SingleWriterStore(InMemoryVectorStore(embedder_identity=embedder.identity))
+    store = InMemoryVectorStore(embedder_identity=embedder.identity)
     lt = LongTermMemory(store, embedder)
     lt.remember("seed note about the warehouse", scope="s")
     lt.recall("warehouse", scope="s")  # cached: every write below updates it
@@ -213,55 +242,36 @@ def test_an_index_extended_by_with_added_is_bit_identical_to_a_rebuild(
         assert [(r.id, s) for r, s in got] == [(r.id, s) for r, s in want]
 
 
-class _SlowScan(_Counting):
-    """A scan reads its records, then waits for `release` before answering."""
-
-    def __init__(self, inner: VectorStore) -> None:
-        super().__init__(inner)
-        self.started = threading.Event()
-        self.release = threading.Event()
-
-    def scan(self, scope: str | None) -> list[VectorRecord]:
-        records = super().scan(scope)
-        self.started.set()
-        assert self.release.wait(10)
-        return records
-
-
-@pytest.mark.parametrize("single_writer", [True, False])
-def test_our_write_during_a_cold_scan_is_in_the_index_and_recalls_share_the_scan(single_writer: bool) -> None:
-    embedder = HashEmbedder()
-    inner = InMemoryVectorStore(embedder_identity=embedder.identity)
-    store = _SlowScan(SingleWriterStore(inner) if single_writer else inner)
-    lt = LongTermMemory(store, embedder)
+def test_a_write_by_another_process_is_seen_by_the_next_recall_of_that_scope_only(
+    tmp_path: Path, embedder: HashEmbedder
+) -> None:
+    """Two `LongTermMemory`s on one SQLite file stand for two processes sharing a data dir."""
+    first_db, second_db = SQLiteDatabase(tmp_path / "db.sqlite3"), SQLiteDatabase(tmp_path / "db.sqlite3")
+    mine = _Counting(SQLiteVectorStore(first_db, embedder_identity=embedder.identity, dimension=embedder.dimension))
+    theirs = LongTermMemory(SQLiteVectorStore(second_db, embedder_identity=embedder.identity, dimension=embedder.dimension), embedder)
+    lt = LongTermMemory(mine, embedder)
     lt.remember("went hiking on sunday", scope="c1")
-    answers: list[list[str]] = []
+    gone = lt.remember("prefers email", scope="c2")
+    lt.recall("hiking", scope="c1")
+    lt.recall("email", scope="c2")
+    mine.scans.clear()
 
-    def recall() -> None:
-        answers.append([r.text for r in lt.recall("hiking", scope="c1", k=5)])
+    theirs.remember("hiking again next sunday", scope="c1")
+    assert sorted(r.text for r in lt.recall("hiking", scope="c1", k=5)) == ["hiking again next sunday", "went hiking on sunday"]
+    lt.recall("email", scope="c2")
+    assert mine.scans == ["c1"]  # c2's cached index was still current
 
-    readers = [threading.Thread(target=recall) for _ in range(3)]
-    readers[0].start()
-    assert store.started.wait(5)
-    for reader in readers[1:]:
-        reader.start()
-    lt.remember("hiking again next sunday", scope="c1")  # lands while the scan is in flight
-    store.release.set()
-    for reader in readers:
-        reader.join(10)
-
-    assert store.scans == ["c1"]  # one scan for the three recalls
-    assert len(answers) == 3
-    after = [r.text for r in lt.recall("hiking", scope="c1", k=5)]
-    assert store.scans == ["c1"]  # cached, and with the write the scan missed
-    assert sorted(after) == ["hiking again next sunday", "went hiking on sunday"]
+    theirs.forget(gone)
+    assert lt.recall("email", scope="c2") == []
+    first_db.close()
+    second_db.close()
 
 
 def test_warm_indexes_written_scopes_so_their_first_recall_scans_nothing() -> None:
     from fourfold.service.batching import GroupCommit
 
     embedder = HashEmbedder()
-    store = _Counting(SingleWriterStore(InMemoryVectorStore(embedder_identity=embedder.identity)))
+    store = _Counting(InMemoryVectorStore(embedder_identity=embedder.identity))
     lt = LongTermMemory(store, embedder)
     lt.remember("went hiking on sunday", scope="c1")
     lt.warm(["c1", None])

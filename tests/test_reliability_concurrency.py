@@ -12,7 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import reliability as rel
 from fourfold import LockTimeout, Memory
-from fourfold._locks import FileLock
 from fourfold.config import MemoryConfig
 from fourfold.embeddings import HashEmbedder
 
@@ -59,14 +58,19 @@ def test_concurrent_embedded_writers_leave_chroma_index_whole(embedded: rel.Conc
     assert embedded.index_damage == 0
 
 
-def test_a_held_write_lock_ends_in_lock_timeout_naming_server_mode_never_a_hang(tmp_path: Path) -> None:
+def test_a_held_write_lock_ends_in_lock_timeout_never_a_hang(tmp_path: Path) -> None:
+    import sqlite3
+
     config = MemoryConfig(lock_timeout=0.3)
     with Memory.open(tmp_path, embedder=HashEmbedder(), config=config) as mem:
-        other_process = FileLock(tmp_path / "vectors" / ".fourfold-write.lock", timeout=1)
-        with other_process.hold():  # flock: a second open file description conflicts like a process
-            with pytest.raises(LockTimeout, match=r"chroma_url") as err:
-                mem.long_term.remember("Prefers parcel lockers", scope="customer:1")
-        assert "within 0.3s" in str(err.value)
+        other_process = sqlite3.connect(tmp_path / "fourfold.sqlite3", isolation_level=None)
+        other_process.execute("BEGIN IMMEDIATE")  # another writer holds the database's write lock
+        with pytest.raises(LockTimeout, match=r"locked by another writer for 0\.3s.*lock_timeout"):
+            mem.long_term.remember("Prefers parcel lockers", scope="customer:1")
+        with pytest.raises(LockTimeout):
+            mem.facts.set("refund_window_days", 30)
+        other_process.execute("ROLLBACK")
+        other_process.close()
         mem.long_term.remember("Prefers parcel lockers", scope="customer:1")  # free again
         assert len(mem.long_term.all(scope="customer:1")) == 1
 

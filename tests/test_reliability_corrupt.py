@@ -32,7 +32,7 @@ def data_dir(tmp_path: Path) -> Path:
 def test_a_healthy_data_dir_passes_the_doctor(data_dir: Path) -> None:
     report = doctor.check(data_dir)
     assert report.ok, report.findings
-    assert {"fourfold.json", "episodes.jsonl", "facts.sqlite3", "vectors/", "conversations/"} <= set(report.checked)
+    assert {"fourfold.json", "episodes.jsonl", "fourfold.sqlite3", "conversations/"} <= set(report.checked)
 
 
 def test_a_corrupt_middle_line_hides_nothing_else_and_doctor_quarantines_it(data_dir: Path) -> None:
@@ -53,19 +53,19 @@ def test_a_corrupt_middle_line_hides_nothing_else_and_doctor_quarantines_it(data
             assert len(mem.episodes) == 3
 
 
-def test_a_damaged_fact_database_is_a_clear_error_naming_the_file(data_dir: Path) -> None:
-    facts = data_dir / "facts.sqlite3"
+def test_a_damaged_database_is_a_clear_error_naming_the_file(data_dir: Path) -> None:
+    facts = data_dir / "fourfold.sqlite3"
     for side in ("-wal", "-shm"):
         Path(f"{facts}{side}").unlink(missing_ok=True)
     facts.write_bytes(b"this is not sqlite" * 500)
-    with pytest.raises(StoreCorrupt, match=r"facts\.sqlite3.*(backup|move it aside)"):
+    with pytest.raises(StoreCorrupt, match=r"fourfold\.sqlite3.*(backup|move it aside)"):
         Memory.open(data_dir, embedder=HashEmbedder())
     (finding,) = doctor.check(data_dir).findings
     assert finding.file == str(facts) and not finding.repairable and "backup" in finding.action
 
 
-def test_doctor_salvages_the_readable_rows_of_a_damaged_fact_store(data_dir: Path) -> None:
-    facts = data_dir / "facts.sqlite3"
+def test_doctor_salvages_the_readable_rows_of_a_damaged_database(data_dir: Path) -> None:
+    facts = data_dir / "fourfold.sqlite3"
     import sqlite3
 
     conn = sqlite3.connect(facts)
@@ -80,16 +80,17 @@ def test_doctor_salvages_the_readable_rows_of_a_damaged_fact_store(data_dir: Pat
     raw[-page * 3 : -page * 3 + 64] = b"\xff" * 64  # damage a page of the junk table only
     facts.write_bytes(bytes(raw))
     report = doctor.check(data_dir)
-    assert [f.problem.split(":")[0] for f in report.findings] == ["facts"]
+    assert [f.problem.split(":")[0] for f in report.findings] == ["database"]
     assert doctor.repair(data_dir).ok
-    assert list(data_dir.glob("facts.sqlite3.damaged-*"))  # the original is kept
+    assert list(data_dir.glob("fourfold.sqlite3.damaged-*"))  # the original is kept
     with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
         assert mem.facts.get("refund_window_days").value == 30
+        assert mem.long_term.recall("parcel lockers", scope="customer:1")[0].text == "Prefers parcel lockers"
 
 
 def test_a_vector_store_built_with_another_embedder_is_refused_by_name(data_dir: Path) -> None:
-    (data_dir / "fourfold.json").unlink()  # only Chroma's own record is left to catch it
-    with pytest.raises(EmbedderMismatch, match=r"vectors.*hash-v1:256.*hash-v1:64"):
+    (data_dir / "fourfold.json").unlink()  # only the database's own record is left to catch it
+    with pytest.raises(EmbedderMismatch, match=r"fourfold\.sqlite3.*hash-v1:256.*hash-v1:64"):
         Memory.open(data_dir, embedder=HashEmbedder(dimension=64))
     report = doctor.check(data_dir)
     assert report.ok  # a missing manifest is rewritten on the next open; nothing is damaged
@@ -114,7 +115,10 @@ def test_a_damaged_manifest_points_to_the_doctor_which_rebuilds_it(data_dir: Pat
         assert mem.long_term.recall("parcel lockers", scope="customer:1")[0].text == "Prefers parcel lockers"
 
 
-def test_a_damaged_vector_database_is_a_typed_error_and_a_doctor_finding(data_dir: Path) -> None:
+def test_a_damaged_vector_database_is_a_typed_error_and_a_doctor_finding(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder(), store="chroma") as mem:
+        mem.long_term.remember("Prefers parcel lockers", scope="customer:1")
+    data_dir = tmp_path
     db = data_dir / "vectors" / "chroma.sqlite3"
     db.write_bytes(b"\x00garbage" * 4096)
     with pytest.raises(FourfoldError, match=r"vectors"):

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fourfold import Memory
 from fourfold.embeddings import HashEmbedder
 from fourfold.models import ScriptedModel
 from fourfold.models.base import ChatResponse, ToolCall
@@ -451,16 +452,33 @@ def test_concurrent_requests_lose_no_writes(tmp_path: Path) -> None:
         service.close()
 
 
-def test_a_second_service_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
+def test_a_second_service_on_an_embedded_chroma_data_dir_is_refused(tmp_path: Path) -> None:
     from fourfold.errors import StoreUnavailable
 
-    first = Tenants(tmp_path, embedder=EMBEDDER, vector_store=in_memory)
+    Memory.open(tmp_path, embedder=EMBEDDER, store="chroma").close()
+    first = Tenants(tmp_path, embedder=EMBEDDER)
     try:
         with pytest.raises(StoreUnavailable, match="already serving"):
-            Tenants(tmp_path, embedder=EMBEDDER, vector_store=in_memory)
+            Tenants(tmp_path, embedder=EMBEDDER)
     finally:
         first.close()
-    Tenants(tmp_path, embedder=EMBEDDER, vector_store=in_memory).close()  # released on close
+    Tenants(tmp_path, embedder=EMBEDDER).close()  # released on close
+
+
+def test_services_on_one_sqlite_data_dir_see_each_others_writes_and_forgets(tmp_path: Path) -> None:
+    first, second = Tenants(tmp_path, embedder=EMBEDDER), Tenants(tmp_path, embedder=EMBEDDER)
+    try:
+        mine, theirs = first.get("acme"), second.get("acme")
+        kept = mine.long_term.remember("Ships to the Lyon warehouse", scope="c1")
+        gone = mine.long_term.remember("Invoices go to the Porto office", scope="c1")
+        assert {r.id for r in theirs.long_term.recall("warehouse office", scope="c1", k=5)} == {kept, gone}
+        theirs.long_term.forget(gone)
+        theirs.facts.set("refund_window_days", 30)
+        assert [r.id for r in mine.long_term.recall("warehouse office", scope="c1", k=5)] == [kept]
+        assert mine.facts.lookup("refund_window_days") == "30"
+    finally:
+        first.close()
+        second.close()
 
 
 # -- the key store ---------------------------------------------------------------------

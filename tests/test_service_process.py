@@ -8,7 +8,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fourfold.errors import StoreUnavailable
 from fourfold.remote import Unauthorized, connect
 from fourfold.service.testing import LiveService, cli_command
 
@@ -21,14 +20,19 @@ def test_serve_answers_healthz_and_serves_the_api_with_keys(tmp_path: Path) -> N
         with connect(live.url, api_key=live.keys["acme"][0]) as memory:
             mid = memory.long_term.remember("Ships to the Lyon warehouse", scope="c1")
             assert [r.id for r in memory.long_term.recall("Lyon warehouse", scope="c1")] == [mid]
+            # a second service on the same data dir serves the same memories, both ways, at once
+            with LiveService(tmp_path, keys={"acme": 1}) as second, \
+                    connect(second.url, api_key=second.keys["acme"][0]) as other:
+                assert [r.id for r in other.long_term.recall("Lyon warehouse", scope="c1")] == [mid]
+                theirs = other.long_term.remember("Invoices go to the Porto office", scope="c1")
+                assert [r.id for r in memory.long_term.recall("Porto office invoices", scope="c1", k=1)] == [theirs]
+                other.long_term.forget(theirs)
+                assert theirs not in [r.id for r in memory.long_term.recall("Porto office invoices", scope="c1")]
         # revoking with the CLI while the service runs takes effect on the next request
         key_id = live.keys["acme"][0].split("_")[1]
         subprocess.run(cli_command("--data-dir", str(tmp_path), "keys", "revoke", key_id), check=True, capture_output=True)
         with connect(live.url, api_key=live.keys["acme"][0]) as memory, pytest.raises(Unauthorized):
             memory.long_term.recall("Lyon")
-        # one writer per data dir: a second service is refused
-        with pytest.raises(StoreUnavailable, match="already serving"):
-            LiveService(tmp_path, startup_timeout=30).__enter__()
     # data written through the service is in the data dir, for the next service
     with LiveService(tmp_path, keys={"acme": 1}) as live, connect(live.url, api_key=live.keys["acme"][0]) as memory:
         assert [r.text for r in memory.long_term.all(scope="c1")] == ["Ships to the Lyon warehouse"]

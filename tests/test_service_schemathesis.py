@@ -22,7 +22,7 @@ EMBEDDER = HashEmbedder()
 
 def _service(data_dir: Path) -> tuple[object, str]:
     tenants = Tenants(
-        data_dir, embedder=EMBEDDER, exclusive=False,
+        data_dir, embedder=EMBEDDER,
         vector_store=lambda _t: InMemoryVectorStore(embedder_identity=EMBEDDER.identity),
     )
     keys = KeyStore(data_dir / "keys.sqlite3")

@@ -110,11 +110,11 @@ def test_a_repeated_memory_is_not_embedded_again(tmp_path: Path) -> None:
     assert len(embedder.texts) == embedded
 
 
-def test_a_big_write_embeds_only_new_memories_and_outside_the_write_lock(tmp_path: Path) -> None:
+def test_a_write_embeds_only_new_memories_and_outside_the_write_lock(tmp_path: Path) -> None:
     lt, embedder = _memory(tmp_path)
     old = [f"Resolved ticket {i}: clearing the cache fixed the export" for i in range(3)]
     lt.remember_many([MemoryInput(t, "c1") for t in old])
-    assert embedder.lock_free == [False]  # one batch: embedded under the lock, after the check
+    assert embedder.lock_free == [True]  # embedded before the lock is taken
     embedder.batches.clear()
     embedder.lock_free.clear()
     new = [f"Resolved ticket {i}: re-issuing the API key fixed the webhook" for i in range(10)]

@@ -6,16 +6,31 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Literal
 
 from fourfold.errors import EmbedderMismatch, StoreCorrupt, StoreUnavailable
 
-__all__ = ["FORMAT", "MANIFEST", "check_manifest"]
+__all__ = ["FORMAT", "MANIFEST", "StoreKind", "check_manifest", "store_kind"]
 
-FORMAT = 1
+#: 2: memories and facts in one SQLite file (or long-term memory on Chroma, as "store" says);
+#: 1: fourfold 0.1, long-term memory on embedded Chroma.
+FORMAT = 2
 MANIFEST = "fourfold.json"
+StoreKind = Literal["sqlite", "chroma"]
 
 
-def check_manifest(data_dir: Path, embedder_identity: str, *, create: bool = True) -> dict[str, object] | None:
+def store_kind(manifest: dict[str, object] | None) -> StoreKind | None:
+    """Where the data dir keeps long-term memory; a 0.1 data dir (format 1) is on Chroma."""
+    if manifest is None:
+        return None
+    if int(manifest.get("format", 1)) < 2:  # type: ignore[call-overload]
+        return "chroma"
+    return "chroma" if manifest.get("store") == "chroma" else "sqlite"
+
+
+def check_manifest(
+    data_dir: Path, embedder_identity: str, *, create: bool = True, store: StoreKind = "sqlite"
+) -> dict[str, object] | None:
     """Create the manifest, or check that this data dir is ours, not newer, and same embedder.
 
     With create=False a missing manifest is not written (None): callers write it only once
@@ -25,10 +40,14 @@ def check_manifest(data_dir: Path, embedder_identity: str, *, create: bool = Tru
     if not path.exists():
         if not create:
             return None
-        manifest: dict[str, object] = {"format": FORMAT, "embedder": embedder_identity, "created_at": time.time()}
+        manifest: dict[str, object] = {
+            "format": FORMAT, "embedder": embedder_identity, "store": store, "created_at": time.time()
+        }
         tmp = path.with_suffix(".tmp")
         try:
-            tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(manifest, indent=2) + "\n")
             os.replace(tmp, path)
         except OSError as exc:
             raise StoreUnavailable(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -19,6 +19,7 @@ from pathlib import Path
 from fourfold._locks import FileLock
 from fourfold._manifest import FORMAT, MANIFEST
 from fourfold.errors import InvalidInput
+from fourfold.stores.sqlite import DATABASE, SCHEMA_VERSION, SQLiteDatabase
 
 __all__ = ["Finding", "Report", "check", "repair"]
 
@@ -110,13 +111,22 @@ def _check_manifest(root: Path, report: Report) -> list[Finding]:
         return [Finding(str(path), f"newer: format {fmt}, this fourfold reads {FORMAT}", "upgrade fourfold", False)]
     identity = _collection_identity(root)
     if identity is not None and identity != embedder:
-        return [Finding(str(root / _VECTORS), f"embedder: vectors built with {identity!r}, manifest says {embedder!r}",
+        return [Finding(str(root), f"embedder: vectors built with {identity!r}, manifest says {embedder!r}",
                         "re-index into a new data dir with one embedder", False)]
     return []
 
 
 def _collection_identity(root: Path) -> str | None:
-    """The embedder identity recorded in the Chroma collection's metadata, read directly."""
+    """The embedder identity recorded by the vector store (the database, or Chroma's metadata)."""
+    database = root / DATABASE
+    if database.exists():
+        try:
+            with _readonly(database) as conn:
+                row = conn.execute("SELECT value FROM meta WHERE name = 'embedder'").fetchone()
+        except sqlite3.Error:
+            row = None
+        if row:
+            return str(row[0])
     path = root / _VECTORS / "chroma.sqlite3"
     if not path.exists():
         return None
@@ -136,7 +146,9 @@ def _repair_manifest(root: Path, finding: Finding) -> list[str]:
     path = root / MANIFEST
     aside = _aside(path)
     os.replace(path, aside)
-    manifest = {"format": FORMAT, "embedder": identity, "created_at": time.time(), "repaired_by": "fourfold doctor"}
+    store = "sqlite" if (root / DATABASE).exists() and not (root / _VECTORS).exists() else "chroma"
+    manifest = {"format": FORMAT, "embedder": identity, "store": store, "created_at": time.time(),
+                "repaired_by": "fourfold doctor"}
     _write_atomically(path, (json.dumps(manifest, indent=2) + "\n").encode())
     return [f"{path}: rewritten for {identity!r}; the damaged copy is {aside.name}"]
 
@@ -200,29 +212,32 @@ def _repair_episodes(root: Path, finding: Finding) -> list[str]:
 
 
 def _check_facts(root: Path, report: Report) -> list[Finding]:
-    path = root / _FACTS
-    report.checked.append(_FACTS)
-    if not path.exists():
-        return []
-    problem = _sqlite_problem(path)
-    if problem is None:
-        return _facts_version(path)
-    salvage = _salvageable(path)
-    action = ("copy every readable fact into a fresh file; the damaged file is kept beside it" if salvage
-              else "restore it from a backup, or move it aside to start an empty fact store")
-    return [Finding(str(path), f"facts: {problem}", action, salvage)]
+    """The SQLite files: the data dir's database, and a 0.1 data dir's fact store."""
+    findings: list[Finding] = []
+    for name in (DATABASE, _FACTS):
+        path = root / name
+        report.checked.append(name)
+        if not path.exists():
+            continue
+        problem = _sqlite_problem(path)
+        if problem is None:
+            findings += _schema_version(path)
+            continue
+        salvage = _salvageable(path)
+        action = ("copy every readable row into a fresh file; the damaged file is kept beside it" if salvage
+                  else "restore it from a backup, or move it aside to start an empty store")
+        findings.append(Finding(str(path), f"database: {problem}", action, salvage))
+    return findings
 
 
-def _facts_version(path: Path) -> list[Finding]:
-    from fourfold.semantic.facts import SCHEMA_VERSION
-
+def _schema_version(path: Path) -> list[Finding]:
     try:
         with _readonly(path) as conn:
             row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
     except sqlite3.Error:
         return []
     if row is not None and str(row[0]).isdigit() and int(row[0]) > SCHEMA_VERSION:
-        return [Finding(str(path), f"newer: fact schema {row[0]}, this fourfold knows {SCHEMA_VERSION}",
+        return [Finding(str(path), f"newer: schema {row[0]}, this fourfold knows {SCHEMA_VERSION}",
                         "upgrade fourfold", False)]
     return []
 
@@ -239,33 +254,33 @@ def _sqlite_problem(path: Path) -> str | None:
 def _salvageable(path: Path) -> bool:
     try:
         with _readonly(path) as conn:
-            conn.execute("SELECT key, value_json FROM facts LIMIT 1").fetchall()
+            conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.Error:
         return False
     return True
 
 
-def _repair_facts(root: Path, finding: Finding) -> list[str]:
-    """Copy readable rows row by row into a new file; rows that cannot be read are skipped."""
-    from fourfold.semantic.facts import FactStore
-
-    path = root / _FACTS
+def _repair_database(root: Path, finding: Finding) -> list[str]:
+    """Copy readable rows table by table into a new file; rows that cannot be read are skipped."""
+    path = Path(finding.file)
     fresh = path.with_name(f".{path.name}.salvage")
     for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
         leftover.unlink(missing_ok=True)
-    FactStore(fresh).close()  # the current schema
+    SQLiteDatabase(fresh).close()  # the current schema
     copied = 0
     new = sqlite3.connect(fresh)
     try:
+        tables = [r[0] for r in new.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         with _readonly(path) as old:
-            for table, cols in (("facts", "key, value_json, description, updated_at"),
-                                ("fact_history", "key, value_json, description, replaced_at")):
+            for table in tables:
                 try:
-                    rows = old.execute(f"SELECT {cols} FROM {table}").fetchall()
+                    theirs = {r[1] for r in old.execute(f"PRAGMA table_info({table})")}
+                    cols = ", ".join(r[1] for r in new.execute(f"PRAGMA table_info({table})") if r[1] in theirs)
+                    rows = old.execute(f"SELECT {cols} FROM {table}").fetchall() if cols else []
                 except sqlite3.Error:
                     continue
                 marks = ", ".join("?" * len(cols.split(",")))
-                new.executemany(f"INSERT OR IGNORE INTO {table} ({cols}) VALUES ({marks})", rows)
+                new.executemany(f"INSERT OR REPLACE INTO {table} ({cols}) VALUES ({marks})", rows)
                 copied += len(rows)
         new.commit()
         new.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -368,7 +383,7 @@ def _repair_conversation(root: Path, finding: Finding) -> list[str]:
 
 
 def _tmp_files(root: Path) -> list[Path]:
-    patterns = ["*.tmp", f"{_CONVERSATIONS}/*.tmp", f"{_VECTORS}/*.tmp", f".{_FACTS}.salvage"]
+    patterns = ["*.tmp", f"{_CONVERSATIONS}/*.tmp", f"{_VECTORS}/*.tmp", f".{_FACTS}.salvage", f".{DATABASE}.salvage"]
     now = time.time()
     found: set[Path] = set()
     for pattern in patterns:
@@ -400,7 +415,7 @@ def _repair_tmp(root: Path, finding: Finding) -> list[str]:
 _REPAIRS = {
     "manifest": _repair_manifest,
     "episodes": _repair_episodes,
-    "facts": _repair_facts,
+    "database": _repair_database,
     "conversation": _repair_conversation,
     "tmp": _repair_tmp,
 }

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from fourfold._manifest import check_manifest
+from fourfold._manifest import StoreKind, check_manifest, store_kind
 from fourfold._validate import check_scope
 from fourfold.config import MemoryConfig, default_data_dir
 from fourfold.embeddings.base import Embedder
@@ -17,6 +17,7 @@ from fourfold.longterm import Enricher, LongTermMemory
 from fourfold.semantic.docs import DocumentStore
 from fourfold.semantic.facts import FactStore
 from fourfold.shortterm.threads import ConversationStore
+from fourfold.stores.sqlite import DATABASE, SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import VectorStore
 
 if TYPE_CHECKING:
@@ -36,8 +37,11 @@ class Memory:
         episodes: EpisodeLog,
         facts: FactStore,
         config: MemoryConfig,
+        database: SQLiteDatabase | None = None,
     ) -> None:
         self.data_dir = data_dir
+        #: The SQLite file the stores share (None when long-term memory is on Chroma).
+        self.database = database
         self.long_term = long_term
         self.episodes = episodes
         self.facts = facts
@@ -52,18 +56,23 @@ class Memory:
         *,
         embedder: Embedder | None = None,
         vector_store: VectorStore | None = None,
+        store: StoreKind | None = None,
         chroma_url: str | None = None,
         config: MemoryConfig | None = None,
         enricher: Enricher | None = None,
     ) -> Memory:
-        """Open (or create) a data dir: Chroma on disk, a JSONL episode log, SQLite facts.
+        """Open (or create) a data dir: one SQLite file for memories and facts, a JSONL episode log.
 
-        `chroma_url` puts long-term memory on a Chroma server instead; `vector_store`
-        injects any backend. The embedder defaults to the bundled all-MiniLM-L6-v2.
+        `store="chroma"` keeps long-term memory on embedded Chroma instead (a data dir
+        remembers its choice; one written by fourfold 0.1 is on Chroma, see `fourfold
+        migrate`); `chroma_url` puts it on a Chroma server; `vector_store` injects any
+        backend. The embedder defaults to the bundled all-MiniLM-L6-v2.
         """
         config = config or MemoryConfig()
         if not isinstance(config, MemoryConfig):
             raise InvalidInput(f"config must be a MemoryConfig, not {type(config).__name__}")
+        if store not in (None, "sqlite", "chroma"):
+            raise InvalidInput(f"store must be 'sqlite' or 'chroma', not {store!r}")
         data_dir = _data_dir(path)
         if embedder is None:
             from fourfold.embeddings.minilm import default_embedder
@@ -71,12 +80,42 @@ class Memory:
             embedder = default_embedder()
         if not isinstance(embedder, Embedder):
             raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
-        check_manifest(data_dir, embedder.identity, create=False)
-        store = vector_store or _vector_store(data_dir, embedder, chroma_url, config)
-        check_manifest(data_dir, embedder.identity)  # written only once the vector store agreed
+        recorded = store_kind(check_manifest(data_dir, embedder.identity, create=False))
+        if store is not None and recorded is not None and store != recorded:
+            raise InvalidInput(
+                f"{data_dir} keeps long-term memory on {recorded}, not {store}: "
+                + ("run `fourfold migrate` to move it to SQLite" if recorded == "chroma" else "open it without store=")
+            )
+        kind: StoreKind = store or recorded or ("chroma" if chroma_url else "sqlite")
+        if kind == "chroma":
+            return cls._open_chroma(data_dir, embedder, vector_store, chroma_url, config, enricher)
+        db = SQLiteDatabase(data_dir / DATABASE, timeout=config.lock_timeout)
+        try:
+            vectors = vector_store or SQLiteVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
+            check_manifest(data_dir, embedder.identity, store="sqlite")
+            return cls(data_dir, long_term=LongTermMemory(vectors, embedder, max_chars=config.max_memory_chars, enricher=enricher),
+                       episodes=EpisodeLog(data_dir / "episodes.jsonl", embedder, lock_timeout=config.lock_timeout),
+                       facts=FactStore(db), config=config, database=db)
+        except BaseException:
+            db.close()
+            raise
+
+    @classmethod
+    def _open_chroma(
+        cls,
+        data_dir: Path,
+        embedder: Embedder,
+        vector_store: VectorStore | None,
+        chroma_url: str | None,
+        config: MemoryConfig,
+        enricher: Enricher | None,
+    ) -> Memory:
+        """fourfold 0.1's layout: Chroma under vectors/ (or a server), facts.sqlite3 beside it."""
+        vectors = vector_store or _chroma_store(data_dir, embedder, chroma_url, config)
+        check_manifest(data_dir, embedder.identity, store="chroma")  # written only once Chroma agreed
         return cls(
             data_dir,
-            long_term=LongTermMemory(store, embedder, max_chars=config.max_memory_chars, enricher=enricher),
+            long_term=LongTermMemory(vectors, embedder, max_chars=config.max_memory_chars, enricher=enricher),
             episodes=EpisodeLog(data_dir / "episodes.jsonl", embedder, lock_timeout=config.lock_timeout),
             facts=FactStore(data_dir / "facts.sqlite3", timeout=config.lock_timeout),
             config=config,
@@ -104,6 +143,8 @@ class Memory:
     def close(self) -> None:
         self.facts.close()
         self.long_term.store.close()
+        if self.database is not None:
+            self.database.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -126,7 +167,7 @@ def _data_dir(path: object) -> Path:
     if "\x00" in str(data_dir):
         raise InvalidInput(f"data dir {str(data_dir)!r} contains a NUL byte")
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     except (OSError, UnicodeEncodeError) as exc:
         raise StoreUnavailable(f"cannot create data dir {data_dir}: {getattr(exc, 'strerror', None) or exc}") from None
     if not data_dir.is_dir():
@@ -134,7 +175,7 @@ def _data_dir(path: object) -> Path:
     return data_dir
 
 
-def _vector_store(data_dir: Path, embedder: Embedder, chroma_url: str | None, config: MemoryConfig) -> Any:
+def _chroma_store(data_dir: Path, embedder: Embedder, chroma_url: str | None, config: MemoryConfig) -> Any:
     from fourfold.stores.chroma import ChromaVectorStore
 
     if chroma_url:

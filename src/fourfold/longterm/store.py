@@ -76,12 +76,11 @@ class LongTermMemory:
         self.embedder = embedder
         self.max_chars = max_chars
         self.weights = weights or Weights()
-        # Least recently used scopes are evicted past max_cached_records (memory stays bounded).
-        self._indexes: OrderedDict[str | None, ScopeIndex] = OrderedDict()
+        # scope -> (the store's version of it, its index). Least recently used scopes are
+        # evicted past max_cached_records (memory stays bounded).
+        self._indexes: OrderedDict[str | None, tuple[Hashable, ScopeIndex]] = OrderedDict()
         self.max_cached_records = max_cached_records
-        self._seen: Hashable | None = None
         self._lock = threading.RLock()
-        self._builds: dict[str | None, _Build] = {}  # scopes being scanned by a recall
 
     # -- writing --------------------------------------------------------------------------
 
@@ -131,22 +130,16 @@ class LongTermMemory:
             return []
         unique = list({p.id: p for p in prepared}.values())
         ids = [p.id for p in unique]
-        done: dict[str, tuple[Vectors, tuple[str, ...]]] = {}
-        if len(unique) > self.embedder.batch_size or self.enricher is not None:
-            # Slow work (an LLM, more than one embedding batch) happens before the lock, so
-            # other writers wait only for the store. Ids already stored (this look is checked
-            # again under the lock) are neither enriched nor embedded.
-            known = self.store.existing(ids)
-            done = self._embed_new([p for p in unique if p.id not in known])
+        # Slow work (embedding, an enricher) happens before the write lock, so other writers
+        # wait only for the store; ids already stored are neither enriched nor embedded.
+        known = self.store.existing(ids)
+        done = self._embed_new([p for p in unique if p.id not in known])
         # Microseconds: Chroma keeps ~6 decimals of a float, and cached indexes updated in
         # place must hold exactly what a rescan reads back.
         now = round(time.time(), 6)
         with self.store.writing() as ticket:
-            before = self.store.generation()
             already = self.store.existing(ids)
-            # A small write embeds here, after the check, so a repeat costs no embedding (the
-            # lock is held for one batch at most); a big one only what another process
-            # deleted since its look.
+            # What another process deleted since the first look must be embedded after all.
             done.update(self._embed_new([p for p in unique if p.id not in already and p.id not in done]))
             # seq keeps the batch's order: recall reads neighbouring memories from it.
             fresh = [
@@ -155,7 +148,7 @@ class LongTermMemory:
                 if p.id not in already
             ]
             self.store.add(fresh)
-        self._wrote(before, ticket, {p.scope for p in prepared}, added=fresh)
+        self._wrote(ticket, {p.scope for p in prepared}, added=fresh)
         new_ids = {r.id for r in fresh}
         return [Remembered(p.id, p.text, p.redactions, p.id in new_ids) for p in prepared]
 
@@ -193,13 +186,12 @@ class LongTermMemory:
             raise InvalidInput("memory ids must be non-empty strings")
         wanted = list(dict.fromkeys(memory_ids))
         with self.store.writing() as ticket:
-            before = self.store.generation()
             found = self.store.get(wanted)
             missing = set(wanted) - {r.id for r in found}
             if missing:
                 raise NotFound(f"no memory with id {sorted(missing)[0]!r}")
             self.store.delete(wanted)
-        self._wrote(before, ticket, {r.scope for r in found})
+        self._wrote(ticket, {r.scope for r in found})
 
     def forget_scope(self, scope: str) -> int:
         """Delete every memory (and document chunk) of one scope; returns how many."""
@@ -207,9 +199,8 @@ class LongTermMemory:
         if scope_checked is None:
             raise InvalidInput("forget_scope needs a scope name")
         with self.store.writing() as ticket:
-            before = self.store.generation()
             removed = self.store.delete_scope(scope_checked)
-        self._wrote(before, ticket, {scope_checked})
+        self._wrote(ticket, {scope_checked})
         return removed
 
     def get(self, memory_id: str) -> Recalled:
@@ -278,114 +269,63 @@ class LongTermMemory:
             self._index(check_scope(scope))
 
     def _index(self, scope: str | None) -> ScopeIndex:
-        """The scope's cached index, rebuilt when any process wrote since it was built.
+        """The scope's cached index, rebuilt when any process wrote to the scope since.
 
-        The lock guards only the cache: building (a store scan) and writing happen outside
-        it, so a slow write never holds up recalls.
+        The store's version of the scope (one small read) says whether the cached index is
+        current. The lock guards only the cache: scanning and building happen outside it.
         """
-        generation = self.store.generation()
+        version = self.store.version(scope)
         with self._lock:
-            if generation is None or generation != self._seen:
-                self._indexes.clear()
-                self._seen = generation
-            index = self._indexes.get(scope)
-            if index is not None and index.weights == self.weights:  # context is built in
+            cached = self._indexes.get(scope)
+            if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
                 self._indexes.move_to_end(scope)
-                return index
-            build = self._builds.get(scope)
-            leader = build is None
-            if build is None:
-                build = self._builds[scope] = _Build(generation)
-        if not leader:  # another recall is scanning this scope: share its index
-            build.done.wait()
-            if build.result is not None:
-                return build.result
-            return ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
-        try:
-            built = ScopeIndex(self.store.scan(scope), self.embedder.dimension, weights=self.weights)
+                return cached[1]
+        records, version = self.store.scan_versioned(scope)
+        index = ScopeIndex(records, self.embedder.dimension, weights=self.weights)
+        if version is not None:
             with self._lock:
-                # Our writes to this scope during the scan may be missing from it: they are
-                # added now (`with_added` skips those the scan saw); after a delete it is not cached.
-                if build.added and not build.invalid:
-                    built = built.with_added(build.added)
-                if build.generation is not None and build.generation == self._seen and not build.invalid:
-                    self._indexes[scope] = built
-                    self._evict()
-                    build.result = built
-        finally:
-            with self._lock:
-                if self._builds.get(scope) is build:
-                    del self._builds[scope]
-            build.done.set()
-        return built
+                self._indexes[scope] = (version, index)
+                self._evict()
+        return index
 
     def _evict(self) -> None:
-        cached = sum(len(index) for index in self._indexes.values())
+        cached = sum(len(index) for _, index in self._indexes.values())
         while cached > self.max_cached_records and len(self._indexes) > 1:
-            _, evicted = self._indexes.popitem(last=False)
+            _, (_, evicted) = self._indexes.popitem(last=False)
             cached -= len(evicted)
 
-    def _wrote(
-        self,
-        before: Hashable | None,
-        ticket: WriteTicket | None,
-        scopes: set[str | None],
-        *,
-        added: Sequence[VectorRecord] | None = None,
-    ) -> None:
-        """After our own write: update the touched scopes' cached indexes and keep the others.
+    def _wrote(self, ticket: WriteTicket, scopes: set[str | None], *, added: Sequence[VectorRecord] | None = None) -> None:
+        """After our own write: bring the touched scopes' cached indexes up to date.
 
-        The cache stays valid only if it was current when the write began (read under the
-        write lock) and the store reports the generation the write produced. Then a cached
-        index that the write only `added` to is rebuilt from its records plus the new ones,
-        exactly what a rescan would give, without reading the store again; after a delete,
-        or when the cache was not current, the touched scopes are dropped instead.
+        A cached index that was current when the write began (its version is the write's
+        "before") and that the write only `added` to becomes itself plus the new records,
+        exactly what a rescan would give, without reading the store again. Otherwise (a
+        delete, or a cache that was already behind) the scope is dropped and rescanned
+        when next recalled.
         """
+        bases: dict[str | None, tuple[Hashable, Hashable, ScopeIndex]] = {}
         with self._lock:
-            after = ticket.generation if ticket is not None else None
-            current = before is not None and before == self._seen and after is not None
-            if current:
-                self._seen = after
-                for scanning in self._builds.values():  # scans in flight saw all but our write
-                    if scanning.generation == before:
-                        scanning.generation = after
-            bases: dict[str | None, ScopeIndex] = {}
             for scope in scopes:
-                in_flight = self._builds.get(scope)
-                if in_flight is not None:  # a recall is scanning the scope: it adds these (or gives up)
-                    if current and added is not None:
-                        in_flight.added.extend(r for r in added if r.scope == scope)
-                    else:
-                        in_flight.invalid = True
-                index = self._indexes.get(scope)
-                if current and added is not None and index is not None and index.weights == self.weights:
-                    bases[scope] = index  # stays in place (without the new records) meanwhile
+                change = ticket.change(scope)
+                cached = self._indexes.get(scope)
+                if added is not None and change is not None and cached is not None and cached[0] == change[0]:
+                    bases[scope] = (change[0], change[1], cached[1])
                 else:
                     self._indexes.pop(scope, None)
-        if not bases:
-            return
-        # Built outside the lock so recalls are not held up; installed only over the index it
-        # was built from: another write to the scope meanwhile (building on the same base,
-        # without our records) makes it drop the scope instead, and the next recall scans.
-        rebuilt = {scope: base.with_added([r for r in added or () if r.scope == scope]) for scope, base in bases.items()}
+        # Built outside the lock, so recalls are not held up; installed only over the index it
+        # was built from (another write meanwhile makes the next recall rescan instead).
+        rebuilt = {
+            scope: (before, after, base.with_added([r for r in added or () if r.scope == scope]))
+            for scope, (before, after, base) in bases.items()
+        }
         with self._lock:
-            for scope, index in rebuilt.items():
-                if self._indexes.get(scope) is bases[scope]:
-                    self._indexes[scope] = index
+            for scope, (before, after, index) in rebuilt.items():
+                cached = self._indexes.get(scope)
+                if cached is not None and cached[0] == before and cached[1] is bases[scope][2]:
+                    self._indexes[scope] = (after, index)
                 else:
                     self._indexes.pop(scope, None)
             self._evict()
-
-
-@dataclass
-class _Build:
-    """A recall scanning a scope's records into an index; others recalling the scope wait for it."""
-
-    generation: Hashable | None  # the store's, as of the scan (moved on by our own writes)
-    done: threading.Event = field(default_factory=threading.Event)
-    added: list[VectorRecord] = field(default_factory=list)  # our writes to the scope meanwhile
-    invalid: bool = False  # a delete (or a write not ours) meanwhile: the scan may be stale
-    result: ScopeIndex | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,20 +16,18 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from fourfold.errors import (
-    FourfoldError,
     InvalidInput,
-    LockTimeout,
     NotFound,
     StoreCorrupt,
     StoreUnavailable,
 )
+from fourfold.stores.sqlite import SQLiteDatabase
 from fourfold.types import Fact
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_KEY_CHARS",
     "MAX_VALUE_BYTES",
-    "SCHEMA_VERSION",
     "UNKNOWN",
     "FactStore",
     "validate_key",
@@ -37,7 +35,6 @@ __all__ = [
 
 #: What a model is told for a key with no recorded value.
 UNKNOWN = "UNKNOWN — escalate to a human"
-SCHEMA_VERSION = 1
 MAX_KEY_CHARS = 128
 #: Limit on a value's JSON (UTF-8 bytes), and on a description.
 MAX_VALUE_BYTES = 64 * 1024
@@ -45,15 +42,8 @@ MAX_VALUE_BYTES = 64 * 1024
 MAX_DEPTH = 100
 
 _KEY = re.compile(rf"[A-Za-z0-9_.:-]{{1,{MAX_KEY_CHARS}}}")
+_VERSION_NAME = "facts"
 _CACHE_LIMIT = 4096  # cached keys (negative ones too) before the cache is dropped
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value_json TEXT NOT NULL,"
-    " description TEXT NOT NULL DEFAULT '', updated_at REAL NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS fact_history (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
-    " value_json TEXT NOT NULL, description TEXT NOT NULL DEFAULT '', replaced_at REAL NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS fact_history_key ON fact_history (key, id)",
-)
 _UPSERT = (
     "INSERT INTO facts (key, value_json, description, updated_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT(key) DO UPDATE SET value_json = excluded.value_json,"
@@ -76,14 +66,17 @@ class _Row(NamedTuple):
 class FactStore:
     """Key -> JSON value facts in one SQLite file, safe across threads and processes."""
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | SQLiteDatabase, *, timeout: float = 30.0) -> None:
+        """A path opens a database of the fact store's own; a `SQLiteDatabase` is shared."""
+        self._owns = not isinstance(path, SQLiteDatabase)
+        self.db = SQLiteDatabase(path, timeout=timeout) if not isinstance(path, SQLiteDatabase) else path
+        self.path = self.db.path
         self.timeout = timeout
         self._lock = threading.Lock()
-        # key -> row (None: known absent); valid while PRAGMA data_version is unchanged.
+        # key -> row (None: known absent); valid while the facts' version is unchanged.
         self._cache: dict[str, _Row | None] = {}
         self._seen_version: int | None = None
-        self._conn: sqlite3.Connection | None = _open(self.path, timeout)
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"FactStore({str(self.path)!r})"
@@ -102,9 +95,9 @@ class FactStore:
     def close(self) -> None:
         """Close the connection; further calls raise StoreUnavailable. Idempotent."""
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            if not self._closed and self._owns:
+                self.db.close()
+            self._closed = True
             self._cache.clear()
 
     def set(self, key: str, value: Any, *, description: str | None = None) -> Fact:
@@ -114,11 +107,10 @@ class FactStore:
         if description is not None:
             _check_description(description)
         _refuse_secrets(key, value, description)
-        with self._locked() as conn:
-            with _transaction(conn):
-                stored = _upsert(conn, key, value_json, description)
+        with self._writing() as conn:
+            stored = _upsert(conn, key, value_json, description)
             row = _make_row(*stored, path=self.path)
-            self._remember(key, row)
+        self._remember(key, row)
         return _fact(key, row, self.path)
 
     def get(self, key: str) -> Fact:
@@ -141,14 +133,13 @@ class FactStore:
     def delete(self, key: str) -> None:
         """Remove a fact, keeping its last value in the history; NotFound if unknown."""
         key = validate_key(key)
-        with self._locked() as conn:
-            with _transaction(conn):
-                old = _current(conn, key)
-                if old is None:
-                    raise NotFound(f"no fact named {key!r}")
-                conn.execute(_ARCHIVE, (key, old[0], old[1], time.time()))
-                conn.execute("DELETE FROM facts WHERE key = ?", (key,))
-            self._remember(key, None)
+        with self._writing() as conn:
+            old = _current(conn, key)
+            if old is None:
+                raise NotFound(f"no fact named {key!r}")
+            conn.execute(_ARCHIVE, (key, old[0], old[1], time.time()))
+            conn.execute("DELETE FROM facts WHERE key = ?", (key,))
+        self._remember(key, None)
 
     def keys(self) -> builtins.list[str]:
         """Every key, sorted."""
@@ -181,26 +172,45 @@ class FactStore:
 
     @contextmanager
     def _locked(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, _sqlite_errors(self.path):
-            if self._conn is None:
-                raise StoreUnavailable(f"the fact store {self.path} is closed")
-            yield self._conn
+        """A read snapshot of the database."""
+        if self._closed:
+            raise StoreUnavailable(f"the fact store {self.path} is closed")
+        with self.db.read() as conn:
+            yield conn
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that moves the facts' version on (other processes see it)."""
+        if self._closed:
+            raise StoreUnavailable(f"the fact store {self.path} is closed")
+        with self.db.write() as conn:
+            yield conn
+            ((before, after),) = self.db.bump(conn, [_VERSION_NAME]).values()
+        with self._lock:  # the cache stays only if it was current when the write began
+            if self._seen_version == before:
+                self._seen_version = after
+            else:
+                self._cache.clear()
+                self._seen_version = None
 
     def _row(self, key: str) -> _Row | None:
-        """The stored row for a valid key, from the cache when no one has committed since."""
+        """The stored row for a valid key, from the cache when no one has written facts since."""
         with self._locked() as conn:
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if version != self._seen_version:
-                self._cache.clear()
-                self._seen_version = version
-            if key in self._cache:
-                return self._cache[key]
+            version = self.db.version(_VERSION_NAME)
+            with self._lock:
+                if version != self._seen_version:
+                    self._cache.clear()
+                    self._seen_version = version
+                if key in self._cache:
+                    return self._cache[key]
             row = _current(conn, key)
-            self._remember(key, None if row is None else _make_row(*row, path=self.path))
-            return self._cache[key]
+        made = None if row is None else _make_row(*row, path=self.path)
+        with self._lock:
+            if self._seen_version == version:
+                self._remember(key, made)
+        return made
 
     def _remember(self, key: str, row: _Row | None) -> None:
-        # Own commits do not change data_version, so writes update the cache themselves.
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
         self._cache[key] = row
@@ -311,97 +321,6 @@ def _upsert(
         conn.execute(_ARCHIVE, (key, old[0], old[1], now))
     conn.execute(_UPSERT, (key, value_json, text, now))
     return value_json, text, now
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE: take the write lock up front, so a busy writer waits instead of failing."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-@contextmanager
-def _sqlite_errors(path: Path) -> Iterator[None]:
-    """Turn sqlite3 errors into fourfold errors that say what to do."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise _translate(exc, path) from exc
-
-
-def _translate(exc: sqlite3.Error, path: Path) -> FourfoldError:
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else None
-    if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
-        return StoreCorrupt(
-            f"{path} is damaged or is not a SQLite database ({exc}). Restore it from a backup, "
-            "or move it aside to start with an empty fact store."
-        )
-    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return LockTimeout(f"{path} stayed locked by another writer: {exc}")
-    return StoreUnavailable(f"cannot use the fact store {path}: {exc}")
-
-
-def _open(path: Path, timeout: float) -> sqlite3.Connection:
-    """Connect, switch to WAL and check or create the schema."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreUnavailable(f"cannot create the directory for {path}: {exc}") from None
-    with _sqlite_errors(path):
-        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
-    try:
-        with _sqlite_errors(path):
-            conn.execute(f"PRAGMA busy_timeout = {max(int(timeout * 1000), 0)}")
-            conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            conn.execute("PRAGMA synchronous = FULL")
-            with _transaction(conn):
-                _migrate(conn, path)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Create the schema in a new file; refuse files from a newer fourfold or another program."""
-    version = _schema_version(conn, path)
-    if version is not None and version > SCHEMA_VERSION:
-        raise StoreCorrupt(
-            f"{path} has fact-store schema version {version}, but this fourfold knows only up "
-            f"to {SCHEMA_VERSION}: the data dir is from a newer fourfold. Upgrade fourfold to open it."
-        )
-    for statement in _SCHEMA:
-        conn.execute(statement)
-    if version is None:
-        conn.execute(
-            "INSERT INTO meta (name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-        )
-
-
-def _schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
-    """The recorded schema version; None for a new, empty database."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "meta" not in tables:
-        if tables:
-            raise StoreCorrupt(
-                f"{path} is a SQLite database but not a fourfold fact store (tables: "
-                f"{', '.join(sorted(tables))}); move it aside or point fourfold at another data dir."
-            )
-        return None
-    row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
-    try:
-        return int(row[0])
-    except (TypeError, ValueError):
-        raise StoreCorrupt(
-            f"{path} has no readable schema version; restore it from a backup or move it aside."
-        ) from None
 
 
 def _refuse_secrets(key: str, value: Any, description: str | None) -> None:

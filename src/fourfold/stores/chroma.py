@@ -241,6 +241,7 @@ class ChromaVectorStore(VectorStore):
             return
         with self._lock.hold():
             self._ensure_fresh()
+            ticket.before = self.generation()
             inside.add(id(self))
             try:
                 yield ticket

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 
-from fourfold.stores.vector import VectorRecord, VectorStore
+from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 
 __all__ = ["InMemoryVectorStore"]
 
@@ -17,7 +18,7 @@ class InMemoryVectorStore(VectorStore):
     def __init__(self, *, embedder_identity: str = "") -> None:
         self.embedder_identity = embedder_identity
         self._records: dict[str, VectorRecord] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._generation = itertools.count()
         self._current = next(self._generation)
 
@@ -62,6 +63,13 @@ class InMemoryVectorStore(VectorStore):
     def scopes(self) -> list[str | None]:
         with self._lock:
             return list({r.scope for r in self._records.values()})
+
+    @contextmanager
+    def writing(self) -> Iterator[WriteTicket]:
+        with self._lock:
+            ticket = WriteTicket(before=self._current)
+            yield ticket
+            ticket.generation = self._current
 
     def generation(self) -> Hashable:
         return self._current

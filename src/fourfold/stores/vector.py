@@ -75,9 +75,24 @@ class VectorRecord:
 
 @dataclass(slots=True)
 class WriteTicket:
-    """Filled in when a `writing()` block ends: the generation the write left behind."""
+    """Filled in by a `writing()` block: how the versions of the scopes it wrote moved.
+
+    A store with a version per scope lists each written scope as (before, after). A store
+    with one generation for everything sets `before` and `generation` instead, which then
+    stand for every scope.
+    """
 
     generation: Hashable | None = None
+    before: Hashable | None = None
+    scopes: dict[str | None, tuple[Hashable, Hashable]] = field(default_factory=dict)
+
+    def change(self, scope: str | None) -> tuple[Hashable, Hashable] | None:
+        """(version before, version after) of a scope this write touched; None if unknown."""
+        if scope in self.scopes:
+            return self.scopes[scope]
+        if self.before is not None and self.generation is not None:
+            return self.before, self.generation
+        return None
 
 
 class VectorStore(ABC):
@@ -122,16 +137,28 @@ class VectorStore(ABC):
     def writing(self) -> Iterator[WriteTicket]:
         """Hold the store's write lock across several calls (check-then-add stays atomic).
 
-        On exit the ticket holds the generation this write produced, so a reader in the
-        same process can keep caches it knows are current instead of dropping them all.
+        The ticket says how the written scopes' versions moved, so a reader in the same
+        process can update the caches it knows were current instead of dropping them.
+        This default holds no lock and knows no versions.
         """
-        ticket = WriteTicket()
-        yield ticket
-        ticket.generation = self.generation()
+        yield WriteTicket()
 
     def generation(self) -> Hashable | None:
         """A token that changes whenever any process writes; None when unknowable."""
         return None
+
+    def version(self, scope: str | None) -> Hashable | None:
+        """A token that changes whenever the scope is written (by any process); None: unknowable.
+
+        The default is the whole store's generation.
+        """
+        return self.generation()
+
+    def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
+        """`scan` together with the version it read (None when a write may have interleaved)."""
+        before = self.version(scope)
+        records = self.scan(scope)
+        return records, (before if before is not None and before == self.version(scope) else None)
 
     def close(self) -> None:  # noqa: B027 - optional hook; most backends hold nothing
         """Release files and clients."""

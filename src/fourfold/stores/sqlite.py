@@ -1,0 +1,473 @@
+"""The embedded default: one SQLite file (WAL) holds what a data dir persists.
+
+Several processes (the CLI, `fourfold mcp`, any number of `fourfold serve`) can read and
+write one data dir at once: SQLite serializes writers and gives each reader a snapshot.
+Caches stay right across processes through *versions*: a named counter (one per memory
+scope, one for the facts...) that every write transaction bumps, so a reader checks one
+small row instead of dropping everything whenever anyone wrote.
+
+Erasure leaves no trace on disk by SQLite's own means: `secure_delete` zeroes what a delete
+frees, and after an erasure the write-ahead log is checkpointed and truncated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fourfold.errors import (
+    EmbedderMismatch,
+    FourfoldError,
+    LockTimeout,
+    StoreCorrupt,
+    StoreUnavailable,
+)
+from fourfold.stores.vector import (
+    GLOBAL_SCOPE_KEY,
+    VectorRecord,
+    VectorStore,
+    WriteTicket,
+    chunked,
+    scope_key,
+)
+
+__all__ = ["DATABASE", "SCHEMA_VERSION", "SQLiteDatabase", "SQLiteVectorStore"]
+
+#: The database file of a data dir.
+DATABASE = "fourfold.sqlite3"
+SCHEMA_VERSION = 1
+#: Rows per `IN (...)` list, well under SQLite's limit on bound parameters.
+_CHUNK = 500
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # One clock for every version, so a name that is dropped and written again never
+    # repeats a version a reader may still hold.
+    "CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO clock (id, value) VALUES (1, 0)",
+    "CREATE TABLE IF NOT EXISTS versions (name TEXT PRIMARY KEY, version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS memories (id TEXT PRIMARY KEY, scope TEXT NOT NULL, kind TEXT NOT NULL,"
+    " text TEXT NOT NULL, metadata TEXT NOT NULL, extra TEXT NOT NULL, created_at REAL NOT NULL,"
+    " seq INTEGER NOT NULL, embedding BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS memories_scope ON memories (scope, created_at, seq)",
+    "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value_json TEXT NOT NULL,"
+    " description TEXT NOT NULL DEFAULT '', updated_at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS fact_history (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
+    " value_json TEXT NOT NULL, description TEXT NOT NULL DEFAULT '', replaced_at REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS fact_history_key ON fact_history (key, id)",
+)
+
+
+class SQLiteDatabase:
+    """One SQLite file shared by the stores of a data dir; a connection per thread.
+
+    `read()` and `write()` are transactions (a snapshot, or the database's single write
+    lock taken up front); both nest within one thread, the outermost one commits.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._guard = threading.Lock()
+        self._closed = False
+        _create_private(self.path)
+        with self.write() as conn:
+            _migrate(conn, self.path)
+
+    def __repr__(self) -> str:
+        return f"SQLiteDatabase({str(self.path)!r})"
+
+    # -- connections and transactions ------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        with self._guard:
+            if self._closed:
+                raise StoreUnavailable(f"the database {self.path} is closed")
+            with self.errors():
+                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+                try:
+                    conn.execute(f"PRAGMA busy_timeout = {max(int(self.timeout * 1000), 0)}")
+                    conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                    # FULL: a write is on disk when it is acknowledged, even after a power cut.
+                    conn.execute("PRAGMA synchronous = FULL")
+                    conn.execute("PRAGMA secure_delete = ON")
+                except BaseException:
+                    conn.close()
+                    raise
+            self._connections.append(conn)
+        self._local.conn = conn
+        self._local.depth = 0
+        return conn
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn sqlite3 errors into fourfold errors that say what to do."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, timeout=self.timeout) from exc
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        if self._local.depth:
+            if begin == "BEGIN IMMEDIATE" and not self._local.writing:
+                raise StoreUnavailable("a write cannot start inside a read of the same thread")
+            self._local.depth += 1
+            try:
+                yield conn
+            finally:
+                self._local.depth -= 1
+            return
+        with self.errors():
+            conn.execute(begin)
+        self._local.depth, self._local.writing = 1, begin == "BEGIN IMMEDIATE"
+        try:
+            yield conn
+        except BaseException:
+            self._local.depth = 0
+            if conn.in_transaction:
+                with self.errors():
+                    conn.execute("ROLLBACK")
+            raise
+        self._local.depth = 0
+        with self.errors():
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several statements."""
+        with self._transaction("BEGIN"), self.errors():
+            yield self._conn()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """The write lock, taken up front so a busy writer waits instead of failing later."""
+        with self._transaction("BEGIN IMMEDIATE"), self.errors():
+            yield self._conn()
+
+    # -- versions -----------------------------------------------------------------------------
+
+    def version(self, name: str) -> int:
+        """The version of `name` (0: never written, or erased); changes with every write to it."""
+        with self.read() as conn:
+            row = conn.execute("SELECT version FROM versions WHERE name = ?", (name,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def bump(self, conn: sqlite3.Connection, names: Iterable[str], *, drop: bool = False) -> dict[str, tuple[int, int]]:
+        """Inside a write: move each name to a new version; returns name -> (before, after).
+
+        `drop` removes the name instead (its version reads 0), for an erased scope whose
+        name itself should not stay on disk.
+        """
+        changes: dict[str, tuple[int, int]] = {}
+        for name in dict.fromkeys(names):
+            row = conn.execute("SELECT version FROM versions WHERE name = ?", (name,)).fetchone()
+            before = int(row[0]) if row else 0
+            if drop:
+                conn.execute("DELETE FROM versions WHERE name = ?", (name,))
+                changes[name] = (before, 0)
+                continue
+            after = int(conn.execute("UPDATE clock SET value = value + 1 WHERE id = 1 RETURNING value").fetchone()[0])
+            conn.execute(
+                "INSERT INTO versions (name, version) VALUES (?, ?)"
+                " ON CONFLICT(name) DO UPDATE SET version = excluded.version",
+                (name, after),
+            )
+            changes[name] = (before, after)
+        return changes
+
+    # -- erasure ------------------------------------------------------------------------------
+
+    def erased(self) -> bool:
+        """After erasing: move the log into the file and truncate it, so no old page remains.
+
+        A reader in another process holding an old snapshot can keep the log in use; the
+        checkpoint is retried briefly, and the next erasure (or close) tries again. Returns
+        whether the log was truncated.
+        """
+        conn = self._conn()
+        for attempt in range(20):
+            with self.errors():
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy:
+                return True
+            time.sleep(0.005 * (attempt + 1))
+        return False
+
+    def close(self) -> None:
+        """Close every connection (after a last checkpoint); further use raises StoreUnavailable."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            try:
+                if not conn.in_transaction:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass  # another process is using the log; its own checkpoints will fold it in
+            conn.close()
+        self._local = threading.local()
+
+
+class SQLiteVectorStore(VectorStore):
+    """Memories and document chunks in the `memories` table; a version per scope."""
+
+    def __init__(self, db: SQLiteDatabase, *, embedder_identity: str, dimension: int) -> None:
+        self.db = db
+        self.embedder_identity = embedder_identity
+        self.dimension = dimension
+        self._ticket = threading.local()
+        self._check_embedder()
+
+    def _check_embedder(self) -> None:
+        """Record which embedder made the vectors, or refuse another one (mixed vectors rank nonsense)."""
+        with self.db.write() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE name = 'embedder'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO meta (name, value) VALUES ('embedder', ?)", (self.embedder_identity,))
+            elif row[0] != self.embedder_identity:
+                raise EmbedderMismatch(
+                    f"{self.db.path} holds vectors of embedder {row[0]!r}, not {self.embedder_identity!r}: "
+                    "open it with the same embedder, or re-index into a new data dir"
+                )
+
+    # -- writing ------------------------------------------------------------------------------
+
+    @contextmanager
+    def writing(self) -> Iterator[WriteTicket]:
+        outer = getattr(self._ticket, "current", None)
+        if outer is not None:
+            yield outer
+            return
+        ticket = WriteTicket()
+        self._ticket.current = ticket
+        self._ticket.erased = False
+        try:
+            with self.db.write():
+                yield ticket
+        finally:
+            self._ticket.current = None
+        if self._ticket.erased:
+            self.db.erased()
+
+    def _record(self, changes: dict[str, tuple[int, int]]) -> None:
+        """Note version changes in the ticket of the write block in progress, if any."""
+        ticket: WriteTicket | None = getattr(self._ticket, "current", None)
+        if ticket is None:
+            return
+        for name, (before, after) in changes.items():
+            scope = _scope_of(name)
+            first = ticket.scopes.get(scope)
+            ticket.scopes[scope] = (first[0] if first else before, after)
+
+    def add(self, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        rows = [_row(r, self.dimension) for r in records]
+        with self.writing(), self.db.write() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO memories (id, scope, kind, text, metadata, extra, created_at, seq, embedding)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._record(self.db.bump(conn, (_name(r.scope) for r in records)))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self.writing(), self.db.write() as conn:
+            scopes: set[str] = set()
+            for part in chunked(_storable(ids), _CHUNK):
+                marks = ",".join("?" * len(part))
+                scopes.update(r[0] for r in conn.execute(f"SELECT DISTINCT scope FROM memories WHERE id IN ({marks})", part))
+                conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", part)
+            self._record(self.db.bump(conn, (_name(_unkey(s)) for s in scopes)))
+            self._erased()
+
+    def delete_scope(self, scope: str) -> int:
+        with self.writing(), self.db.write() as conn:
+            removed = conn.execute("DELETE FROM memories WHERE scope = ?", (scope_key(scope),)).rowcount
+            self._record(self.db.bump(conn, [_name(scope)], drop=True))
+            self._erased()
+        return int(removed)
+
+    def _erased(self) -> None:
+        """Checkpoint once the write block that erased commits (an open transaction cannot)."""
+        self._ticket.erased = True
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        with self.db.read() as conn:
+            for part in chunked(_storable(ids), _CHUNK):
+                marks = ",".join("?" * len(part))
+                found.update(r[0] for r in conn.execute(f"SELECT id FROM memories WHERE id IN ({marks})", part))
+        return found
+
+    def get(self, ids: Sequence[str]) -> list[VectorRecord]:
+        records: list[VectorRecord] = []
+        with self.db.read() as conn:
+            for part in chunked(_storable(ids), _CHUNK):
+                marks = ",".join("?" * len(part))
+                records.extend(self._records(conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({marks})", part)))
+        return records
+
+    def scan(self, scope: str | None) -> list[VectorRecord]:
+        return self.scan_versioned(scope)[0]
+
+    def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
+        with self.db.read() as conn:
+            version = self.db.version(_name(scope))
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE scope = ? ORDER BY created_at, seq", (scope_key(scope),)
+            )
+            return self._records(rows), version
+
+    def version(self, scope: str | None) -> Hashable | None:
+        return self.db.version(_name(scope))
+
+    def count(self) -> int:
+        with self.db.read() as conn:
+            return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+    def scopes(self) -> list[str | None]:
+        with self.db.read() as conn:
+            return [_unkey(r[0]) for r in conn.execute("SELECT DISTINCT scope FROM memories")]
+
+    def _records(self, rows: Iterable[tuple[Any, ...]]) -> list[VectorRecord]:
+        out = []
+        for id_, scope, kind, text, metadata, extra, created_at, seq, blob in rows:
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if vector.shape != (self.dimension,):
+                raise StoreCorrupt(
+                    f"{self.db.path}: memory {id_} has a vector of {vector.shape[0]} numbers, not "
+                    f"{self.dimension}; the data dir was written with another embedder"
+                )
+            out.append(
+                VectorRecord(
+                    id=id_, text=text, embedding=vector, scope=_unkey(scope), kind=kind, created_at=created_at,
+                    metadata=json.loads(metadata), seq=seq, extra=tuple(json.loads(extra)),
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        """The database is shared with the other stores: `Memory.close` closes it."""
+
+
+_COLUMNS = "id, scope, kind, text, metadata, extra, created_at, seq, embedding"
+_PREFIX = "memories/"
+
+
+def _name(scope: str | None) -> str:
+    """The version name of a scope's memories."""
+    return _PREFIX + scope_key(scope)
+
+
+def _scope_of(name: str) -> str | None:
+    return _unkey(name[len(_PREFIX) :])
+
+
+def _unkey(stored: str) -> str | None:
+    return None if stored == GLOBAL_SCOPE_KEY else stored
+
+
+def _storable(ids: Sequence[str]) -> list[str]:
+    """Ids that can be stored at all: one that is not valid Unicode names nothing here."""
+    out = []
+    for i in ids:
+        try:
+            i.encode("utf-8")
+        except UnicodeEncodeError:
+            continue
+        out.append(i)
+    return out
+
+
+def _row(record: VectorRecord, dimension: int) -> tuple[Any, ...]:
+    vector = np.ascontiguousarray(record.embedding, dtype=np.float32)
+    if vector.shape != (dimension,):
+        raise FourfoldError(f"memory {record.id} has a vector of shape {vector.shape}, not ({dimension},)")
+    return (
+        record.id,
+        scope_key(record.scope),
+        record.kind,
+        record.text,
+        json.dumps(dict(record.metadata), ensure_ascii=False, sort_keys=True),
+        json.dumps(list(record.extra), ensure_ascii=False),
+        float(record.created_at),
+        int(record.seq),
+        vector.tobytes(),
+    )
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file readable by its owner only; SQLite gives its -wal and -shm
+    files the same permissions."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot create the database {path}: {exc.strerror or exc}") from None
+
+
+def translate(exc: sqlite3.Error, path: Path, *, timeout: float | None = None) -> FourfoldError:
+    """A sqlite3 error as the fourfold error a caller can act on."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        return StoreCorrupt(
+            f"{path} is damaged or is not a SQLite database ({exc}). Restore it from a backup, "
+            "or move it aside to start an empty data dir."
+        )
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        waited = f" for {timeout:g}s" if timeout is not None else ""
+        return LockTimeout(
+            f"{path} stayed locked by another writer{waited} ({exc}). Retry, or raise "
+            "MemoryConfig.lock_timeout if writers are slow."
+        )
+    return StoreUnavailable(f"cannot use the database {path}: {exc}")
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Create the schema in a new file; refuse files from a newer fourfold or another program."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    version: int | None = None
+    if "meta" in tables:
+        row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        try:
+            version = int(row[0])
+        except (TypeError, ValueError):
+            raise StoreCorrupt(f"{path} has no readable schema version; restore it from a backup or move it aside.") from None
+    elif tables:
+        raise StoreCorrupt(
+            f"{path} is a SQLite database but not fourfold's (tables: {', '.join(sorted(tables))}); "
+            "move it aside or point fourfold at another data dir."
+        )
+    if version is not None and version > SCHEMA_VERSION:
+        raise StoreCorrupt(
+            f"{path} has schema version {version}, but this fourfold knows only up to {SCHEMA_VERSION}: "
+            "the data dir is from a newer fourfold. Upgrade fourfold to open it."
+        )
+    for statement in _SCHEMA:
+        conn.execute(statement)
+    if version is None:
+        conn.execute("INSERT INTO meta (name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
