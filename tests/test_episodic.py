@@ -1,8 +1,7 @@
-"""Episodic memory: the append-only log, its recovery, concurrency, search and rendering."""
+"""Episodic memory: the log in the database, concurrency, search, erasure and rendering."""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import re
 import tempfile
@@ -15,7 +14,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import fourfold.episodic as episodic_pkg
-from fourfold._locks import FileLock
 from fourfold.embeddings import HashEmbedder, Vectors
 from fourfold.episodic import EpisodeLog, render_episode, render_episodes
 from fourfold.errors import InvalidInput, LockTimeout, NotFound
@@ -37,7 +35,7 @@ class CountingEmbedder(HashEmbedder):
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
-    return tmp_path / "episodes.jsonl"
+    return tmp_path / "fourfold.sqlite3"
 
 
 @pytest.fixture
@@ -105,7 +103,7 @@ def test_record_many_appends_all_in_one_go(log: EpisodeLog, path: Path) -> None:
     assert [ep.goal for ep in stored] == [f"goal {i}" for i in range(5)]
     assert log.episodes() == stored
     assert log.record_many([]) == []
-    assert path.read_bytes().count(b"\n") == 5
+    assert EpisodeLog(path, HashEmbedder()).episodes() == stored
 
 
 def test_get_unknown_id_is_not_found(log: EpisodeLog) -> None:
@@ -121,9 +119,9 @@ def test_secrets_are_redacted_before_they_reach_the_disk(log: EpisodeLog, path: 
         outcome="card 4111 1111 1111 1111 refunded",
         success=True,
     )
-    raw = path.read_text()
+    raw = _on_disk(path)
     for secret in ("hunter2", "AKIAIOSFODNN7EXAMPLE", "4111 1111 1111 1111"):
-        assert secret not in raw
+        assert secret.encode() not in raw
     assert ep.goal == "login fails, password=[REDACTED:password]"
 
 
@@ -160,7 +158,7 @@ def test_invalid_episodes_are_refused_and_nothing_is_written(
     }
     with pytest.raises(InvalidInput):
         log.record_many([item])
-    assert not path.exists() or path.read_bytes() == b""
+    assert len(EpisodeLog(path, HashEmbedder())) == 0
 
 
 def test_record_many_refuses_unknown_fields_and_a_bare_mapping(log: EpisodeLog) -> None:
@@ -179,38 +177,21 @@ def test_similar_successes_rejects_bad_k(log: EpisodeLog, k: object) -> None:
 
 
 def test_a_held_lock_ends_in_lock_timeout(path: Path) -> None:
+    import sqlite3
+
     slow = EpisodeLog(path, HashEmbedder(), lock_timeout=0.05)
-    with FileLock(f"{path}.lock").hold(), pytest.raises(LockTimeout):
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's write in progress
+    with pytest.raises(LockTimeout):
         _record(slow, "blocked")
+    other.execute("ROLLBACK")
+    other.close()
+    _record(slow, "free again")
 
 
-# -- crash recovery --------------------------------------------------------------------
-
-
-def test_torn_last_line_is_ended_before_the_next_append(log: EpisodeLog, path: Path) -> None:
-    first = _record(log, "before the crash")
-    with path.open("ab") as f:
-        f.write(b'{"v":1,"id":"0123456789abcdef0123456789abcdef","goal":"half writ')
-    second = _record(EpisodeLog(path, HashEmbedder()), "after the crash")
-    with pytest.warns(RuntimeWarning, match=r"episodes\.jsonl:2:"):
-        assert EpisodeLog(path, HashEmbedder()).episodes() == [first, second]
-    lines = path.read_bytes().split(b"\n")
-    assert json.loads(lines[2])["goal"] == "after the crash"
-
-
-@pytest.mark.parametrize(
-    "bad_line",
-    [b"{not json at all", b'{"v":1,"goal":"no id or outcome"}', b"[1, 2, 3]", b"\xff\xfe garbage"],
-)
-def test_a_corrupt_middle_line_is_skipped_with_a_warning_naming_it(
-    log: EpisodeLog, path: Path, bad_line: bytes
-) -> None:
-    eps = [_record(log, f"episode {i}") for i in range(3)]
-    lines = path.read_bytes().split(b"\n")
-    lines[1] = bad_line
-    path.write_bytes(b"\n".join(lines))
-    with pytest.warns(RuntimeWarning, match=r"episodes\.jsonl:2: skipped a corrupt"):
-        assert EpisodeLog(path, HashEmbedder()).episodes() == [eps[0], eps[2]]
+def _on_disk(path: Path) -> bytes:
+    """Every byte fourfold keeps beside `path` (the database and its log)."""
+    return b"".join(p.read_bytes() for p in sorted(path.parent.iterdir()) if p.is_file())
 
 
 # -- several writers and readers -------------------------------------------------------------
@@ -258,20 +239,6 @@ def test_a_reader_reloads_after_another_instance_forgets_a_scope(path: Path) -> 
     assert writer.forget_scope("acme") == 1
     assert reader.episodes() == [keep]
     assert reader.similar_successes("acme deploy broke", scope="acme") == []
-
-
-def test_a_reader_notices_a_file_rewritten_in_place(path: Path) -> None:
-    writer, reader = EpisodeLog(path, HashEmbedder()), EpisodeLog(path, HashEmbedder())
-    _record(writer, "acme secret project", scope="acme")
-    rest = [_record(writer, f"globex issue {i}", scope="globex") for i in range(2)]
-    assert len(reader) == 3
-    elsewhere = EpisodeLog(path.with_name("other.jsonl"), HashEmbedder())
-    more = [_record(elsewhere, f"later issue {i}") for i in range(3)]
-    kept_lines = b"".join(path.read_bytes().splitlines(keepends=True)[1:])
-    # Same inode, a longer file, other bytes: what a forget plus a reused inode number look like.
-    with path.open("r+b") as f:
-        f.write(kept_lines + path.with_name("other.jsonl").read_bytes())
-    assert reader.episodes() == [*rest, *more]
 
 
 # -- similarity ------------------------------------------------------------------------------
@@ -355,7 +322,7 @@ def test_equal_scores_come_newest_first(log: EpisodeLog) -> None:
     assert log.similar_successes("vpn drops", k=2) == [newer, older]
 
 
-def test_vectors_are_cached_in_a_sidecar_and_not_recomputed(path: Path) -> None:
+def test_vectors_are_stored_and_not_recomputed(path: Path) -> None:
     first = CountingEmbedder()
     log = EpisodeLog(path, first)
     for i in range(5):
@@ -369,15 +336,14 @@ def test_vectors_are_cached_in_a_sidecar_and_not_recomputed(path: Path) -> None:
     assert second.seen == ["deploy issue"]
 
 
-def test_a_sidecar_from_another_embedder_is_rebuilt(path: Path) -> None:
+def test_vectors_of_another_embedder_are_not_used(path: Path) -> None:
     log = EpisodeLog(path, HashEmbedder(dimension=256))
     target = _record(log, "deploy returns 502", outcome="restarted worker")
     _record(log, "password reset email missing")
     log.similar_successes("deploy 502")
     other = CountingEmbedder(dimension=64)
     assert EpisodeLog(path, other).similar_successes("deploy returns 502")[0] == target
-    assert len(other.seen) == 3  # the cache of the 256-d embedder was not used
-    assert path.with_name("episodes.jsonl.vectors").read_bytes().find(b"hash-v1:64") > 0
+    assert len(other.seen) == 3  # the vectors of the 256-d embedder were not used
 
 
 # -- forgetting ---------------------------------------------------------------------------
@@ -395,10 +361,10 @@ def test_forget_scope_removes_the_text_from_disk_and_keeps_the_rest(
     )
     kept = _record(log, "globex printer", scope="globex")
     shared = _record(log, "generic printer advice")
-    log.similar_successes("Zanzibar-7 account", scope="acme")  # puts its vector in the sidecar
+    log.similar_successes("Zanzibar-7 account", scope="acme")  # stores its vector
     assert log.forget_scope("acme") == 1
-    assert b"Zanzibar" not in path.read_bytes()
-    assert gone.id.encode() not in path.with_name("episodes.jsonl.vectors").read_bytes()
+    assert b"Zanzibar" not in _on_disk(path)
+    assert gone.id.encode() not in _on_disk(path)
     assert log.episodes() == [kept, shared]
     assert EpisodeLog(path, HashEmbedder()).episodes() == [kept, shared]
     with pytest.raises(NotFound):
@@ -413,8 +379,21 @@ def test_forget_scope_refuses_none(log: EpisodeLog) -> None:
         log.forget_scope(None)  # type: ignore[arg-type]
 
 
-def test_forget_scope_on_a_missing_file_removes_nothing(log: EpisodeLog) -> None:
+def test_forget_scope_on_an_empty_log_removes_nothing(log: EpisodeLog) -> None:
     assert log.forget_scope("acme") == 0
+
+
+def test_forget_erases_one_episode_everywhere(path: Path) -> None:
+    log, reader = EpisodeLog(path, HashEmbedder()), EpisodeLog(path, HashEmbedder())
+    gone = _record(log, "Quetzal-9 refund mixup", scope="acme")
+    kept = _record(log, "Quetzal-9 is fine now", scope="acme")
+    assert reader.similar_successes("Quetzal-9 refund", scope="acme")[0] == gone
+    log.forget(gone.id)
+    assert reader.episodes() == [kept]
+    assert reader.similar_successes("Quetzal-9 refund mixup", scope="acme") == [kept]
+    assert b"refund mixup" not in _on_disk(path)
+    with pytest.raises(NotFound):
+        log.forget(gone.id)
 
 
 # -- unicode round trip ------------------------------------------------------------------------
@@ -450,7 +429,7 @@ def test_any_unicode_round_trips_or_is_refused_cleanly(
     valid = all(t.strip() and not _has_surrogate(t) for t in texts)
     event("stored" if valid else "refused")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "e.jsonl"
+        path = Path(tmp) / "e.sqlite3"
         log = EpisodeLog(path, HashEmbedder(dimension=16))
         if not valid:
             with pytest.raises(InvalidInput):
@@ -460,7 +439,6 @@ def test_any_unicode_round_trips_or_is_refused_cleanly(
         assert (ep.goal, ep.outcome) == (redact(goal)[0], redact(outcome)[0])
         assert ep.actions == tuple(redact(a)[0] for a in actions)
         assert EpisodeLog(path, HashEmbedder(dimension=16)).episodes() == [ep]
-        assert path.read_bytes().count(b"\n") == 1  # user newlines stay escaped inside the line
 
 
 def test_nul_bytes_and_newlines_are_stored_safely(log: EpisodeLog, path: Path) -> None:
@@ -515,32 +493,6 @@ def test_render_episodes_puts_one_episode_per_line() -> None:
     eps = [_episode(goal="first"), _episode(goal="second")]
     assert render_episodes(eps).splitlines() == [render_episode(eps[0]), render_episode(eps[1])]
     assert render_episodes([]) == ""
-
-
-def test_a_snapshot_speeds_reopening_and_never_outlives_the_log(
-    path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`<log>.index` caches parsed episodes; a rewrite or an edit of the log invalidates it."""
-    import fourfold.episodic.log as log_module
-
-    monkeypatch.setattr(log_module, "SNAPSHOT_EVERY", 2)
-    emb = HashEmbedder(64)
-    first = EpisodeLog(path, emb)
-    for scope in ("a", "b", "a"):
-        first.record(goal=f"sync fails for {scope}", actions=["retry"], outcome="fixed", success=True, scope=scope)
-    assert len(first) == 3
-    snapshot = path.with_name("episodes.jsonl.index")
-    assert snapshot.exists()
-    again = EpisodeLog(path, emb)
-    assert [e.id for e in again.episodes()] == [e.id for e in first.episodes()]
-    again.record(goal="after the snapshot", actions=[], outcome="ok", success=True)
-    assert len(EpisodeLog(path, emb)) == 4
-    assert first.forget_scope("a") == 2
-    assert {e.scope for e in EpisodeLog(path, emb).episodes()} == {"b", None}
-    # same size, other bytes: the digest no longer matches and the log is parsed again
-    data = path.read_bytes()
-    path.write_bytes(data.replace(b"sync fails for b", b"sync fails for c"))
-    assert EpisodeLog(path, emb).episodes()[0].goal == "sync fails for c"
 
 
 def test_embed_pending_embeds_new_successes_once_and_searches_then_embed_only_the_query(path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 import fourfold
 from fourfold import EmbedderMismatch, InvalidInput, Memory, StoreCorrupt
 from fourfold.embeddings import HashEmbedder
+from fourfold.shortterm.threads import Thread
 
 
 def test_exported_names_are_exactly_the_public_api() -> None:
@@ -67,11 +68,15 @@ def test_forget_scope_erases_every_store_and_the_bytes_on_disk(tmp_path: Path) -
         mem.long_term.remember("Zanzibar shipping address", scope="A")
         mem.long_term.remember("Reykjavik shipping address", scope="B")
         mem.episodes.record(goal="Zanzibar parcel", actions=[], outcome="sent", success=True, scope="A")
+        mem.episodes.similar_successes("Zanzibar parcel", scope="A")  # stores the episode's vector too
+        mem.conversations.save(Thread("A", messages=({"role": "user", "content": "I live in Zanzibar"},)))
+        mem.docs.ingest_text("Zanzibar depot opening hours: nine to five.", source="depot.md", scope="A")
         counts = mem.forget_scope("A")
-        assert counts["memories"] == 1 and counts["episodes"] == 1
+        assert counts == {"memories": 2, "episodes": 1, "conversations": 1}
         assert mem.long_term.recall("shipping address", scope="A", k=5) == []
         assert [r.text for r in mem.long_term.recall("shipping address", scope="B", k=5)] == ["Reykjavik shipping address"]
-        assert "Zanzibar" not in (tmp_path / "episodes.jsonl").read_text()
+        for path in tmp_path.rglob("*"):  # no byte of the scope is left in any file, log included
+            assert not path.is_file() or b"Zanzibar" not in path.read_bytes(), path
         with pytest.raises(InvalidInput):
             mem.forget_scope(None)  # type: ignore[arg-type]
 

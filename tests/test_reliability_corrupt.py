@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
@@ -32,25 +31,7 @@ def data_dir(tmp_path: Path) -> Path:
 def test_a_healthy_data_dir_passes_the_doctor(data_dir: Path) -> None:
     report = doctor.check(data_dir)
     assert report.ok, report.findings
-    assert {"fourfold.json", "episodes.jsonl", "fourfold.sqlite3", "conversations/"} <= set(report.checked)
-
-
-def test_a_corrupt_middle_line_hides_nothing_else_and_doctor_quarantines_it(data_dir: Path) -> None:
-    log = data_dir / "episodes.jsonl"
-    lines = log.read_bytes().splitlines(keepends=True)
-    log.write_bytes(lines[0] + b'{"v":1,"id":"garbage\n' + b"".join(lines[1:]) + lines[2][:30])
-    with pytest.warns(RuntimeWarning, match=r"episodes.jsonl:2: skipped a corrupt episode line"):
-        with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
-            assert [e.goal for e in mem.episodes.episodes()] == ["Parcel 0 late", "Parcel 1 late", "Parcel 2 late"]
-    (finding,) = doctor.check(data_dir).findings
-    assert finding.file == str(log) and "2 unreadable" in finding.problem and finding.repairable
-    report = doctor.repair(data_dir)
-    assert report.ok and report.repaired
-    assert (data_dir / "episodes.jsonl.quarantine").read_bytes() == b'{"v":1,"id":"garbage\n' + lines[2][:30] + b"\n"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
-            assert len(mem.episodes) == 3
+    assert {"fourfold.json", "fourfold.sqlite3", "threads"} <= set(report.checked)
 
 
 def test_a_damaged_database_is_a_clear_error_naming_the_file(data_dir: Path) -> None:
@@ -127,21 +108,32 @@ def test_a_damaged_vector_database_is_a_typed_error_and_a_doctor_finding(tmp_pat
     assert finding.file == str(db) and not finding.repairable
 
 
-def test_a_damaged_conversation_is_named_and_moved_aside_by_the_doctor(data_dir: Path) -> None:
-    (path,) = (data_dir / "conversations").glob("*.json")
-    path.write_text('{"format": 1, "scope": "customer:1", "messages": [')
-    with Memory.open(data_dir, embedder=HashEmbedder()) as mem, pytest.raises(StoreCorrupt, match=path.name):
+def test_a_damaged_conversation_is_named_and_deleted_by_the_doctor(data_dir: Path) -> None:
+    _damage_thread(data_dir, "customer:1")
+    with Memory.open(data_dir, embedder=HashEmbedder()) as mem, pytest.raises(StoreCorrupt, match="customer:1"):
         mem.conversations.load("customer:1")
+    (finding,) = doctor.check(data_dir).findings
+    assert "customer:1" in finding.file and finding.repairable
     assert doctor.repair(data_dir).ok
-    assert len(list((data_dir / "conversations").glob("*.damaged-*"))) == 1
+    with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
+        assert mem.conversations.load("customer:1").messages == ()  # a new thread
+
+
+def _damage_thread(data_dir: Path, scope: str) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(data_dir / "fourfold.sqlite3")
+    with conn:
+        conn.execute("UPDATE threads SET payload = ? WHERE scope = ?", ('{"format": 1, "scope": "x", "messages": [', scope))
+    conn.close()
 
 
 def test_stale_temporary_files_are_found_and_removed(data_dir: Path) -> None:
-    stale = [data_dir / "fourfold.tmp", data_dir / ".episodes.jsonl.123.tmp", data_dir / "conversations" / "x.tmp"]
+    stale = [data_dir / "fourfold.tmp", data_dir / ".fourfold.json.123.tmp", data_dir / "export.tmp"]
     for path in stale:
         path.write_text("left by a crashed writer")
         os.utime(path, (time.time() - 3600, time.time() - 3600))
-    fresh = data_dir / "conversations" / "fresh.tmp"
+    fresh = data_dir / "fresh.tmp"
     fresh.write_text("a save in progress")
     (finding,) = doctor.check(data_dir).findings
     assert "3 stale" in finding.problem
@@ -150,13 +142,13 @@ def test_stale_temporary_files_are_found_and_removed(data_dir: Path) -> None:
 
 
 def test_the_doctor_command(data_dir: Path) -> None:
-    (data_dir / "episodes.jsonl").open("ab").write(b"torn")
+    _damage_thread(data_dir, "customer:1")
     code = ("import sys\nfrom fourfold.cli import main\nfrom fourfold.cli.app import app\n"
             "from fourfold.cli.doctor_command import register\n"
             "if not any(c.name == 'doctor' for c in app.registered_commands): register(app)\n"
             "sys.exit(main(sys.argv[1:]))")
     check = subprocess.run([sys.executable, "-c", code, "doctor", str(data_dir)], capture_output=True, text=True, timeout=120)
-    assert check.returncode == 1 and "episodes.jsonl" in check.stdout and "--repair" in check.stdout
+    assert check.returncode == 1 and "customer:1" in check.stdout and "--repair" in check.stdout
     fix = subprocess.run([sys.executable, "-c", code, "--json", "doctor", str(data_dir), "--repair"],
                          capture_output=True, text=True, timeout=120)
     assert fix.returncode == 0, fix.stdout + fix.stderr

@@ -42,7 +42,7 @@ class Served:
     def __init__(self, data_dir: Path) -> None:
         self.tenants = Tenants(data_dir, embedder=EMBEDDER,
                                vector_store=lambda _t: InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
-        self.keys = KeyStore(data_dir / "keys.sqlite3")
+        self.keys = KeyStore(data_dir / "fourfold.sqlite3")
         self.client = TestClient(create_app(self.tenants, self.keys, mount_mcp=False))
 
     def memory(self, tenant: str = "acme", key: str | None = None) -> RemoteMemory:

@@ -35,7 +35,7 @@ class Service:
 
     def __init__(self, data_dir: Path, *, chroma: bool = False, **app_kwargs: Any) -> None:
         self.tenants = Tenants(data_dir, embedder=EMBEDDER, vector_store=None if chroma else in_memory)
-        self.keys = KeyStore(data_dir / "keys.sqlite3")
+        self.keys = KeyStore(data_dir / "fourfold.sqlite3")
         self.app = create_app(self.tenants, self.keys, **app_kwargs)
         self.client = TestClient(self.app, raise_server_exceptions=False)
         self._by_tenant: dict[str, str] = {}
@@ -111,8 +111,9 @@ def test_a_key_with_the_right_id_but_a_wrong_secret_is_401(svc: Service) -> None
 def test_keys_are_stored_hashed_never_in_clear(svc: Service, tmp_path: Path) -> None:
     key = svc.key("acme")
     svc.keys.close()
-    assert key.encode() not in (tmp_path / "keys.sqlite3").read_bytes()
-    assert key.split("_", 2)[2].encode() not in (tmp_path / "keys.sqlite3").read_bytes()
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert key.split("_", 2)[2].encode() not in path.read_bytes(), path
 
 
 def test_whoami_names_the_tenant_of_the_key(svc: Service) -> None:
@@ -487,7 +488,7 @@ def test_services_on_one_sqlite_data_dir_see_each_others_writes_and_forgets(tmp_
 def test_key_store_create_list_revoke(tmp_path: Path) -> None:
     from fourfold.errors import InvalidInput, NotFound
 
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+    keys = KeyStore(tmp_path / "fourfold.sqlite3")
     assert not keys.has_keys()
     record, secret = keys.create("acme", label="ci")
     assert secret.startswith("ffk_") and keys.authenticate(secret) == "acme"
@@ -500,7 +501,7 @@ def test_key_store_create_list_revoke(tmp_path: Path) -> None:
         with pytest.raises(InvalidInput):
             keys.create(bad)
     # another process (the CLI) sees the same keys
-    assert KeyStore(tmp_path / "keys.sqlite3").authenticate(keys.create("beta")[1]) == "beta"
+    assert KeyStore(tmp_path / "fourfold.sqlite3").authenticate(keys.create("beta")[1]) == "beta"
 
 
 def test_group_commit_answers_each_request_as_remember_would(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ class _Rendezvous(InMemoryVectorStore):
 def test_slow_requests_beyond_anyios_default_thread_count_run_at_once(tmp_path: Path) -> None:
     store = _Rendezvous()
     tenants = Tenants(tmp_path, embedder=EMBEDDER, vector_store=lambda _: store)
-    keys = KeyStore(tmp_path / "keys.sqlite3")
+    keys = KeyStore(tmp_path / "fourfold.sqlite3")
     headers = {"Authorization": f"Bearer {keys.create('acme')[1]}"}
     try:
         with TestClient(create_app(tenants, keys, mount_mcp=False), raise_server_exceptions=False) as client:

@@ -25,7 +25,7 @@ def _service(data_dir: Path) -> tuple[object, str]:
         data_dir, embedder=EMBEDDER,
         vector_store=lambda _t: InMemoryVectorStore(embedder_identity=EMBEDDER.identity),
     )
-    keys = KeyStore(data_dir / "keys.sqlite3")
+    keys = KeyStore(data_dir / "fourfold.sqlite3")
     key = keys.create("fuzz")[1]
     tenants.get("fuzz").facts.set("refund.window_days", 30)
     return create_app(tenants, keys, model=OfflineModel(), mount_mcp=False), key

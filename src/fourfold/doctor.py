@@ -12,11 +12,10 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fourfold._locks import FileLock
 from fourfold._manifest import FORMAT, MANIFEST
 from fourfold.errors import InvalidInput
 from fourfold.stores.sqlite import DATABASE, SCHEMA_VERSION, SQLiteDatabase
@@ -61,7 +60,7 @@ def check(data_dir: str | os.PathLike[str]) -> Report:
     """Look at every file fourfold keeps in data_dir; change nothing."""
     root = _root(data_dir)
     report = Report(root)
-    for checker in (_check_manifest, _check_episodes, _check_facts, _check_vectors, _check_conversations, _check_tmp):
+    for checker in (_check_manifest, _check_legacy, _check_facts, _check_vectors, _check_conversations, _check_tmp):
         report.findings.extend(checker(root, report))
     return report
 
@@ -153,61 +152,6 @@ def _repair_manifest(root: Path, finding: Finding) -> list[str]:
     return [f"{path}: rewritten for {identity!r}; the damaged copy is {aside.name}"]
 
 
-# -- episode log ----------------------------------------------------------------------------
-
-
-def _check_episodes(root: Path, report: Report) -> list[Finding]:
-    path = root / _EPISODES
-    report.checked.append(_EPISODES)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    bad = [n for n, line, ok in _episode_lines(data) if not ok]
-    if not bad:
-        return []
-    where = ", ".join(str(n) for n in bad[:10]) + (" ..." if len(bad) > 10 else "")
-    return [Finding(str(path), f"episodes: {len(bad)} unreadable or duplicate line(s) (line {where})",
-                    f"move them to {path.name}.quarantine; every readable episode stays", True)]
-
-
-def _episode_lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes, readable and not a duplicate) for every non-empty line."""
-    from fourfold.episodic._codec import decode_line
-
-    seen: set[str] = set()
-    lines = data.split(b"\n")
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            episode_id = decode_line(line).id
-        except ValueError:
-            yield n, line, False
-            continue
-        yield n, line, episode_id not in seen
-        seen.add(episode_id)
-
-
-def _repair_episodes(root: Path, finding: Finding) -> list[str]:
-    path = root / _EPISODES
-    with FileLock(f"{path}.lock", timeout=30.0).hold():  # the log's own writers' lock
-        data = path.read_bytes()
-        keep: list[bytes] = []
-        quarantine: list[bytes] = []
-        for _, line, ok in _episode_lines(data):
-            (keep if ok else quarantine).append(line + b"\n")
-        if not quarantine:
-            return []
-        qpath = path.with_name(f"{path.name}.quarantine")
-        with open(qpath, "ab") as f:  # append first: a crash here loses nothing
-            f.write(b"".join(quarantine))
-            f.flush()
-            os.fsync(f.fileno())
-        _write_atomically(path, b"".join(keep))
-    return [f"{path}: moved {len(quarantine)} line(s) to {qpath.name}, kept {len(keep)}"]
-
-
 # -- facts ----------------------------------------------------------------------------------
 
 
@@ -216,9 +160,9 @@ def _check_facts(root: Path, report: Report) -> list[Finding]:
     findings: list[Finding] = []
     for name in (DATABASE, _FACTS):
         path = root / name
-        report.checked.append(name)
         if not path.exists():
             continue
+        report.checked.append(name)
         problem = _sqlite_problem(path)
         if problem is None:
             findings += _schema_version(path)
@@ -346,44 +290,57 @@ def _open_problem(root: Path) -> str | None:
     return None
 
 
-# -- conversations --------------------------------------------------------------------------
+# -- conversation threads -------------------------------------------------------------------
 
 
 def _check_conversations(root: Path, report: Report) -> list[Finding]:
-    folder = root / _CONVERSATIONS
-    report.checked.append(f"{_CONVERSATIONS}/")
+    path = root / DATABASE
+    report.checked.append("threads")
+    if not path.exists() or _sqlite_problem(path) is not None:
+        return []
     found = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            scope = raw["scope"]
-            fmt = int(raw.get("format", 0))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            found.append(Finding(str(path), f"conversation: unreadable thread ({exc})",
-                                 f"move it to {path.name}.damaged-<time>; the customer starts a new thread", True))
-            continue
-        if fmt > 1:
-            found.append(Finding(str(path), f"newer: thread format {fmt}", "upgrade fourfold", False))
-        elif not isinstance(scope, str):
-            found.append(Finding(str(path), "conversation: thread without a scope",
-                                 f"move it to {path.name}.damaged-<time>", True))
+    with _readonly(path) as conn:
+        for scope, payload in conn.execute("SELECT scope, payload FROM threads"):
+            try:
+                raw = json.loads(payload)
+                fmt = int(raw.get("format", 0))
+            except (ValueError, TypeError, AttributeError) as exc:
+                found.append(Finding(f"{path}#threads/{scope}", f"conversation: unreadable thread ({exc})",
+                                     "delete it; the customer starts a new thread", True))
+                continue
+            if fmt > 1:
+                found.append(Finding(f"{path}#threads/{scope}", f"newer: thread format {fmt}", "upgrade fourfold", False))
     return found
 
 
 def _repair_conversation(root: Path, finding: Finding) -> list[str]:
-    path = Path(finding.file)
-    if not path.exists():
+    scope = finding.file.partition("#threads/")[2]
+    db = SQLiteDatabase(root / DATABASE)
+    try:
+        with db.write() as conn:
+            conn.execute("DELETE FROM threads WHERE scope = ?", (scope,))
+        db.erased()
+    finally:
+        db.close()
+    return [f"deleted the unreadable thread of {scope!r}"]
+
+
+# -- a data dir of fourfold 0.1 --------------------------------------------------------------
+
+
+def _check_legacy(root: Path, report: Report) -> list[Finding]:
+    legacy = [name for name in (_EPISODES, _FACTS, "keys.sqlite3", _CONVERSATIONS) if (root / name).exists()]
+    if not legacy or (root / DATABASE).exists():
         return []
-    aside = _aside(path)
-    os.replace(path, aside)
-    return [f"{path}: moved to {aside.name}"]
+    return [Finding(str(root), f"legacy: written by fourfold 0.1 ({', '.join(legacy)})",
+                    f"run `fourfold migrate {root}` once", False)]
 
 
 # -- temporary files ------------------------------------------------------------------------
 
 
 def _tmp_files(root: Path) -> list[Path]:
-    patterns = ["*.tmp", f"{_CONVERSATIONS}/*.tmp", f"{_VECTORS}/*.tmp", f".{_FACTS}.salvage", f".{DATABASE}.salvage"]
+    patterns = ["*.tmp", f"{_VECTORS}/*.tmp", f".{DATABASE}.salvage"]
     now = time.time()
     found: set[Path] = set()
     for pattern in patterns:
@@ -414,7 +371,6 @@ def _repair_tmp(root: Path, finding: Finding) -> list[str]:
 
 _REPAIRS = {
     "manifest": _repair_manifest,
-    "episodes": _repair_episodes,
     "database": _repair_database,
     "conversation": _repair_conversation,
     "tmp": _repair_tmp,

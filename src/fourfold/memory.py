@@ -37,16 +37,16 @@ class Memory:
         episodes: EpisodeLog,
         facts: FactStore,
         config: MemoryConfig,
-        database: SQLiteDatabase | None = None,
+        database: SQLiteDatabase,
     ) -> None:
         self.data_dir = data_dir
-        #: The SQLite file the stores share (None when long-term memory is on Chroma).
+        #: The SQLite file the stores share.
         self.database = database
         self.long_term = long_term
         self.episodes = episodes
         self.facts = facts
         self.docs = DocumentStore(long_term)
-        self.conversations = ConversationStore(data_dir / "conversations", lock_timeout=config.lock_timeout)
+        self.conversations = ConversationStore(database, data_dir / "locks", lock_timeout=config.lock_timeout)
         self.config = config
 
     @classmethod
@@ -61,12 +61,12 @@ class Memory:
         config: MemoryConfig | None = None,
         enricher: Enricher | None = None,
     ) -> Memory:
-        """Open (or create) a data dir: one SQLite file for memories and facts, a JSONL episode log.
+        """Open (or create) a data dir: one SQLite file holds memories, episodes and facts.
 
-        `store="chroma"` keeps long-term memory on embedded Chroma instead (a data dir
-        remembers its choice; one written by fourfold 0.1 is on Chroma, see `fourfold
-        migrate`); `chroma_url` puts it on a Chroma server; `vector_store` injects any
-        backend. The embedder defaults to the bundled all-MiniLM-L6-v2.
+        `store="chroma"` keeps long-term memory (and documents) on embedded Chroma under
+        `vectors/` instead, and `chroma_url` on a Chroma server; a data dir remembers the
+        choice. `vector_store` injects any backend. The embedder defaults to the bundled
+        all-MiniLM-L6-v2. A data dir of fourfold 0.1 must first be moved with `fourfold migrate`.
         """
         config = config or MemoryConfig()
         if not isinstance(config, MemoryConfig):
@@ -80,46 +80,29 @@ class Memory:
             embedder = default_embedder()
         if not isinstance(embedder, Embedder):
             raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
-        recorded = store_kind(check_manifest(data_dir, embedder.identity, create=False))
-        if store is not None and recorded is not None and store != recorded:
-            raise InvalidInput(
-                f"{data_dir} keeps long-term memory on {recorded}, not {store}: "
-                + ("run `fourfold migrate` to move it to SQLite" if recorded == "chroma" else "open it without store=")
+        manifest = check_manifest(data_dir, embedder.identity, create=False)
+        if manifest is not None and int(manifest.get("format", 1)) < 2:  # type: ignore[call-overload]
+            raise StoreUnavailable(
+                f"{data_dir} was written by fourfold 0.1: run `fourfold migrate {data_dir}` once to move it "
+                "into this version's single database (the old files are kept aside)"
             )
+        recorded = store_kind(manifest)
+        if store is not None and recorded is not None and store != recorded:
+            raise InvalidInput(f"{data_dir} keeps long-term memory on {recorded}, not {store}: open it without store=")
         kind: StoreKind = store or recorded or ("chroma" if chroma_url else "sqlite")
-        if kind == "chroma":
-            return cls._open_chroma(data_dir, embedder, vector_store, chroma_url, config, enricher)
         db = SQLiteDatabase(data_dir / DATABASE, timeout=config.lock_timeout)
         try:
-            vectors = vector_store or SQLiteVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
-            check_manifest(data_dir, embedder.identity, store="sqlite")
-            return cls(data_dir, long_term=LongTermMemory(vectors, embedder, max_chars=config.max_memory_chars, enricher=enricher),
-                       episodes=EpisodeLog(data_dir / "episodes.jsonl", embedder, lock_timeout=config.lock_timeout),
-                       facts=FactStore(db), config=config, database=db)
+            if vector_store is None and kind == "chroma":
+                vector_store = _chroma_store(data_dir, embedder, chroma_url, config)
+            elif vector_store is None:
+                vector_store = SQLiteVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
+            check_manifest(data_dir, embedder.identity, store=kind)  # written only once the stores agreed
+            long_term = LongTermMemory(vector_store, embedder, max_chars=config.max_memory_chars, enricher=enricher)
+            return cls(data_dir, long_term=long_term, episodes=EpisodeLog(db, embedder), facts=FactStore(db),
+                       config=config, database=db)
         except BaseException:
             db.close()
             raise
-
-    @classmethod
-    def _open_chroma(
-        cls,
-        data_dir: Path,
-        embedder: Embedder,
-        vector_store: VectorStore | None,
-        chroma_url: str | None,
-        config: MemoryConfig,
-        enricher: Enricher | None,
-    ) -> Memory:
-        """fourfold 0.1's layout: Chroma under vectors/ (or a server), facts.sqlite3 beside it."""
-        vectors = vector_store or _chroma_store(data_dir, embedder, chroma_url, config)
-        check_manifest(data_dir, embedder.identity, store="chroma")  # written only once Chroma agreed
-        return cls(
-            data_dir,
-            long_term=LongTermMemory(vectors, embedder, max_chars=config.max_memory_chars, enricher=enricher),
-            episodes=EpisodeLog(data_dir / "episodes.jsonl", embedder, lock_timeout=config.lock_timeout),
-            facts=FactStore(data_dir / "facts.sqlite3", timeout=config.lock_timeout),
-            config=config,
-        )
 
     @staticmethod
     def connect(url: str, *, api_key: str | None = None, timeout: float = 30.0) -> RemoteMemory:
@@ -143,8 +126,7 @@ class Memory:
     def close(self) -> None:
         self.facts.close()
         self.long_term.store.close()
-        if self.database is not None:
-            self.database.close()
+        self.database.close()
 
     def __enter__(self) -> Memory:
         return self

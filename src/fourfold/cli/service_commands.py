@@ -117,8 +117,9 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (from `
 
 def _keys() -> KeyStore:
     from fourfold.service.keys import KeyStore
+    from fourfold.stores.sqlite import DATABASE
 
-    return KeyStore(state.data_dir / "keys.sqlite3")
+    return KeyStore(state.data_dir / DATABASE)
 
 
 class _closing:

@@ -1,11 +1,17 @@
-"""An append-only, multi-process-safe JSON Lines log of episodes, searchable by situation."""
+"""Episodes in the data dir's database: appended, listed, and searched by situation.
+
+Every process keeps the whole log in memory (`EpisodeIndex`) and, on each read, loads only
+the episodes written since its last read: each write stamps its rows with the database's
+clock, which moves on in commit order. An erasure moves the "episodes/erased" version on,
+and readers then load the log afresh.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,15 +19,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fourfold._locks import FileLock
 from fourfold._validate import check_k, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
-from fourfold.episodic._codec import build_episode, decode_line, encode_line
+from fourfold.episodic._codec import build_episode
 from fourfold.episodic._index import EpisodeIndex, dense_text
-from fourfold.episodic._snapshot import Snapshot, load_snapshot, save_snapshot
-from fourfold.episodic._vectors import VectorSidecar, fsync_dir, write_all, write_atomically
-from fourfold.errors import EmbedderMismatch, InvalidInput, LockTimeout, NotFound
+from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
+from fourfold.stores.sqlite import SQLiteDatabase, chunked_ids, scope_key, scope_of
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
@@ -29,44 +33,41 @@ __all__ = ["EpisodeLog"]
 
 #: Weight of dense similarity in the fused score; BM25 gets the rest.
 DENSE_WEIGHT = 0.5
-#: Write `<log>.index` after parsing this many lines beyond the last snapshot.
-SNAPSHOT_EVERY = 5000
 #: A candidate sharing no word with the situation must at least be this close in meaning.
 MIN_COSINE = 0.25
+#: Moves on with every write of episodes, and with every erasure.
+WRITTEN, ERASED = "episodes", "episodes/erased"
 
 Floats = npt.NDArray[np.float64]
+_COLUMNS = "id, scope, ts, success, goal, actions, outcome, tags, seq"
 
 
 class EpisodeLog:
-    """Episodes in `path` (one JSON object per line), vectors cached in `<path>.vectors`.
+    """Episodes (goal, actions, outcome, success) in the `episodes` table of a database.
 
-    Writers append whole lines with one `os.write` on an O_APPEND descriptor under a
-    cross-process lock; readers parse only the bytes appended since their last call.
+    A path opens a database of the log's own; a `SQLiteDatabase` is shared with the other
+    stores of a data dir.
     """
 
-    def __init__(self, path: str | Path, embedder: Embedder, *, lock_timeout: float = 30.0) -> None:
+    def __init__(self, db: SQLiteDatabase | str | os.PathLike[str], embedder: Embedder, *, lock_timeout: float = 30.0) -> None:
         if not isinstance(embedder, Embedder):
             raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
-        self.path = Path(path)
+        self._owns = not isinstance(db, SQLiteDatabase)
+        self.db = db if isinstance(db, SQLiteDatabase) else SQLiteDatabase(Path(db), timeout=lock_timeout)
+        self.path = self.db.path
         self.embedder = embedder
-        self._lock = FileLock(
-            f"{self.path}.lock", timeout=lock_timeout, hint="Retry, or raise lock_timeout."
-        )
-        self._snapshot_path = Path(f"{self.path}.index")
-        self._sidecar = VectorSidecar(
-            Path(f"{self.path}.vectors"), embedder.identity, embedder.dimension
-        )
         self._mutex = threading.RLock()  # one thread at a time touches the in-memory index
         self._clear()
 
     def _clear(self) -> None:
         self._index = EpisodeIndex(self.embedder.dimension)
-        self._offset = 0  # bytes of the log parsed so far (always just after a newline)
-        self._line_count = 0
-        self._file_key: tuple[int, int] | None = None
-        self._last_line = b""  # the last line parsed, to notice a replaced file on a reused inode
-        self._snapshot_lines = 0  # lines covered by the last snapshot written or read
-        self._sidecar.reset()
+        self._seq = 0  # the clock of the newest write loaded
+        self._erased = -1  # the erasure version the index was loaded under
+
+    def close(self) -> None:
+        """Close the database when the log opened its own."""
+        if self._owns:
+            self.db.close()
 
     # -- writing -----------------------------------------------------------------------
 
@@ -85,112 +86,41 @@ class EpisodeLog:
         return self.record_many([{**item, "scope": scope, "tags": tags}])[0]
 
     def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[Episode]:
-        """Append several episodes with one locked, fsynced write; all or none are valid."""
+        """Append several episodes in one transaction; all or none are valid."""
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise InvalidInput("record_many takes a sequence of episode mappings")
         episodes = [build_episode(item, ts=time.time()) for item in items]
         if episodes:
-            self._append(b"".join(encode_line(ep) for ep in episodes))
+            self.insert(episodes)
         return episodes
 
-    def _append(self, payload: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock.hold():
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    payload = b"\n" + payload  # a crashed writer left a torn line: end it
-                write_all(fd, payload)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if size == 0:
-                fsync_dir(self.path.parent)
+    def insert(self, episodes: Sequence[Episode]) -> None:
+        """Store episodes as they are (validated and redacted already: an import, a migration)."""
+        with self.db.write() as conn:
+            ((_, seq),) = self.db.bump(conn, [WRITTEN]).values()
+            conn.executemany(
+                "INSERT INTO episodes (id, scope, ts, success, goal, actions, outcome, tags, seq, pos)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                [_row(ep, seq, pos) for pos, ep in enumerate(episodes)],
+            )
 
     # -- reading -----------------------------------------------------------------------
 
     def _refresh(self) -> None:
-        """Parse what was appended since the last call; reload if the file was replaced."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            if self._file_key is not None:
+        """Load the episodes written since the last call; everything after an erasure."""
+        with self.db.read() as conn:
+            erased = self.db.version(ERASED)
+            if erased != self._erased:
                 self._clear()
-            return
-        try:
-            st = os.fstat(fd)
-            key = (st.st_dev, st.st_ino)
-            if self._file_key not in (None, key) or not self._still_same_file(fd, st.st_size):
-                self._clear()  # forget_scope (here or elsewhere) or a truncation
-            self._file_key = key
-            if self._offset == 0:
-                self._restore(fd, st.st_size)
-            data = (
-                os.pread(fd, st.st_size - self._offset, self._offset)
-                if st.st_size > self._offset
-                else b""
-            )
-            self._consume(data)
-            if self._line_count - self._snapshot_lines >= SNAPSHOT_EVERY:
-                self._snapshot(fd)
-        finally:
-            os.close(fd)
-
-    def _restore(self, fd: int, size: int) -> None:
-        """Start from the snapshot of the log's first bytes, when there is a valid one."""
-        snap = load_snapshot(self._snapshot_path, fd, size)
-        if snap is None:
-            return
-        self._index.add_many(snap.episodes)
-        self._offset, self._line_count, self._last_line = snap.offset, snap.line_count, snap.last_line
-        self._snapshot_lines = snap.line_count
-
-    def _snapshot(self, fd: int) -> None:
-        snap = Snapshot(self._offset, self._line_count, self._last_line, list(self._index.episodes))
-        try:
-            save_snapshot(self._snapshot_path, fd, snap)
-        except OSError as exc:  # only a cache: the next open parses the log instead
-            warnings.warn(f"could not write {self._snapshot_path}: {exc}", RuntimeWarning, stacklevel=4)
-        self._snapshot_lines = self._line_count
-
-    def _still_same_file(self, fd: int, size: int) -> bool:
-        """The bytes already parsed are still in place (an inode number can be reused)."""
-        if size < self._offset:
-            return False
-        width = len(self._last_line)
-        return os.pread(fd, width, self._offset - width) == self._last_line
-
-    def _consume(self, data: bytes) -> None:
-        """Index every complete line; a trailing partial line waits for its newline."""
-        end = data.rfind(b"\n") + 1
-        if not end:
-            return
-        self._offset += end
-        self._last_line = data[data.rfind(b"\n", 0, end - 1) + 1 : end]
-        for line in data[:end].split(b"\n")[:-1]:
-            self._line_count += 1
-            if line.strip():
-                self._index_line(line, self._line_count)
-
-    def _index_line(self, line: bytes, lineno: int) -> None:
-        try:
-            ep = decode_line(line)
-        except ValueError as exc:
-            warnings.warn(
-                f"{self.path}:{lineno}: skipped a corrupt episode line ({exc})",
-                RuntimeWarning,
-                stacklevel=5,
-            )
-            return
-        if ep.id in self._index.rows:
-            warnings.warn(
-                f"{self.path}:{lineno}: skipped a duplicate of episode {ep.id}",
-                RuntimeWarning,
-                stacklevel=5,
-            )
-            return
-        self._index.add(ep)
+                self._erased = erased
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM episodes WHERE seq > ? ORDER BY seq, pos", (self._seq,)
+            ).fetchall()
+        for row in rows:
+            ep = _episode(row)
+            if ep.id not in self._index.rows:
+                self._index.add(ep)
+            self._seq = max(self._seq, int(row[-1]))
 
     def episodes(self, *, scope: str | None = None, success: bool | None = None) -> list[Episode]:
         """Episodes oldest first; scope=None lists every scope, a scope lists exactly that one."""
@@ -212,7 +142,7 @@ class EpisodeLog:
             self._refresh()
             row = self._index.rows.get(episode_id) if isinstance(episode_id, str) else None
             if row is None:
-                raise NotFound(f"no episode {episode_id!r} in {self.path}")
+                raise NotFound(f"no episode {episode_id!r}")
             return self._index.episodes[row]
 
     def __len__(self) -> int:
@@ -248,7 +178,7 @@ class EpisodeLog:
 
     def _pending(self) -> list[Episode]:
         self._refresh()
-        self._index.set_vectors(self._sidecar.read_new())
+        self._load_vectors(list(range(len(self._index.episodes))))
         episodes = self._index.episodes
         missing = self._index.rows_without_vector(list(range(len(episodes))))
         return [episodes[row] for row in missing if episodes[row].success]
@@ -270,9 +200,23 @@ class EpisodeLog:
             self._keep_vectors(fresh)
         return len(fresh)
 
+    def _load_vectors(self, rows: list[int]) -> None:
+        """Attach the stored vectors (of this embedder) of rows that have none in memory yet."""
+        wanted = [self._index.episodes[row].id for row in self._index.rows_without_vector(rows)]
+        found: dict[str, Vectors] = {}
+        with self.db.read() as conn:
+            for part in chunked_ids(wanted):
+                marks = ",".join("?" * len(part))
+                for episode_id, blob in conn.execute(
+                    f"SELECT id, embedding FROM episodes WHERE id IN ({marks}) AND embedder = ?",
+                    [*part, self.embedder.identity],
+                ):
+                    found[episode_id] = np.frombuffer(blob, dtype=np.float32)
+        self._index.set_vectors(found)
+
     def _ensure_vectors(self, rows: list[int]) -> None:
-        """Load cached vectors, embed the episodes still missing one, and cache those."""
-        self._index.set_vectors(self._sidecar.read_new())
+        """Load stored vectors, embed the episodes still missing one, and store those."""
+        self._load_vectors(rows)
         missing = self._index.rows_without_vector(rows)
         if not missing:
             return
@@ -293,17 +237,11 @@ class EpisodeLog:
         self._persist_vectors(fresh)
 
     def _persist_vectors(self, fresh: dict[str, Vectors]) -> None:
-        try:
-            with self._lock.hold():
-                self._index.set_vectors(self._sidecar.read_new())
-                self._sidecar.append(fresh)
-        except (OSError, LockTimeout) as exc:
-            # The sidecar is only a cache: searching still works, the next call retries.
-            warnings.warn(
-                f"could not cache episode vectors in {self._sidecar.path}: {exc}",
-                RuntimeWarning,
-                stacklevel=4,
-            )
+        """Store vectors for other processes and later opens (no version moves: a vector is
+        derived from its episode, and readers missing one look here before embedding)."""
+        rows = [(v.astype(np.float32).tobytes(), self.embedder.identity, i) for i, v in fresh.items()]
+        with self.db.write() as conn:
+            conn.executemany("UPDATE episodes SET embedding = ?, embedder = ? WHERE id = ?", rows)
 
     def _rank(self, situation: str, rows: list[int], scope: str | None, k: int) -> list[int]:
         """The k best rows by fused dense + BM25 score, newest first among equals.
@@ -331,55 +269,43 @@ class EpisodeLog:
     # -- forgetting --------------------------------------------------------------------
 
     def forget_scope(self, scope: str) -> int:
-        """Rewrite the log (and its vector cache) without scope's episodes; returns how many."""
+        """Erase every episode of a scope; returns how many."""
         checked = check_scope(scope)
         if checked is None:
             raise InvalidInput("forget_scope needs a scope; unscoped episodes are shared know-how")
-        with self._mutex, self._lock.hold():
-            try:
-                data = self.path.read_bytes()
-            except FileNotFoundError:
-                return 0
-            kept, removed, dropped = _split_scope(data, checked)
-            if removed or dropped:
-                self._rewrite(kept, dropped)
+        return self._erase("scope = ?", (checked,))
+
+    def forget(self, episode_id: str) -> None:
+        """Erase one episode; NotFound if there is none."""
+        if not isinstance(episode_id, str) or not self._erase("id = ?", (episode_id,)):
+            raise NotFound(f"no episode {episode_id!r}")
+
+    def _erase(self, where: str, params: tuple[str, ...]) -> int:
+        with self._mutex:
+            with self.db.write() as conn:
+                removed = int(conn.execute(f"DELETE FROM episodes WHERE {where}", params).rowcount)
+                if removed:
+                    self.db.bump(conn, [ERASED, WRITTEN])
+            if removed:
+                self.db.erased()
+                self._clear()
             return removed
 
-    def _rewrite(self, kept: list[bytes], dropped: int) -> None:
-        """Replace log and sidecar under the lock; unreadable lines go too (they may hold the text)."""
-        if dropped:
-            warnings.warn(
-                f"{self.path}: dropped {dropped} unreadable line(s) while forgetting",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-        self._refresh()
-        self._index.set_vectors(self._sidecar.read_new())
-        vectors = self._index.known_vectors()
-        self._snapshot_path.unlink(missing_ok=True)
-        write_atomically(self.path, [line + b"\n" for line in kept])
-        kept_ids = {decode_line(line).id for line in kept}
-        self._sidecar.rewrite({i: v for i, v in vectors.items() if i in kept_ids})
-        self._clear()
+
+def _row(ep: Episode, seq: int, pos: int) -> tuple[Any, ...]:
+    return (
+        ep.id, scope_key(ep.scope), ep.ts, int(ep.success), ep.goal,
+        json.dumps(list(ep.actions), ensure_ascii=False), ep.outcome,
+        json.dumps(list(ep.tags), ensure_ascii=False), seq, pos,
+    )
 
 
-def _split_scope(data: bytes, scope: str) -> tuple[list[bytes], int, int]:
-    """(lines to keep, episodes of scope removed, unreadable lines dropped)."""
-    kept: list[bytes] = []
-    removed = dropped = 0
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            ep = decode_line(line)
-        except ValueError:
-            dropped += 1
-            continue
-        if ep.scope == scope:
-            removed += 1
-        else:
-            kept.append(line)
-    return kept, removed, dropped
+def _episode(row: tuple[Any, ...]) -> Episode:
+    episode_id, scope, ts, success, goal, actions, outcome, tags, _ = row
+    return Episode(
+        goal=goal, actions=tuple(json.loads(actions)), outcome=outcome, success=bool(success), ts=ts,
+        id=episode_id, scope=scope_of(scope), tags=tuple(json.loads(tags)),
+    )
 
 
 def _min_max(values: Floats) -> Floats:

@@ -6,28 +6,20 @@ import hashlib
 import hmac
 import secrets
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fourfold.errors import InvalidInput, NotFound, StoreUnavailable
+from fourfold.errors import InvalidInput, NotFound
 from fourfold.service.tenancy import check_tenant
+from fourfold.stores.sqlite import SQLiteDatabase
 
 __all__ = ["KEY_PREFIX", "ApiKey", "KeyStore"]
 
 #: Every key looks like `ffk_<id>_<secret>`: the id is public (list, revoke), the secret is not.
 KEY_PREFIX = "ffk_"
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL,"
-    " digest TEXT NOT NULL, label TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,"
-    " revoked_at REAL)",
-)
-
-
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     """What `keys list` shows about a key: never the secret, which is not stored."""
@@ -44,29 +36,20 @@ class ApiKey:
 
 
 class KeyStore:
-    """Keys in one SQLite file (`<data_dir>/keys.sqlite3`), shared by the CLI and the service.
+    """Keys in the `keys` table of the data dir's database, shared by the CLI and the service.
 
     The service reads it on every request, so a key created or revoked with the CLI takes
-    effect at once without a restart.
+    effect at once without a restart. A path opens a database of the store's own.
     """
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            for statement in _SCHEMA:
-                self._conn.execute(statement)
-            self._conn.execute(
-                "INSERT OR IGNORE INTO meta (name, value) VALUES ('salt', ?)", (secrets.token_hex(32),)
-            )
-            self._salt = bytes.fromhex(
-                self._conn.execute("SELECT value FROM meta WHERE name = 'salt'").fetchone()[0]
-            )
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreUnavailable(f"cannot open the key store {self.path}: {exc}") from None
+    def __init__(self, path: str | Path | SQLiteDatabase) -> None:
+        self._owns = not isinstance(path, SQLiteDatabase)
+        self.db = path if isinstance(path, SQLiteDatabase) else SQLiteDatabase(path)
+        self.path = self.db.path
+        with self._db() as conn:
+            conn.execute("INSERT INTO meta (name, value) VALUES ('salt', ?) ON CONFLICT (name) DO NOTHING",
+                         (secrets.token_hex(32),))
+            self._salt = bytes.fromhex(conn.execute("SELECT value FROM meta WHERE name = 'salt'").fetchone()[0])
 
     def create(self, tenant: str, *, label: str = "") -> tuple[ApiKey, str]:
         """A new key for `tenant`: its record, and the secret key (shown once, never stored)."""
@@ -126,19 +109,16 @@ class KeyStore:
             return conn.execute("SELECT 1 FROM keys LIMIT 1").fetchone() is not None
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        if self._owns:
+            self.db.close()
 
     def _digest(self, key: str) -> str:
         return hmac.new(self._salt, key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                yield self._conn
-            except sqlite3.Error as exc:
-                raise StoreUnavailable(f"the key store {self.path} failed: {exc}") from None
+        with self.db.write() as conn:
+            yield conn
 
 
 def _key_id(key: object) -> str | None:

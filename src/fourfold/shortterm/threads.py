@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,9 +14,10 @@ from typing import Any
 from fourfold._locks import FileLock
 from fourfold._validate import check_scope
 from fourfold.errors import InvalidInput, StoreCorrupt
+from fourfold.stores.sqlite import SQLiteDatabase
 from fourfold.text import redact
 
-__all__ = ["ConversationStore", "Thread"]
+__all__ = ["ConversationStore", "Thread", "thread_payload"]
 
 _FORMAT = 1
 
@@ -32,76 +34,84 @@ class Thread:
 
 
 class ConversationStore:
-    """One JSON file per scope, replaced atomically (temp file, fsync, rename) on each save."""
+    """Threads in the `threads` table of the data dir's database, one row per scope.
 
-    def __init__(self, directory: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
-        self.directory = Path(directory)
+    A turn holds the scope's lock (a file under `lock_dir`) from load to save, so two
+    processes never interleave one customer's thread.
+    """
+
+    def __init__(self, db: SQLiteDatabase, lock_dir: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+        self.db = db
+        self.lock_dir = Path(lock_dir)
         self._lock_timeout = lock_timeout
-
-    def _path(self, scope: str) -> Path:
-        if check_scope(scope) is None:
-            raise InvalidInput("a conversation thread needs a scope")
-        digest = hashlib.blake2b(scope.encode("utf-8"), digest_size=16).hexdigest()
-        return self.directory / f"{digest}.json"
 
     def lock(self, scope: str) -> FileLock:
         """The lock a turn holds so two processes never interleave one customer's thread."""
-        return FileLock(self._path(scope).with_suffix(".lock"), timeout=self._lock_timeout)
+        digest = hashlib.blake2b(_checked(scope).encode("utf-8"), digest_size=16).hexdigest()
+        return FileLock(self.lock_dir / f"{digest}.lock", timeout=self._lock_timeout)
 
     def load(self, scope: str) -> Thread:
-        path = self._path(scope)
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT payload FROM threads WHERE scope = ?", (_checked(scope),)).fetchone()
+        if row is None:
             return Thread(scope)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise StoreCorrupt(f"conversation file {path} is damaged ({exc}); move it aside to start a new thread") from None
+        try:
+            raw = json.loads(row[0])
+        except ValueError as exc:
+            raise StoreCorrupt(f"the conversation thread of {scope!r} in {self.db.path} is damaged ({exc}); "
+                               "delete it to start a new thread") from None
         if raw.get("format", 0) > _FORMAT:
-            raise StoreCorrupt(f"{path} was written by a newer fourfold: upgrade fourfold")
-        return Thread(
-            scope=raw["scope"],
-            messages=tuple(raw.get("messages", ())),
-            ticket_goal=raw.get("ticket_goal", ""),
-            ticket_actions=tuple(raw.get("ticket_actions", ())),
-            extras=raw.get("extras", {}),
-        )
+            raise StoreCorrupt(f"the thread of {scope!r} was written by a newer fourfold: upgrade fourfold")
+        return _thread(raw)
 
     def save(self, thread: Thread) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self._path(thread.scope)
-        payload = {
-            "format": _FORMAT,
-            "scope": thread.scope,
-            "messages": [_redacted(m) for m in thread.messages],
-            "ticket_goal": thread.ticket_goal,
-            "ticket_actions": list(thread.ticket_actions),
-            "extras": dict(thread.extras),
-        }
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(payload, f, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        payload = json.dumps(thread_payload(thread), ensure_ascii=False)
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO threads (scope, payload, updated_at) VALUES (?, ?, ?) ON CONFLICT (scope)"
+                " DO UPDATE SET payload = excluded.payload, updated_at = excluded.updated_at",
+                (_checked(thread.scope), payload, time.time()),
+            )
 
     def delete(self, scope: str) -> bool:
-        """Remove a scope's thread from disk, with any half-written save; True if there was one."""
-        path = self._path(scope)
-        path.with_suffix(".tmp").unlink(missing_ok=True)  # a crashed save holds the text too
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            return False
-        return True
+        """Erase a scope's thread; True if there was one."""
+        with self.db.write() as conn:
+            removed = conn.execute("DELETE FROM threads WHERE scope = ?", (_checked(scope),)).rowcount
+        if removed:
+            self.db.erased()
+        return bool(removed)
 
     def scopes(self) -> Sequence[str]:
-        found = []
-        for path in sorted(self.directory.glob("*.json")):
-            try:
-                found.append(json.loads(path.read_text(encoding="utf-8"))["scope"])
-            except (ValueError, KeyError, UnicodeDecodeError):
-                continue
-        return found
+        with self.db.read() as conn:
+            return [r[0] for r in conn.execute("SELECT scope FROM threads ORDER BY scope")]
+
+
+def thread_payload(thread: Thread) -> dict[str, Any]:
+    """A thread as JSON (its messages redacted): what is stored, and what an export holds."""
+    return {
+        "format": _FORMAT,
+        "scope": thread.scope,
+        "messages": [_redacted(m) for m in thread.messages],
+        "ticket_goal": thread.ticket_goal,
+        "ticket_actions": list(thread.ticket_actions),
+        "extras": dict(thread.extras),
+    }
+
+
+def _thread(raw: Mapping[str, Any]) -> Thread:
+    return Thread(
+        scope=raw["scope"],
+        messages=tuple(raw.get("messages", ())),
+        ticket_goal=raw.get("ticket_goal", ""),
+        ticket_actions=tuple(raw.get("ticket_actions", ())),
+        extras=raw.get("extras", {}),
+    )
+
+
+def _checked(scope: str) -> str:
+    if check_scope(scope) is None:
+        raise InvalidInput("a conversation thread needs a scope")
+    return scope
 
 
 def _redacted(message: Mapping[str, Any]) -> dict[str, Any]:

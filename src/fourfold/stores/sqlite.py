@@ -40,7 +40,7 @@ from fourfold.stores.vector import (
     scope_key,
 )
 
-__all__ = ["DATABASE", "SCHEMA_VERSION", "SQLiteDatabase", "SQLiteVectorStore"]
+__all__ = ["DATABASE", "SCHEMA_VERSION", "SQLiteDatabase", "SQLiteVectorStore", "chunked_ids", "scope_key", "scope_of"]
 
 #: The database file of a data dir.
 DATABASE = "fourfold.sqlite3"
@@ -63,6 +63,16 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS fact_history (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
     " value_json TEXT NOT NULL, description TEXT NOT NULL DEFAULT '', replaced_at REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS fact_history_key ON fact_history (key, id)",
+    # seq: the clock of the write that stored the row (commit order); pos: its place in that write.
+    "CREATE TABLE IF NOT EXISTS episodes (id TEXT PRIMARY KEY, scope TEXT NOT NULL, ts REAL NOT NULL,"
+    " success INTEGER NOT NULL, goal TEXT NOT NULL, actions TEXT NOT NULL, outcome TEXT NOT NULL,"
+    " tags TEXT NOT NULL, seq INTEGER NOT NULL, pos INTEGER NOT NULL, embedding BLOB, embedder TEXT)",
+    "CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (seq, pos)",
+    "CREATE INDEX IF NOT EXISTS episodes_scope ON episodes (scope)",
+    # API keys of a served data dir: only an HMAC of each key, with the salt in meta.
+    "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, digest TEXT NOT NULL,"
+    " label TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, revoked_at REAL)",
+    "CREATE TABLE IF NOT EXISTS threads (scope TEXT PRIMARY KEY, payload TEXT NOT NULL, updated_at REAL NOT NULL)",
 )
 
 
@@ -282,8 +292,8 @@ class SQLiteVectorStore(VectorStore):
         rows = [_row(r, self.dimension) for r in records]
         with self.writing(), self.db.write() as conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO memories (id, scope, kind, text, metadata, extra, created_at, seq, embedding)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO memories (id, scope, kind, text, metadata, extra, created_at, seq, embedding)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
                 rows,
             )
             self._record(self.db.bump(conn, (_name(r.scope) for r in records)))
@@ -293,7 +303,7 @@ class SQLiteVectorStore(VectorStore):
             return
         with self.writing(), self.db.write() as conn:
             scopes: set[str] = set()
-            for part in chunked(_storable(ids), _CHUNK):
+            for part in chunked_ids(ids):
                 marks = ",".join("?" * len(part))
                 scopes.update(r[0] for r in conn.execute(f"SELECT DISTINCT scope FROM memories WHERE id IN ({marks})", part))
                 conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", part)
@@ -316,7 +326,7 @@ class SQLiteVectorStore(VectorStore):
     def existing(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         with self.db.read() as conn:
-            for part in chunked(_storable(ids), _CHUNK):
+            for part in chunked_ids(ids):
                 marks = ",".join("?" * len(part))
                 found.update(r[0] for r in conn.execute(f"SELECT id FROM memories WHERE id IN ({marks})", part))
         return found
@@ -324,7 +334,7 @@ class SQLiteVectorStore(VectorStore):
     def get(self, ids: Sequence[str]) -> list[VectorRecord]:
         records: list[VectorRecord] = []
         with self.db.read() as conn:
-            for part in chunked(_storable(ids), _CHUNK):
+            for part in chunked_ids(ids):
                 marks = ",".join("?" * len(part))
                 records.extend(self._records(conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({marks})", part)))
         return records
@@ -387,6 +397,16 @@ def _scope_of(name: str) -> str | None:
 
 def _unkey(stored: str) -> str | None:
     return None if stored == GLOBAL_SCOPE_KEY else stored
+
+
+def scope_of(stored: str) -> str | None:
+    """A scope as read back from a row (the unscoped space is stored as an empty string)."""
+    return _unkey(stored)
+
+
+def chunked_ids(ids: Sequence[str]) -> Iterator[Sequence[str]]:
+    """Storable ids in lists short enough for one `IN (...)`."""
+    yield from chunked(_storable(ids), _CHUNK)
 
 
 def _storable(ids: Sequence[str]) -> list[str]:
