@@ -33,6 +33,7 @@ _OTHER_WORDS = frozenset(
 )
 _EXPIRY_AFTER = re.compile(r"[^\n\d]{0,20}?(?:(?:0[1-9]|1[0-2])\s*/\s*\d{2}(?:\d{2})?\b|\b(?:cvv|cvc)\b)", re.I)
 _LOOK_BACK = 40
+_CLAUSE_END = re.compile(r"[.;:!?\n]")
 
 
 def _grouped_like_a_card(candidate: str) -> bool:
@@ -56,8 +57,14 @@ def _in_issuer_range(digits: str) -> bool:
 
 
 def is_card_context(before: str) -> bool | None:
-    """True after a card word, False after an order/tracking/device word, None without either."""
-    for word in reversed(_WORD.findall(before[-_LOOK_BACK:].lower())):
+    """True after a card word, False after an order/tracking/device word, None without either.
+
+    Only the clause the number ends counts ("Ticket 38: number 4012..." is not a ticket
+    number); a label right before the number ("Card: 4111...") belongs to it.
+    """
+    label = before.rstrip(" \t:#=-")
+    clause = _CLAUSE_END.split(label[-_LOOK_BACK:])[-1]
+    for word in reversed(_WORD.findall(clause.lower())):
         if word in _CARD_WORDS:
             return True
         if word in _OTHER_WORDS:
