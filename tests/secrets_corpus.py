@@ -90,7 +90,7 @@ SECRETS: list[Case] = [
     _case("azure_sas_signature", "Download https://shop.blob.core.windows.net/c/f.pdf?sv=2022-11-02&sp=r&sig={s} today.", _r(_ALNUM, 40) + "%3D"),
     _case("azure_client_secret", "The app registration uses {s} for now.", _r(_ALNUM, 3) + "8Q~" + _r(_ALNUM + "_~.-", 34)),
     _case("gcp_private_key_id", 'The JSON file has "private_key_id": "{s}" near the top.', _r(_HEX, 40)),
-    _case("private_key", "Here is the service file: {s}", _GCP_JSON),
+    Case("private_key", f"Here is the service file: {_GCP_JSON}", _GCP_BODY),
     _case("google_api_key", "The maps widget uses {s} on the site.", "AIza" + _r(_B64URL, 35)),
     _case("digitalocean_token", "The droplet script reads {s} from disk.", "dop_v1_" + _r(_HEX, 64)),
     _case("databricks_token", "The notebook job uses {s} to run.", "dapi" + _r(_HEX, 32)),

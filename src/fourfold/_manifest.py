@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
+from fourfold._files import write_private
 from fourfold.errors import EmbedderMismatch, StoreCorrupt, StoreUnavailable
 
 __all__ = ["FORMAT", "MANIFEST", "check_manifest"]
@@ -26,10 +26,8 @@ def check_manifest(data_dir: Path, embedder_identity: str, *, create: bool = Tru
         if not create:
             return None
         manifest: dict[str, object] = {"format": FORMAT, "embedder": embedder_identity, "created_at": time.time()}
-        tmp = path.with_suffix(".tmp")
         try:
-            tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
+            write_private(path, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
         except OSError as exc:
             raise StoreUnavailable(f"cannot write {path}: {exc.strerror or exc}") from None
         return manifest

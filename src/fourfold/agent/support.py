@@ -187,7 +187,8 @@ class SupportAgent:
     def resolve(self, customer_id: str, outcome: str, success: bool = True) -> Resolution:
         """Close the open ticket: record the episode and remember the distilled durable facts."""
         scope = customer_scope(customer_id)
-        outcome = check_text(outcome, what="outcome")
+        # The operator's outcome goes to the distilling model too: its secrets go first.
+        outcome = redact(check_text(outcome, what="outcome"))[0]
         with self.conversations.lock(scope).hold():
             thread = self.conversations.load(scope)
             if not thread.ticket_goal:
