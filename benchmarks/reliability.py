@@ -5,9 +5,11 @@ same workloads with CI sizes) and prints one table:
 
     python benchmarks/reliability.py [--cycles 200] [--writers 8] [--per-writer 60]
                                      [--isolation-ops 600] [--fuzz-rounds 400]
-                                     [--chroma-server] [--seed 1]
+                                     [--chroma-server] [--seed 1] [--secrets]
 
-The last line printed is exactly
+Before it, ``secrets: caught=N of M leaked_channels=N false_positives=N of K``: the secrets
+corpus (tests/secrets_corpus.py) through every channel that stores text (see
+secrets_channels.py); ``--secrets`` runs only that. The last line printed is exactly
 ``reliability: lost=N leaked=N crashes=N of M cases``: writes acknowledged but missing
 (crash cycles and concurrent writers), another scope's text or a secret seen where it must
 not be, and bad inputs that ended in anything but a typed error or a clean result.
@@ -44,6 +46,10 @@ from fourfold import FourfoldError
 from fourfold.config import MemoryConfig
 from fourfold.embeddings import HashEmbedder
 from fourfold.memory import Memory
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import secrets_channels
+from secrets_channels import SecretsResult
 
 # -- deterministic payloads -----------------------------------------------------------------
 # Every write is named by a key; its content is a pure function of the key, so a verifier
@@ -725,7 +731,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fuzz-rounds", type=int, default=400)
     parser.add_argument("--chroma-server", action="store_true", help="also run the concurrency load against a Chroma server")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--secrets", action="store_true", help="run only the secrets corpus through every channel")
     args = parser.parse_args(argv)
+    if args.secrets:
+        return secrets_only()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     rows: list[tuple[str, str, str]] = []
     lost = leaked = crashes = cases = 0
@@ -750,9 +759,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         leaks = _isolation(root, args.isolation_ops, args.seed)
         leaked += len(leaks)
         rows.append(("isolation", f"{args.isolation_ops} random ops, 4 scopes", f"leaks {len(leaks)}" + (f": {leaks[:3]}" if leaks else "")))
-        secret_leaks = _secrets(root)
-        leaked += secret_leaks
-        rows.append(("secrets", "test_text corpus in every store", f"secrets found on disk or in reads: {secret_leaks}"))
+        secrets = _secrets(root)
+        leaked += len(secrets.leaked_channels)
+        rows.append(("secrets", f"{secrets.total} secrets x 8 channels", secrets.line()))
         outcomes = _bad_inputs(root, args.fuzz_rounds, args.seed)
         crashes += sum(o.crashed for o in outcomes)
         cases += len(outcomes)
@@ -762,8 +771,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     _print_table(rows)
     for o in crashed[:40]:
         print(f"  crash: {o.case} -> {o.ended}")
+    print(*secrets_channels.describe(secrets), sep="\n")
+    print(secrets.line())
     print(f"reliability: lost={lost} leaked={leaked} crashes={crashes} of {cases} cases")
     return 0 if not (lost or leaked or crashes) else 1
+
+
+def secrets_only() -> int:
+    """`--secrets`: only the secrets corpus through every channel (about a minute)."""
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    with tempfile.TemporaryDirectory(prefix="fourfold-secrets-") as tmp:
+        secrets = _secrets(Path(tmp))
+    print(*secrets_channels.describe(secrets), sep="\n")
+    print(secrets.line())
+    return 0 if secrets.caught == secrets.total and not secrets.false_positives else 1
 
 
 def _concurrency_targets(root: Path, server: bool) -> list[tuple[str, str | None]]:
@@ -787,27 +808,11 @@ def _isolation(root: Path, n: int, seed: int) -> list[str]:
     return leaks
 
 
-def _secrets(root: Path) -> int:
-    tests = Path(__file__).resolve().parents[1] / "tests"
-    sys.path.insert(0, str(tests))
-    try:
-        import test_text
-    except ImportError:
-        return 0
-    found = 0
-    with open_memory(root / "secrets") as mem:
-        for i, case in enumerate(test_text.SECRETS):
-            text = case[0]
-            try:
-                mem.long_term.remember(f"Ticket note {i}: {text}", scope=f"customer:s{i}")
-                mem.episodes.record(goal=f"Ticket {i}: {text}", actions=[text], outcome=f"done {text}", success=True)
-            except FourfoldError:
-                continue
-        secrets = [test_text._secret_of(c) for c in test_text.SECRETS]
-        blob = b"".join(p.read_bytes() for p in (root / "secrets").rglob("*") if p.is_file() and "vectors" not in p.parts)
-        blob += json.dumps([r.text for s in mem.long_term.store.scopes() for r in mem.long_term.all(scope=s)]).encode()
-        found = sum(1 for s in secrets if s.encode() in blob)
-    return found
+def _secrets(root: Path) -> SecretsResult:
+    """The secrets corpus through every channel, on the default (on-disk) stores."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return secrets_channels.run(root / "secrets")
 
 
 def _bad_inputs(root: Path, rounds: int, seed: int) -> list[Outcome]:

@@ -74,7 +74,8 @@ def test_every_tool_makes_its_library_call(memory: Memory) -> None:
             assert memory.long_term.get(made["id"]).scope == "user:me"
             hits = structured(await client.call_tool("recall", {"query": "dark mode", "k": 3}))
             assert [h["id"] for h in hits] == [made["id"]]
-            assert structured(await client.call_tool("recall", {"query": "dark mode", "scope": "user:other"})) == []
+            outside = await client.call_tool("recall", {"query": "dark mode", "scope": "user:other"})
+            assert outside.is_error and "outside this server's scope" in text(outside)
             assert text(await client.call_tool("forget", {"memory_id": made["id"]})) == f"forgot {made['id']}"
             ep = structured(await client.call_tool("record_episode", {
                 "goal": "set up VPN", "actions": ["install client", "import profile"], "outcome": "connected", "success": True}))

@@ -20,7 +20,7 @@ def test_exported_names_are_exactly_the_public_api() -> None:
     assert set(fourfold.__all__) == {
         "DocHit", "EmbedderMismatch", "Episode", "Fact", "FourfoldError", "InvalidInput", "LockTimeout",
         "Memory", "MissingDependency", "ModelError", "NotFound", "Recalled", "Redaction", "Remembered",
-        "StoreCorrupt", "StoreUnavailable", "__version__",
+        "StoreCorrupt", "StoreUnavailable", "TooLarge", "__version__",
     }
     for name in fourfold.__all__:
         assert getattr(fourfold, name) is not None

@@ -97,3 +97,17 @@ def test_ordinary_support_sentences_are_stored_unchanged_in_every_store(tmp_path
             agent.turn("o", s)
         users = [m["content"] for m in agent.history("o") if m["role"] == "user"]
         assert users == ORDINARY[:40]
+
+
+def test_the_corpus_through_every_channel_leaves_no_secret_in_reads_or_files(tmp_path: Path) -> None:
+    """The benchmark's workload (benchmarks/secrets_channels.py), 40+ formats x 8 channels."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import secrets_channels
+    from fourfold.stores import InMemoryVectorStore
+
+    embedder = secrets_channels.EMBEDDER
+    result = secrets_channels.run(tmp_path, vector_store=lambda: InMemoryVectorStore(embedder_identity=embedder.identity))
+    assert result.leaked_channels == {}
+    assert (result.caught, result.false_positives) == (result.total, [])

@@ -12,6 +12,7 @@ from fourfold.errors import (
     NotFound,
     StoreCorrupt,
     StoreUnavailable,
+    TooLarge,
 )
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 
@@ -46,5 +47,6 @@ __all__ = [
     "Remembered",
     "StoreCorrupt",
     "StoreUnavailable",
+    "TooLarge",
     "__version__",
 ]

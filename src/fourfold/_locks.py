@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from fourfold._files import private_dir, private_file
 from fourfold.errors import LockTimeout
 
 __all__ = ["FileLock"]
@@ -44,8 +45,8 @@ class FileLock:
         if not self._thread_lock.acquire(timeout=max(limit, 0.0)):
             raise self._timeout_error(limit)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            private_dir(self.path.parent)
+            fd = private_file(self.path)
             try:
                 delay = 0.001
                 while True:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Literal
 
+from fourfold._files import write_private
 from fourfold.errors import EmbedderMismatch, StoreCorrupt, StoreUnavailable
 
 __all__ = ["FORMAT", "MANIFEST", "StoreKind", "check_manifest", "store_kind"]
@@ -43,12 +43,8 @@ def check_manifest(
         manifest: dict[str, object] = {
             "format": FORMAT, "embedder": embedder_identity, "store": store, "created_at": time.time()
         }
-        tmp = path.with_suffix(".tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json.dumps(manifest, indent=2) + "\n")
-            os.replace(tmp, path)
+            write_private(path, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
         except OSError as exc:
             raise StoreUnavailable(f"cannot write {path}: {exc.strerror or exc}") from None
         return manifest

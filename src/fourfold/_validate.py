@@ -6,11 +6,13 @@ import json
 import re
 import reprlib
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from fourfold.errors import InvalidInput
+from fourfold.text import detect
 
-__all__ = ["check_k", "check_kind", "check_metadata", "check_scope", "check_text"]
+__all__ = ["check_identifier", "check_k", "check_kind", "check_metadata", "check_scope", "check_text"]
 
 _KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
 _MAX_SCOPE = 256
@@ -40,7 +42,25 @@ def check_scope(scope: object) -> str | None:
         raise InvalidInput(f"scope must be a string or None, not {type(scope).__name__}")
     if not scope.strip() or len(scope) > _MAX_SCOPE or not scope.isprintable():
         raise InvalidInput(f"scope must be 1-{_MAX_SCOPE} printable characters, got {scope[:40]!r}")
-    return scope
+    return check_identifier(scope, what="scope")
+
+
+def check_identifier(value: str, *, what: str) -> str:
+    """Refuse an identifier (scope, customer id, fact or metadata key, tag) that holds a secret.
+
+    Text is redacted, but an identifier is refused: rewriting it would silently merge two
+    customers' scopes or two keys into one "[REDACTED:...]", and it names files, rows and
+    log lines where the secret would otherwise travel. The message never repeats the value.
+    """
+    kinds = _secret_kinds(value)
+    if kinds:
+        raise InvalidInput(f"{what} looks like it holds a secret ({', '.join(kinds)}); choose another {what}")
+    return value
+
+
+@lru_cache(maxsize=4096)  # the same few scopes and keys come back on every call
+def _secret_kinds(value: str) -> tuple[str, ...]:
+    return tuple(sorted({r.kind for r in detect(value)}))
 
 
 def check_kind(kind: object) -> str:
@@ -70,7 +90,8 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         raise InvalidInput(f"metadata must be a mapping, not {type(metadata).__name__}")
     for key in metadata:
         if not isinstance(key, str) or not key:
-            raise InvalidInput(f"metadata keys must be non-empty strings, got {key!r}")
+            raise InvalidInput(f"metadata keys must be non-empty strings, got {_show(key)}")
+        check_identifier(key, what="metadata key")
     try:
         encoded = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fourfold._files import write_private
 from fourfold._manifest import FORMAT, MANIFEST
 from fourfold.errors import InvalidInput
 from fourfold.stores.sqlite import DATABASE, SCHEMA_VERSION, SQLiteDatabase
@@ -398,12 +399,7 @@ def _aside(path: Path) -> Path:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.doctor.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_private(path, data)  # a repaired log holds customer text: 0600, like the original
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -12,6 +12,7 @@ __all__ = [
     "NotFound",
     "StoreCorrupt",
     "StoreUnavailable",
+    "TooLarge",
 ]
 
 
@@ -25,6 +26,12 @@ class InvalidInput(FourfoldError, ValueError):
     """The caller passed something fourfold refuses (empty text, bad k, bad metadata...)."""
 
     code = "invalid_input"
+
+
+class TooLarge(InvalidInput):
+    """The input is over a size limit (a document, a batch); the service answers 413."""
+
+    code = "too_large"
 
 
 class NotFound(FourfoldError, KeyError):

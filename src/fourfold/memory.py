@@ -7,6 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from fourfold._files import private_dir
 from fourfold._manifest import StoreKind, check_manifest, store_kind
 from fourfold._validate import check_scope
 from fourfold.config import MemoryConfig, default_data_dir
@@ -149,7 +150,7 @@ def _data_dir(path: object) -> Path:
     if "\x00" in str(data_dir):
         raise InvalidInput(f"data dir {str(data_dir)!r} contains a NUL byte")
     try:
-        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(data_dir)
     except (OSError, UnicodeEncodeError) as exc:
         raise StoreUnavailable(f"cannot create data dir {data_dir}: {getattr(exc, 'strerror', None) or exc}") from None
     if not data_dir.is_dir():

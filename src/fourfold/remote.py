@@ -254,11 +254,23 @@ class RemoteDocumentStore:
         self._http = http
 
     def ingest(
-        self, text_or_path: str | os.PathLike[str], *, source: str | None = None, scope: str | None = None
+        self, text: str | os.PathLike[str], *, source: str | None = None, scope: str | None = None
     ) -> list[str]:
-        from fourfold.semantic.docs import _read  # the library's own text-or-path rule
+        """A string is the document's text; a `Path` is read here, as `ingest_file` does."""
+        if isinstance(text, os.PathLike):
+            return self.ingest_file(text, source=source, scope=scope)
+        if not isinstance(source, str):
+            raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
+        return self.ingest_text(text, source=source, scope=scope)
 
-        text, source = _read(text_or_path, source)
+    def ingest_file(self, path: str | os.PathLike[str], *, source: str | None = None, scope: str | None = None) -> list[str]:
+        """Read a local UTF-8 file (on this client) and send its text."""
+        from fourfold.semantic.docs import read_document  # the library's own reading rule
+
+        text, name = read_document(path)
+        return self.ingest_text(text, source=source or name, scope=scope)
+
+    def ingest_text(self, text: str, *, source: str, scope: str | None = None) -> list[str]:
         body = {"text": text, "source": source, "scope": scope}
         return [str(i) for i in self._http.call("POST", "/v1/docs", body)["ids"]]
 

@@ -36,16 +36,22 @@ class PromptParts:
     docs: Sequence[DocHit] = ()
 
 
+# Characters a reader may take for <, > or &: those whose compatibility form is one
+# (fullwidth, small forms) and the angle brackets that look the same.
+_LOOKALIKES = frozenset("<>&＜＞＆﹤﹥﹠‹›〈〉〈〉⟨⟩《》❬❭❮❯")
+
+
 def quote(text: str) -> str:
     """One line of data: a JSON string with <, > and & escaped so no delimiter can be closed.
 
     Every character that is not printable is escaped too: U+2028/U+2029 and NEL end a line
     for many readers (json leaves them raw), and invisible format characters (tag
-    characters, bidi overrides) can smuggle instructions a human reviewer cannot see.
+    characters, bidi overrides) can smuggle instructions a human reviewer cannot see. So is
+    every look-alike of <, > and & (fullwidth ＜, small ﹤, angle brackets ‹ 〈 ⟨): a model
+    reads "＜/memory_data＞" as the closing delimiter.
     """
     encoded = json.dumps(text, ensure_ascii=False)
-    encoded = encoded.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-    return "".join(ch if ch.isprintable() else _escape(ch) for ch in encoded)
+    return "".join(_escape(ch) if ch in _LOOKALIKES or not ch.isprintable() else ch for ch in encoded)
 
 
 def _escape(ch: str) -> str:

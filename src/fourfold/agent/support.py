@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fourfold._validate import check_text
+from fourfold._validate import check_identifier, check_text
 from fourfold.agent.distill import distill_offline, distill_with_model
 from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_system
 from fourfold.errors import InvalidInput
@@ -36,7 +36,8 @@ Strategy = Callable[[Sequence[Mapping[str, Any]]], list[Mapping[str, Any]]]
 def customer_scope(customer_id: str) -> str:
     """The memory scope of one customer: a hard partition in every store."""
     if not isinstance(customer_id, str) or not customer_id.strip() or not customer_id.isprintable():
-        raise InvalidInput(f"customer_id must be a non-empty printable string, got {customer_id!r}")
+        raise InvalidInput(f"customer_id must be a non-empty printable string, got {customer_id!r:.60}")
+    check_identifier(customer_id, what="customer id")
     return f"customer:{customer_id}"
 
 
@@ -141,9 +142,14 @@ class SupportAgent:
         return Reply(responses[-1].text, report)
 
     def retrieve(self, scope: str, user_msg: str) -> PromptParts:
-        """Long-term memories and episodes of this customer only, plus shared documentation."""
+        """Long-term memories and episodes of this customer only, plus shared documentation.
+
+        Unscoped episodes are not read: anyone with MCP or API access can write them unvetted.
+        """
         memories = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k)
-        episodes = self.memory.episodes.similar_successes(user_msg, k=self.episode_k, scope=scope)
+        episodes = self.memory.episodes.similar_successes(
+            user_msg, k=self.episode_k, scope=scope, include_unscoped=False
+        )
         docs = self.memory.docs.search(user_msg, k=self.doc_k) if self.doc_k else []
         return PromptParts(memories, episodes, docs)
 
@@ -181,7 +187,8 @@ class SupportAgent:
     def resolve(self, customer_id: str, outcome: str, success: bool = True) -> Resolution:
         """Close the open ticket: record the episode and remember the distilled durable facts."""
         scope = customer_scope(customer_id)
-        outcome = check_text(outcome, what="outcome")
+        # The operator's outcome goes to the distilling model too: its secrets go first.
+        outcome = redact(check_text(outcome, what="outcome"))[0]
         with self.conversations.lock(scope).hold():
             thread = self.conversations.load(scope)
             if not thread.ticket_goal:

@@ -251,9 +251,9 @@ def docs_ingest(
     """Chunk a document into the vector store."""
     with _memory() as mem:
         if str(path) == "-":
-            ids = mem.docs.ingest(sys.stdin.read(), source=source or "stdin")
+            ids = mem.docs.ingest_text(sys.stdin.read(), source=source or "stdin")
         else:
-            ids = mem.docs.ingest(path, source=source)
+            ids = mem.docs.ingest_file(path, source=source)
     _out({"chunks": len(ids), "ids": ids}, f"{len(ids)} chunks stored")
 
 

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fourfold._validate import check_scope, check_text
+from fourfold._validate import check_identifier, check_scope, check_text
 from fourfold.errors import InvalidInput
 from fourfold.text import redact
 from fourfold.types import Episode
@@ -56,8 +56,9 @@ def build_episode(item: Mapping[str, Any], *, ts: float) -> Episode:
         ts=ts,
         id=uuid.uuid4().hex,
         scope=check_scope(item.get("scope")),
-        tags=_strings(
-            item.get("tags", ()), what="tags", limit=MAX_ACTIONS, max_chars=MAX_TAG_CHARS
+        tags=tuple(
+            check_identifier(tag, what="tag")
+            for tag in _strings(item.get("tags", ()), what="tags", limit=MAX_ACTIONS, max_chars=MAX_TAG_CHARS)
         ),
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -107,20 +108,17 @@ class EpisodeIndex:
             self._matrix[rows] = np.stack(known)
             self._has_vector[rows] = True
 
-    def success_rows(self, scope: str | None) -> list[int]:
-        """Rows of successful episodes visible from scope: its own plus the unscoped ones."""
-        rows = list(self._success_rows.get(None, []))
-        if scope is not None:
-            rows.extend(self._success_rows.get(scope, []))
-        return rows
+    def success_rows(self, scopes: Sequence[str | None]) -> list[int]:
+        """Rows of successful episodes of `scopes` (None is the unscoped group), group by group."""
+        return [row for scope in scopes for row in self._success_rows.get(scope, [])]
 
-    def lexical_scores(self, scope: str | None, query_tokens: list[str]) -> list[float]:
-        """Okapi BM25 of each of `success_rows(scope)`, with statistics over exactly those rows.
+    def lexical_scores(self, scopes: Sequence[str | None], query_tokens: list[str]) -> list[float]:
+        """Okapi BM25 of each of `success_rows(scopes)`, with statistics over exactly those rows.
 
         Each group of rows (the unscoped ones, one scope's) keeps postings that grow as
         episodes arrive, so a query touches only the rows that share a term with it.
         """
-        groups = [self._postings(None)] + ([self._postings(scope)] if scope is not None else [])
+        groups = [self._postings(scope) for scope in scopes]
         n_docs = sum(len(g.lengths) for g in groups)
         if not n_docs:
             return []

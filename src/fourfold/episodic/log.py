@@ -142,7 +142,7 @@ class EpisodeLog:
             self._refresh()
             row = self._index.rows.get(episode_id) if isinstance(episode_id, str) else None
             if row is None:
-                raise NotFound(f"no episode {episode_id!r}")
+                raise NotFound(f"no episode {episode_id!r}")  # never the server's file path
             return self._index.episodes[row]
 
     def __len__(self) -> int:
@@ -153,22 +153,27 @@ class EpisodeLog:
     # -- similarity --------------------------------------------------------------------
 
     def similar_successes(
-        self, situation: str, *, k: int = 3, scope: str | None = None
+        self, situation: str, *, k: int = 3, scope: str | None = None, include_unscoped: bool = True
     ) -> list[Episode]:
         """Successful episodes most like situation, from scope and the unscoped shared ones.
 
         scope=None sees only unscoped episodes: one customer's episodes never reach another.
+        `include_unscoped=False` keeps to the scope alone: anyone who may write unscoped
+        episodes (an MCP client) could otherwise plant text in every customer's prompt.
         """
         situation = check_text(situation, what="situation")
         k = check_k(k)
         scope = check_scope(scope)
+        scopes: tuple[str | None, ...] = (
+            (None,) if scope is None else (None, scope) if include_unscoped else (scope,)
+        )
         with self._mutex:
             self._refresh()
-            rows = self._index.success_rows(scope)
+            rows = self._index.success_rows(scopes)
             if not rows:
                 return []
             self._ensure_vectors(rows)
-            ranked = self._rank(situation, rows, scope, k)
+            ranked = self._rank(situation, rows, scopes, k)
             return [self._index.episodes[row] for row in ranked]
 
     def pending(self) -> int:
@@ -243,13 +248,13 @@ class EpisodeLog:
         with self.db.write() as conn:
             conn.executemany("UPDATE episodes SET embedding = ?, embedder = ? WHERE id = ?", rows)
 
-    def _rank(self, situation: str, rows: list[int], scope: str | None, k: int) -> list[int]:
+    def _rank(self, situation: str, rows: list[int], scopes: tuple[str | None, ...], k: int) -> list[int]:
         """The k best rows by fused dense + BM25 score, newest first among equals.
 
         Rows sharing no word with the situation and not close in meaning are dropped.
         """
         episodes = self._index.episodes
-        lexical = np.array(self._index.lexical_scores(scope, tokenize(situation)), dtype=np.float64)
+        lexical = np.array(self._index.lexical_scores(scopes, tokenize(situation)), dtype=np.float64)
         query = self.embedder.embed(situation)
         # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
         # down the next embedding on a small machine, for a product that takes microseconds.

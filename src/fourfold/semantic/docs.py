@@ -6,14 +6,17 @@ import os
 from pathlib import Path
 
 from fourfold._validate import check_k, check_scope, check_text
-from fourfold.errors import InvalidInput, NotFound
+from fourfold.errors import InvalidInput, NotFound, TooLarge
 from fourfold.longterm.store import DOC_KIND, LongTermMemory, MemoryInput
 from fourfold.semantic.chunking import chunk_text
+from fourfold.text import redact
 from fourfold.types import DocHit, Recalled
 
-__all__ = ["DocumentStore"]
+__all__ = ["MAX_DOC_CHARS", "MAX_DOC_CHUNKS", "DocumentStore", "check_document", "read_document"]
 
-_MAX_DOC_CHARS = 5_000_000
+#: Limits of one document: a request that would embed thousands of chunks is refused.
+MAX_DOC_CHARS = 500_000
+MAX_DOC_CHUNKS = 600
 
 
 class DocumentStore:
@@ -24,22 +27,39 @@ class DocumentStore:
         self.max_chars = max_chars
         self.overlap = overlap
 
-    def ingest(self, text_or_path: str | os.PathLike[str], *, source: str | None = None, scope: str | None = None) -> list[str]:
-        """Chunk a text, or a file's contents, and store the chunks; returns their ids.
+    def ingest(
+        self, text: str | os.PathLike[str], *, source: str | None = None, scope: str | None = None
+    ) -> list[str]:
+        """Chunk and store a document; returns the chunk ids (re-ingesting is idempotent).
 
-        A path is read when `text_or_path` is a `Path` or names an existing file; the
-        source defaults to the file name. Re-ingesting the same content is idempotent.
+        A string is always the document's text, never a file name: a caller passing on
+        untrusted text must not be made to upload a local file. A `Path` is read, as
+        `ingest_file` does.
         """
-        text, source = _read(text_or_path, source)
+        if isinstance(text, os.PathLike):
+            return self.ingest_file(text, source=source, scope=scope)
+        if not isinstance(source, str):
+            raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
         return self.ingest_text(text, source=source, scope=scope)
 
+    def ingest_file(self, path: str | os.PathLike[str], *, source: str | None = None, scope: str | None = None) -> list[str]:
+        """Read a UTF-8 file and store it; the source defaults to the file's name."""
+        text, name = read_document(path)
+        return self.ingest_text(text, source=source or name, scope=scope)
+
     def ingest_text(self, text: str, *, source: str, scope: str | None = None) -> list[str]:
-        """Chunk and store a text; never reads a file (the safe call for network adapters)."""
-        text = check_text(text, what="document", max_chars=_MAX_DOC_CHARS)
+        """Chunk and store a text; never reads a file (the safe call for network adapters).
+
+        Secrets are removed from the whole text before it is cut: a key split across two
+        chunks would otherwise leave its second half in clear.
+        """
+        text = check_document(text)
         if not isinstance(source, str) or not source.strip():
             raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
         scope = check_scope(scope)
-        chunks = chunk_text(text, max_chars=self.max_chars, overlap=self.overlap)
+        chunks = chunk_text(redact(text)[0], max_chars=self.max_chars, overlap=self.overlap)
+        if len(chunks) > MAX_DOC_CHUNKS:
+            raise TooLarge(f"the document makes {len(chunks):,} chunks; the limit is {MAX_DOC_CHUNKS:,} (split it into several sources)")
         items = [
             MemoryInput(
                 chunk.text, scope, DOC_KIND,
@@ -69,32 +89,25 @@ class DocumentStore:
         return len(doomed)
 
 
-def _read(text_or_path: str | os.PathLike[str], source: str | None) -> tuple[str, str]:
-    path: Path | None = None
-    if isinstance(text_or_path, os.PathLike):
-        path = Path(text_or_path)
-    elif isinstance(text_or_path, str) and "\n" not in text_or_path and len(text_or_path) < 4096:
-        candidate = Path(text_or_path)
-        try:
-            if candidate.is_file():
-                path = candidate
-        except OSError:
-            path = None
-    elif not isinstance(text_or_path, str):
-        raise InvalidInput(f"ingest takes text or a path, not {type(text_or_path).__name__}")
-    if path is not None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise NotFound(f"no such file: {path}") from None
-        except (UnicodeDecodeError, OSError) as exc:
-            raise InvalidInput(f"cannot read {path} as UTF-8 text: {exc}") from None
-        source = source or path.name
-    else:
-        text = str(text_or_path)
-    if not source:
-        raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
-    return check_text(text, what="document", max_chars=_MAX_DOC_CHARS), source
+def check_document(text: object) -> str:
+    """A document's text within the size limit (TooLarge, answered 413 by the service)."""
+    if isinstance(text, str) and len(text) > MAX_DOC_CHARS:
+        raise TooLarge(f"the document is {len(text):,} characters; the limit is {MAX_DOC_CHARS:,} (split it into several sources)")
+    return check_text(text, what="document", max_chars=MAX_DOC_CHARS)
+
+
+def read_document(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """(text, file name) of a UTF-8 file, checked like any document."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"ingest_file takes a path, not {type(path).__name__}")
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NotFound(f"no such file: {file}") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise InvalidInput(f"cannot read {file} as UTF-8 text: {exc}") from None
+    return check_document(text), file.name
 
 
 def _hit(r: Recalled) -> DocHit:

@@ -328,6 +328,7 @@ def _refuse_secrets(key: str, value: Any, description: str | None) -> None:
 
     Redacting would silently change an authoritative value, so a secret is refused instead.
     """
+    from fourfold._validate import check_identifier
     from fourfold.text import redact
 
     def strings(v: Any) -> list[str]:
@@ -339,6 +340,7 @@ def _refuse_secrets(key: str, value: Any, description: str | None) -> None:
             return [s for item in v.values() for s in strings(item)]
         return []
 
+    check_identifier(key, what="fact key")
     for text in [*strings(value), *([description] if description else [])]:
         found = redact(text)[1]
         if found:

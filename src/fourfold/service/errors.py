@@ -16,6 +16,7 @@ from fourfold.errors import (
     NotFound,
     StoreCorrupt,
     StoreUnavailable,
+    TooLarge,
 )
 
 __all__ = ["STATUS", "ServiceError", "TooLarge", "Unauthorized", "error_for", "one_line", "status_for"]
@@ -25,12 +26,6 @@ class Unauthorized(FourfoldError):
     """No API key, or one that is unknown or revoked."""
 
     code = "unauthorized"
-
-
-class TooLarge(InvalidInput):
-    """The request body is over the service's size limit."""
-
-    code = "too_large"
 
 
 class ServiceError(FourfoldError):

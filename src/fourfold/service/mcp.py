@@ -15,13 +15,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from fourfold.errors import FourfoldError
+from fourfold.errors import FourfoldError, InvalidInput
 from fourfold.memory import Memory
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 from fourfold.service.errors import one_line
 from fourfold.service.schemas import doc_hit_out, episode_out, memory_out
 
-__all__ = ["INSTRUCTIONS", "MemoryFor", "build_mcp_server"]
+__all__ = ["INSTRUCTIONS", "MemoryFor", "bounded_scope", "build_mcp_server"]
 
 #: Picks the memory of a call from its HTTP request (None over stdio).
 MemoryFor = Callable[[Any], Memory]
@@ -37,8 +37,19 @@ INSTRUCTIONS = (
 
 _SCOPE_HELP = (
     "Whose memory this is, e.g. 'customer:42' or 'project:atlas'. Scopes are hard walls: a "
-    "recall only sees memories of the same scope. Omit it for the default scope."
+    "recall only sees memories of the same scope. Omit it for the default scope; a server "
+    "started with a scope accepts only that scope or one inside it ('<scope>/...')."
 )
+
+
+def bounded_scope(requested: str | None, server_scope: str | None) -> str | None:
+    """The scope of a tool call: anything without a server scope, else that scope or one
+    inside it ('user:me/notes', 'user:me:notes'); a call cannot reach past the server's scope."""
+    if server_scope is None or requested == server_scope:
+        return requested
+    if requested is not None and requested.startswith((f"{server_scope}/", f"{server_scope}:")):
+        return requested
+    raise InvalidInput(f"scope {requested!r} is outside this server's scope {server_scope!r}")
 
 
 class _FourfoldMCP(MCPServer[Any]):
@@ -66,8 +77,9 @@ _POLICY_DESCRIPTION = (
 
 
 def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPServer[Any]:
-    """The fourfold MCP server; `scope` is the default scope of every tool call."""
+    """The fourfold MCP server; `scope` is the default scope of every tool call and bounds it."""
     server = _FourfoldMCP(memory_for, name="fourfold", instructions=INSTRUCTIONS, log_level="WARNING")
+    server_scope = scope
 
     def mem(ctx: Context[Any, Any]) -> Memory:
         return memory_for(ctx.request_context.request)
@@ -84,7 +96,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         kind: Annotated[str, Field(description="preference, fact, resolution, lesson or note.")] = "note",
     ) -> dict[str, Any]:
         with _tool_errors():
-            mid = mem(ctx).long_term.remember(text, scope=scope, kind=kind)
+            mid = mem(ctx).long_term.remember(text, scope=bounded_scope(scope, server_scope), kind=kind)
         return {"id": str(mid), "created": mid.created, "redacted": [r.kind for r in mid.redactions]}
 
     @server.tool(description=(
@@ -99,7 +111,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         k: Annotated[int, Field(description="How many memories to return (1-50).", ge=1, le=50)] = 5,
     ) -> list[dict[str, Any]]:
         with _tool_errors():
-            hits = mem(ctx).long_term.recall(query, scope=scope, k=k)
+            hits = mem(ctx).long_term.recall(query, scope=bounded_scope(scope, server_scope), k=k)
         return [memory_out(h) for h in hits]
 
     @server.tool(description=(
@@ -125,24 +137,31 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         outcome: Annotated[str, Field(description="How it ended.")],
         success: Annotated[bool, Field(description="True if the goal was reached.")],
         ctx: Context[Any, Any],
+        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
     ) -> dict[str, Any]:
         with _tool_errors():
             ep = mem(ctx).episodes.record(
-                goal=goal, actions=actions, outcome=outcome, success=success, scope=scope
+                goal=goal, actions=actions, outcome=outcome, success=success,
+                scope=bounded_scope(scope, server_scope),
             )
         return episode_out(ep)
 
     @server.tool(description=(
-        "Past successful episodes most similar to the current situation, best first: worked "
-        "examples of what was done before and how it ended. Call it at the start of a task."
+        "Past successful episodes of one scope most similar to the current situation, best "
+        "first: worked examples of what was done before and how it ended. Call it at the start "
+        "of a task."
     ))
     def similar_successes(
         situation: Annotated[str, Field(description="The task or problem at hand.")],
         ctx: Context[Any, Any],
         k: Annotated[int, Field(description="How many episodes (1-20).", ge=1, le=20)] = 3,
+        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
     ) -> list[dict[str, Any]]:
+        # Only the scope's own episodes: unscoped ones are written unvetted by any client.
         with _tool_errors():
-            episodes = mem(ctx).episodes.similar_successes(situation, k=k, scope=scope)
+            episodes = mem(ctx).episodes.similar_successes(
+                situation, k=k, scope=bounded_scope(scope, server_scope), include_unscoped=False
+            )
         return [episode_out(ep) for ep in episodes]
 
     @server.tool(description=_POLICY_DESCRIPTION)

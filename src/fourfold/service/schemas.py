@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 
 __all__ = [
+    "MAX_BATCH",
     "DeletedCount",
     "DeletedOut",
     "DocHitOut",
@@ -60,6 +61,10 @@ Scope = StrictStr | None
 _IN = ConfigDict(extra="forbid")
 
 
+#: Items in one batch request; a larger batch is refused with 422 (send several).
+MAX_BATCH = 1000
+
+
 class ErrorBody(BaseModel):
     code: str = Field(description="Stable machine-readable code, e.g. invalid_input, not_found.")
     message: str = Field(description="One line for a human; never a stack trace.")
@@ -82,7 +87,9 @@ class RememberIn(BaseModel):
 
 class MemoriesIn(BaseModel):
     model_config = _IN
-    items: list[RememberIn] = Field(description="Written all or nothing: one invalid item refuses the batch.")
+    items: list[RememberIn] = Field(
+        max_length=MAX_BATCH, description=f"Written all or nothing: one invalid item refuses the batch. At most {MAX_BATCH}."
+    )
 
 
 class RedactionOut(BaseModel):
@@ -156,7 +163,7 @@ class EpisodeIn(BaseModel):
 
 class EpisodesIn(BaseModel):
     model_config = _IN
-    items: list[EpisodeIn]
+    items: list[EpisodeIn] = Field(max_length=MAX_BATCH, description=f"At most {MAX_BATCH} episodes.")
 
 
 class SimilarIn(BaseModel):

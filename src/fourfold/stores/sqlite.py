@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from fourfold._files import private_dir, private_file
 from fourfold.errors import (
     EmbedderMismatch,
     FourfoldError,
@@ -442,9 +443,11 @@ def _create_private(path: Path) -> None:
     """Create the database file readable by its owner only; SQLite gives its -wal and -shm
     files the same permissions."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
+        private_dir(path.parent)
+        os.close(private_file(path))
+        for side in ("-wal", "-shm"):  # left by an older run with another umask
+            if Path(f"{path}{side}").exists():
+                os.close(private_file(f"{path}{side}", os.O_RDWR))
     except OSError as exc:
         raise StoreUnavailable(f"cannot create the database {path}: {exc.strerror or exc}") from None
 

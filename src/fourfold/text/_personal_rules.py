@@ -1,0 +1,149 @@
+"""The personal-details policy: what identifies a customer, removed from anything shared.
+
+Names, email addresses, phone numbers (Google's libphonenumber rules, any common format),
+postal addresses, and order, account and ticket numbers. Card numbers and IBANs are
+secrets, removed from everything stored, so this policy applies the secret rules too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import phonenumbers
+
+from fourfold.text._names import GIVEN_NAMES, NOT_A_NAME
+from fourfold.text._rules import Rule, regex_rule
+
+__all__ = ["PERSONAL_RULES"]
+
+_I = re.IGNORECASE
+# Regions whose national formats are tried besides international (+...) numbers.
+_PHONE_REGIONS = ("US", "GB")
+_NAME_WORD = r"[A-Z][a-zà-ÿ'’\-]+"
+
+
+def _find_phones(text: str) -> Iterator[tuple[int, int]]:
+    for region in _PHONE_REGIONS:
+        for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
+            yield match.start, match.end
+
+
+_NAME_AFTER_CUE = re.compile(
+    r"(?i:\b(?:my name is|name:|i am|i'm|this is|call(?:ed)?|spoke (?:to|with)|talked to|ask(?:ed)? for|"
+    r"hi|hello|hey|dear|thanks|thank you|mr\.?|mrs\.?|ms\.?|miss|dr\.?|customer|contact|cc|"
+    r"regards,?|cheers,?|best,?|signed,?)\s+)"
+    rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})"
+)
+_CAPITALIZED_RUN = re.compile(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}")
+
+
+def _name_span(text: str, start: int, end: int, *, need_given: bool) -> tuple[int, int] | None:
+    """Trim a run of capitalized words to the words that look like a name."""
+    words = [(m.start() + start, m.end() + start) for m in re.finditer(r"\S+", text[start:end])]
+    kept = []
+    for i, (s, e) in enumerate(words):
+        word = text[s:e]
+        if word in NOT_A_NAME:
+            break
+        if i == 0 and need_given and word not in GIVEN_NAMES:
+            return None
+        kept.append((s, e))
+    return (kept[0][0], kept[-1][1]) if kept else None
+
+
+def _find_names(text: str) -> Iterator[tuple[int, int]]:
+    for match in _NAME_AFTER_CUE.finditer(text):
+        span = _name_span(text, *match.span(1), need_given=False)
+        if span:
+            yield span
+    for match in _CAPITALIZED_RUN.finditer(text):
+        span = _name_span(text, *match.span(), need_given=True)
+        if span:
+            yield span
+
+
+_STREET = (
+    r"Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Boulevard|Blvd|Drive|Dr|Way|Court|Ct|Place|Pl|"
+    r"Terrace|Close|Crescent|Parkway|Pkwy|Highway|Hwy|Square|Sq|Circle|Cir|Trail|Row|Walk|"
+    r"Grove|Gardens|Mews|Hill|Park"
+)
+_US_STATES = (
+    "AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH "
+    "NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY"
+).replace(" ", "|")
+_UK_POSTCODE = r"[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}"
+_ADDRESS_TAIL = (
+    r"(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|\#)\.?\s*[\w\-]+)?"
+    r"(?:,\s*[A-Z][A-Za-z'’.\-]*(?:\s[A-Z][A-Za-z'’.\-]*){0,2}){0,2}"
+    rf"(?:,?\s+(?:(?:{_US_STATES})\s+\d{{5}}(?:-\d{{4}})?|{_UK_POSTCODE}))?"
+)
+
+_ADDRESSES = (
+    regex_rule(
+        "postal_address",
+        rf"\b\d{{1,6}}[A-Za-z]?(?:[-/]\d+)?,?\s+(?:[A-Z][A-Za-z'’.\-]*\s+){{1,4}}(?:{_STREET})\b\.?{_ADDRESS_TAIL}",
+        gate=r"\d", policy="personal",
+    ),
+    regex_rule(
+        "postal_address",
+        r"\b[A-ZÄÖÜ][a-zäöüß]+(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm)\s+\d{1,4}[a-z]?\b"
+        r"(?:,\s*\d{5}\s+[A-ZÄÖÜ][a-zäöüß]+)?",
+        triggers=("straße", "strasse", "str.", "weg ", "gasse", "platz", "allee", "ring ", "damm"), policy="personal",
+    ),
+    regex_rule(
+        "postal_address",
+        r"\b\d{1,4}(?:\s?(?:bis|ter))?,?\s+(?:rue|avenue|boulevard|chemin|place|allée|impasse|quai)\s+"
+        r"(?:(?:de la|des|du|de|d'|l')\s?)?[A-Z][\w'’\-]+(?:\s+[A-Z][\w'’\-]+)*",
+        triggers=("rue ", "avenue ", "boulevard ", "chemin ", "place ", "allée ", "impasse ", "quai "), policy="personal", flags=0,
+    ),
+    regex_rule("postal_address", r"\bP\.?\s?O\.?\s+Box\s+\d+", triggers=("box",), policy="personal", flags=_I),
+    regex_rule("postal_address", rf"\b{_UK_POSTCODE}\b", gate=r"[A-Z]\d", policy="personal"),
+    regex_rule("postal_address", rf"\b(?:{_US_STATES})\s+\d{{5}}(?:-\d{{4}})?\b", gate=r"[A-Z]{2}\s+\d{5}", policy="personal"),
+)
+
+_ID = r"(\#?[A-Za-z]{0,6}[\-#]?\d[\w\-/]*(?:[ ]\d{2,}){0,4})"
+_IDENTIFIERS = (
+    regex_rule(
+        "order_number",
+        r"\b(?:order|tracking|invoice|booking|reservation|confirmation|rma|reference|ref|receipt|shipment|parcel|transaction|txn)"
+        rf"(?:\s*(?:number|no\.?|num|id|code))?\s*(?:is|was|:|=)?\s*{_ID}",
+        triggers=("order", "tracking", "invoice", "booking", "reservation", "rma", "ref", "receipt", "shipment", "parcel", "transaction", "txn"),
+        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, flags=_I, policy="personal",
+    ),
+    regex_rule(
+        "account_number",
+        r"\b(?:account|acct|customer|member(?:ship)?|policy|contract|subscription|loyalty|user|client)"
+        rf"(?:\s*(?:number|no\.?|num|id))?\s*(?:is|was|:|=)?\s*{_ID}",
+        triggers=("account", "acct", "customer", "member", "policy", "contract", "subscription", "loyalty", "user", "client"),
+        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, flags=_I, policy="personal",
+    ),
+    regex_rule(
+        "ticket_number",
+        rf"\b(?:ticket|case|claim|incident|issue)(?:\s*(?:number|no\.?|num|id))?\s*(?:is|was|:|=)?\s*{_ID}",
+        triggers=("ticket", "case", "claim", "incident", "issue"),
+        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, flags=_I, policy="personal",
+    ),
+    regex_rule(
+        "order_number",
+        r"(?<![\w#])(?:(?:ORD|ORDER|INV|REF|RMA|PO|SO|BK|TRK)[\-#]?\d[\w\-]*|\#\d{4,}|[A-Z]-\d{4,})",
+        gate=r"\d{3}", policy="personal",
+    ),
+    regex_rule("ticket_number", r"(?<![\w#])(?:TKT|TICKET|CASE|INC|SR)[\-#]?\d[\w\-]*", gate=r"\d", policy="personal"),
+    regex_rule("account_number", r"(?<![\w#])(?:ACC|ACCT|CUST|CID|MBR)[\-#]?\d[\w\-]*", gate=r"\d", policy="personal"),
+    regex_rule("card_number", r"\b(?:card|visa|mastercard|amex)\s+(?:ending|ends)\s+(?:in|with)\s+(\d{4})\b", triggers=("ending", "ends"), group=1, flags=_I, policy="personal"),
+)
+
+PERSONAL_RULES: tuple[Rule, ...] = (
+    regex_rule("email", r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b", triggers=("@",), policy="personal"),
+    Rule("phone", _find_phones, "personal", gate=re.compile(r"\d(?:\D{0,3}\d){6}")),
+    regex_rule(
+        "phone",
+        r"\b(?:call|phone|tel|telephone|mobile|cell|text|sms|whatsapp|fax)\b\D{0,12}?(\+?\d[\d\s().\-]{5,}\d)",
+        triggers=("call", "phone", "tel", "mobile", "cell", "text", "sms", "whatsapp", "fax"),
+        group=1, flags=_I, policy="personal",
+    ),
+    *_ADDRESSES,
+    *_IDENTIFIERS,
+    Rule("name", _find_names, "personal"),
+)

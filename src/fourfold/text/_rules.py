@@ -1,0 +1,112 @@
+"""What a detection rule is: a kind, a way to find spans, and the cheap test that gates it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["NOT_A_VALUE", "VALUE", "Finder", "Policy", "Rule", "long_or_mixed", "number_like", "plausible_value", "regex_rule"]
+
+#: "secrets": removed from everything stored. "personal": personal details, removed from
+#: anything shared with other customers (and secrets with them).
+Policy = Literal["secrets", "personal"]
+
+#: Finds (start, end) spans in a text.
+Finder = Callable[[str], Iterable[tuple[int, int]]]
+Check = Callable[[str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One kind of sensitive value and how to find it.
+
+    The detector runs a rule on a text only when one of its `triggers` (lowercase
+    substrings) occurs in the lowercased text, or its `gate` pattern matches; a rule with
+    neither always runs.
+    Every match a rule can make must contain a trigger or match the gate: that is what
+    lets the detector skip most rules on most texts without ever missing a secret.
+    """
+
+    kind: str
+    find: Finder
+    policy: Policy = "secrets"
+    triggers: tuple[str, ...] = ()
+    gate: re.Pattern[str] | None = None
+
+
+def regex_rule(
+    kind: str,
+    pattern: str,
+    *,
+    triggers: tuple[str, ...] = (),
+    gate: str | None = None,
+    group: int = 0,
+    check: Check | None = None,
+    flags: int = 0,
+    policy: Policy = "secrets",
+) -> Rule:
+    """A rule whose spans are `pattern`'s matches (or one group of them), kept if `check` agrees."""
+    compiled = re.compile(pattern, flags)
+
+    def find(text: str) -> Iterator[tuple[int, int]]:
+        for match in compiled.finditer(text):
+            start, end = _group_span(match, group)
+            value = text[start:end]
+            if value and (check is None or check(value)):
+                yield start, end
+
+    return Rule(kind, find, policy, triggers, re.compile(gate) if gate else None)
+
+
+def _group_span(match: re.Match[str], group: int) -> tuple[int, int]:
+    """Span of the value (inside quotes); group -1 means the last group that matched."""
+    start, end = match.span(group if group >= 0 else match.lastindex or 0)
+    value = match.string[start:end]
+    if len(value) > 2 and value[0] == value[-1] and value[0] in "\"'":
+        return start + 1, end - 1  # keep the quotes, redact what they hold
+    return start, end
+
+
+#: A value after "password is", "token:" and the like: quoted, or up to whitespace.
+VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'<>]+(?<![.,;:)]))"
+
+# Words that follow "password is" in ordinary support text without being a password.
+NOT_A_VALUE = frozenset(
+    """
+    a an the my your his her our their this that it its not no now still also too very just
+    so being been be is was were are will would should can could must may might shall
+    incorrect correct wrong right invalid valid expired expiring required optional missing
+    working broken blocked locked unlocked reset changed updated weak strong short long
+    case sensitive case-sensitive different same new old temporary fine ok okay good bad
+    and or but if when because since which who what where how why for to of on in at by
+    with from into about only never always already again there here same empty blank set
+    none null true false yes bearer basic manager protected hidden encrypted stored saved
+    """.split()
+)
+_TRAILING = ".,;:)\"'"
+_NUMBER_LIKE = re.compile(r"[\d\-:./TZ+]+")
+
+
+def plausible_value(value: str) -> bool:
+    """Reject prose words ("my password is incorrect") that only look like a value."""
+    word = value.rstrip(_TRAILING).lower()
+    return bool(word) and word not in NOT_A_VALUE
+
+
+def number_like(value: str) -> bool:
+    """A count, a duration, a date, a version or an address: a setting, not a credential."""
+    return len(value) < 40 and _NUMBER_LIKE.fullmatch(value) is not None
+
+
+def long_or_mixed(value: str) -> bool:
+    """A value that looks machine-made: long, or with digits, and not a plain number.
+
+    Numbers, dates and versions are settings (`max_tokens=1024`, `token_ttl=3600`).
+    """
+    if not plausible_value(value):
+        return False
+    if number_like(value):
+        return False
+    return len(value) >= 16 or (len(value) >= 6 and any(c.isdigit() for c in value))

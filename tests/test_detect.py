@@ -1,0 +1,142 @@
+"""The detector: one set of rules, two policies (secrets; personal details), checked on the
+corpus in secrets_corpus.py, and a check that no rule can be skipped by its pre-filter."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from fourfold.errors import InvalidInput
+from fourfold.text import POLICIES, detect, redact
+from fourfold.text.redact import _select, rules
+from fourfold.types import Redaction
+from secrets_corpus import ORDINARY, PERSONAL, SECRETS, Case
+
+_NEVER = re.compile(r"(?!)")
+
+
+def test_the_corpus_is_broad() -> None:
+    assert len({c.kind for c in SECRETS}) >= 40
+    assert len(ORDINARY) >= 30
+    assert {c.kind for c in PERSONAL} >= {"name", "email", "phone", "postal_address", "order_number",
+                                         "account_number", "ticket_number", "card_number", "iban"}
+
+
+@pytest.mark.parametrize("case", SECRETS, ids=[f"{c.kind}-{i}" for i, c in enumerate(SECRETS)])
+def test_each_secret_is_removed_and_named(case: Case) -> None:
+    out, found = redact(case.text)
+    assert case.secret not in out
+    assert case.kind in {r.kind for r in found}
+
+
+@pytest.mark.parametrize("sentence", ORDINARY)
+def test_ordinary_support_text_is_kept(sentence: str) -> None:
+    assert redact(sentence) == (sentence, ())
+
+
+@pytest.mark.parametrize("case", PERSONAL, ids=[f"{c.kind}-{i}" for i, c in enumerate(PERSONAL)])
+def test_personal_details_are_removed_under_the_personal_policy(case: Case) -> None:
+    out, found = redact(case.text, policy="personal")
+    assert case.secret not in out
+    assert case.kind in {r.kind for r in found}
+
+
+def test_the_personal_policy_removes_secrets_too() -> None:
+    for case in SECRETS:
+        assert case.secret not in redact(case.text, policy="personal")[0], case.kind
+
+
+def test_personal_details_stay_under_the_secrets_policy() -> None:
+    kept = [c for c in PERSONAL if c.kind not in {"card_number", "iban"} and redact(c.text)[1]]
+    assert kept == []
+
+
+def test_detect_names_kinds_and_spans_but_never_the_value() -> None:
+    text = "Called Maria back on +1 415 555 0142: password=hunter2"
+    found = detect(text, policy="personal")
+    assert [(r.kind, text[r.start : r.end]) for r in found] == [
+        ("name", "Maria"), ("phone", "+1 415 555 0142"), ("password", "hunter2")]
+    assert all(isinstance(r, Redaction) and "hunter2" not in repr(r) for r in found)
+    assert detect(text) == (found[-1],)
+    assert POLICIES == ("secrets", "personal")
+
+
+def test_an_unknown_policy_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="policy"):
+        detect("x", policy="everything")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("order 4417 1234 5678 9113 was refunded", None),
+        ("card 4417 1234 5678 9113 was refunded", "card_number"),
+        ("refund 4417 1234 5678 9113 exp 09/28", "card_number"),
+        ("order 4417 1234 5678 9113 exp 09/28", "card_number"),
+        ("IMEI 356938035643809", None),
+        ("imei of the phone: 35 693803 564380 9", None),
+        ("the number 4417123456789113 again", "card_number"),  # a Visa by its issuer range
+        ("the number 9417123456789116 again", None),  # Luhn-valid, but no issuer uses it
+    ],
+)
+def test_card_or_order_number_is_decided_by_context(text: str, kind: str | None) -> None:
+    assert [r.kind for r in detect(text)] == ([kind] if kind else [])
+
+
+def test_settings_named_like_tokens_are_not_secrets() -> None:
+    for line in ("max_tokens=1024", "token_ttl=3600", "token_type=bearer", "auth_timeout: 30",
+                 "SharedAccessKeyName=RootManageSharedAccessKey"):
+        assert detect(line) == (), line
+
+
+def test_a_document_split_key_is_caught_by_its_tail() -> None:
+    tail = "AAAAB3NzaC1yc2EAAAADAQABAAABAQC7\nMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3S\n-----END PRIVATE KEY-----"
+    out, found = redact(f"continued:\n{tail}")
+    assert "MzEfYyjiWA4R4" not in out and [r.kind for r in found] == ["private_key"]
+
+
+# -- finding 9: a pre-filter must never skip a rule silently ------------------------------------
+
+
+def _without(rule_index: int, active: tuple, trigger: str | None) -> tuple:
+    """The rules with one trigger (or, with None, the gate) of one rule taken away."""
+    rule = active[rule_index]
+    triggers = tuple(t for t in rule.triggers if t != trigger)
+    gate = None if trigger is None else rule.gate
+    if not triggers and gate is None:
+        gate = _NEVER  # a rule with neither would run always; taking the last one away means never
+    return (*active[:rule_index], dataclasses.replace(rule, triggers=triggers, gate=gate), *active[rule_index + 1 :])
+
+
+def _mutations(policy: str) -> list[tuple[int, str | None]]:
+    active = rules(policy)  # type: ignore[arg-type]
+    own = [(i, t) for i, r in enumerate(active) if r.policy == policy for t in r.triggers]
+    return own + [(i, None) for i, r in enumerate(active) if r.policy == policy and r.gate is not None]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_trigger_and_gate_has_a_case_that_fails_without_it(policy: str) -> None:
+    """Removing any one trigger (or gate) from any rule lets a corpus case through.
+
+    This is the mutation test of finding 9, run for every rule: each trigger has a case in
+    neutral prose that no other trigger of its rule, and no other rule, would catch.
+    """
+    corpus = [c.text for c in SECRETS] + ([c.text for c in PERSONAL] if policy == "personal" else [])
+    active = rules(policy)  # type: ignore[arg-type]
+    expected = {text: _select(text, active=active) for text in corpus}
+    uncovered = []
+    for index, trigger in _mutations(policy):
+        mutated = _without(index, active, trigger)
+        texts = [t for t in corpus if trigger is None or trigger in t.lower()]
+        if all(_select(t, active=mutated) == expected[t] for t in texts):
+            uncovered.append((active[index].kind, trigger))
+    assert uncovered == []
+
+
+def test_every_rule_finds_something_in_the_corpus() -> None:
+    corpus = [c.text for c in SECRETS + PERSONAL]
+    active = rules("personal")
+    silent = [r.kind for r in active if not any(list(r.find(t)) for t in corpus)]
+    assert silent == []

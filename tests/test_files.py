@@ -1,0 +1,71 @@
+"""Private files (finding 5 of the security review): 0700 directories, 0600 files, any umask."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fourfold._files import private_dir, private_file, write_private
+
+
+@pytest.fixture(autouse=True)
+def lax_umask() -> Iterator[None]:
+    old = os.umask(0o022)  # the usual umask, which made the data dir 0755 and files 0644
+    yield
+    os.umask(old)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_private_dir_is_0700_with_its_new_parents_and_narrows_an_existing_one(tmp_path: Path) -> None:
+    made = private_dir(tmp_path / "a" / "b")
+    assert _mode(made) == 0o700
+    existing = tmp_path / "open"
+    existing.mkdir(mode=0o755)
+    assert _mode(private_dir(existing)) == 0o700
+
+
+def test_private_file_is_0600_from_creation_and_narrows_an_existing_one(tmp_path: Path) -> None:
+    fd = private_file(tmp_path / "new.db")
+    os.close(fd)
+    assert _mode(tmp_path / "new.db") == 0o600
+    old = tmp_path / "old.db"
+    old.write_text("x")
+    old.chmod(0o644)
+    os.close(private_file(old, os.O_RDONLY))
+    assert _mode(old) == 0o600
+
+
+def test_write_private_replaces_atomically_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "exports" / "thread.json"
+    write_private(target, b"one")
+    write_private(target, b"two")
+    assert target.read_bytes() == b"two" and _mode(target) == 0o600 and _mode(target.parent) == 0o700
+    assert sorted(p.name for p in target.parent.iterdir()) == ["thread.json"]
+
+
+def test_every_file_and_folder_of_a_data_dir_is_private_whatever_the_umask(tmp_path: Path) -> None:
+    from fourfold import Memory
+    from fourfold.embeddings import HashEmbedder
+    from fourfold.shortterm.threads import Thread
+
+    old_umask = os.umask(0o022)  # the usual umask: files 0644, folders 0755 unless fourfold says otherwise
+    try:
+        with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as mem:
+            mem.long_term.remember("Prefers email", scope="c1")
+            mem.episodes.record(goal="g", actions=["a"], outcome="o", success=True)
+            mem.facts.set("refund_window_days", 30)
+            with mem.conversations.lock("c1").hold():
+                mem.conversations.save(Thread("c1", messages=({"role": "user", "content": "hi"},)))
+            found = sorted((tmp_path / "data").rglob("*"))
+            assert any(p.name == "fourfold.sqlite3-wal" for p in found)  # checked while the log exists
+            for path in [tmp_path / "data", *found]:
+                assert _mode(path) == (0o700 if path.is_dir() else 0o600), path
+    finally:
+        os.umask(old_umask)
