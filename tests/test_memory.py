@@ -17,7 +17,7 @@ from fourfold.embeddings import HashEmbedder
 
 def test_exported_names_are_exactly_the_public_api() -> None:
     assert set(fourfold.__all__) == {
-        "DocHit", "EmbedderMismatch", "Episode", "Fact", "FourfoldError", "InvalidInput", "LockTimeout",
+        "BudgetExceeded", "DocHit", "EmbedderMismatch", "Episode", "Fact", "FourfoldError", "InvalidInput", "LockTimeout",
         "Memory", "MissingDependency", "ModelError", "NotFound", "Recalled", "Redaction", "Remembered",
         "StoreCorrupt", "StoreUnavailable", "__version__",
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceeded",
     "EmbedderMismatch",
     "FourfoldError",
     "InvalidInput",
@@ -25,6 +26,17 @@ class InvalidInput(FourfoldError, ValueError):
     """The caller passed something fourfold refuses (empty text, bad k, bad metadata...)."""
 
     code = "invalid_input"
+
+
+class BudgetExceeded(InvalidInput):
+    """A token budget cannot hold what must be sent, even with long texts cut.
+
+    What must be sent: the system prompt and messages, the first request and the newest
+    turn. Nothing is dropped silently instead: the caller decides (a larger budget, a
+    shorter system prompt, or a turn of its own choosing).
+    """
+
+    code = "budget_exceeded"
 
 
 class NotFound(FourfoldError, KeyError):
