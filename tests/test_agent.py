@@ -135,6 +135,19 @@ def test_long_threads_are_compacted_with_a_marked_summary(mem: Memory) -> None:
     assert EstimateCounter().count(history) <= 12_000  # the agent's default hard budget
 
 
+def test_each_request_fits_the_budget_with_its_system_prompt(mem: Memory) -> None:
+    # Long instructions: with the system prompt left out, a thread just under the summarize
+    # trigger (6,000) plus the prompt (~8,700) would exceed the 12,000-token budget.
+    model = ScriptedModel(lambda messages, system, tools: ChatResponse("Noted, checking."), is_llm=False)
+    agent = SupportAgent(mem, model, instructions="Follow the refund policy exactly. " * 900)
+    for i in range(24):
+        agent.turn("ann", f"Order ORD-{i}: " + "the parcel arrived damaged and I want my money back. " * 12)
+    counter = EstimateCounter()
+    sizes = [counter.count(r["messages"], system=r["system"]) for r in model.requests]
+    assert max(sizes) <= 12_000
+    assert any(is_summary(m) for m in agent.history("ann"))
+
+
 def test_thread_continues_in_another_process(mem: Memory, tmp_path: Path) -> None:
     SupportAgent(mem, OfflineModel()).turn("ann", "first message about order ORD-1")
     script = (

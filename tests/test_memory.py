@@ -18,7 +18,7 @@ from fourfold.shortterm.threads import Thread
 
 def test_exported_names_are_exactly_the_public_api() -> None:
     assert set(fourfold.__all__) == {
-        "DocHit", "EmbedderMismatch", "Episode", "Fact", "FourfoldError", "InvalidInput", "LockTimeout",
+        "BudgetExceeded", "DocHit", "EmbedderMismatch", "Episode", "Fact", "FourfoldError", "InvalidInput", "LockTimeout",
         "Memory", "MissingDependency", "ModelError", "NotFound", "Recalled", "Redaction", "Remembered",
         "StoreCorrupt", "StoreUnavailable", "TooLarge", "__version__",
     }

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import fourfold.shortterm as shortterm
-from fourfold.errors import InvalidInput, ModelError
+from fourfold.errors import BudgetExceeded, InvalidInput, ModelError
 from fourfold.models.base import ChatModel, ChatResponse, Message
 from fourfold.shortterm import (
     SUMMARY_PREFIX,
@@ -26,6 +26,7 @@ from fourfold.shortterm import (
     group_turns,
     is_summary,
 )
+from fourfold.shortterm.summarize import summary_message
 
 TASK = {"role": "user", "content": "My order A-1001 was charged twice ($40). Please fix it."}
 
@@ -232,6 +233,54 @@ def test_token_budget_refuses_when_system_alone_exceeds_it() -> None:
         TokenBudget(100)([system, TASK])
 
 
+def test_token_budget_keeps_the_exchange_in_progress_by_cutting_a_huge_tool_input() -> None:
+    # The agent's own budget; a write call whose input is a whole file (issue 20).
+    messages = [
+        {"role": "user", "content": "Task: write the report file."},
+        {"role": "assistant", "content": "Sure."},
+        {"role": "user", "content": "Go ahead, write it now."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "write",
+                                           "input": {"path": "r.md", "content": "x" * 50_000}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
+    ]
+    out = TokenBudget(12_000)(messages)
+    assert EstimateCounter().count(out) <= 12_000
+    assert out[0] == messages[0] and out[-1] == messages[-1]  # the task and the tool's answer
+    call = out[-2]["content"][0]
+    assert {k: call[k] for k in ("id", "name")} == {"id": "toolu_1", "name": "write"}
+    assert call["input"]["path"] == "r.md"
+    written = call["input"]["content"]
+    assert written.startswith("xxx") and written.endswith(TRUNCATION_MARKER.format(n=50_000 - written.index("…")))
+
+
+def test_token_budget_raises_rather_than_drop_the_newest_turn() -> None:
+    reply = {"role": "assistant", "content": "I found the duplicate charge and will refund it. " * 5}
+    budget = TokenBudget(30)
+    with pytest.raises(BudgetExceeded) as raised:
+        budget([TASK, reply])
+    assert isinstance(raised.value, InvalidInput)  # callers catching the old error still do
+    assert budget([TASK]) == [TASK]  # the task alone fits: only the newest turn is too much
+
+
+def test_token_budget_keeps_the_label_of_a_summary_it_cuts() -> None:
+    summary = summary_message("The customer said many things. " * 700, [{"type": "text", "text": "Fix A-1001."}])
+    reply = {"role": "assistant", "content": "Here is the whole log. " * 600}  # long too
+    out = TokenBudget(300)([summary, reply])
+    assert EstimateCounter().count(out) <= 300
+    assert is_summary(out[0]) and TRUNCATION_MARKER.split("{")[0] in out[0]["content"][0]["text"]
+    assert out[1]["content"].startswith("Here is the whole log.")
+
+
+def test_token_budget_counts_the_system_prompt_given_with_the_request() -> None:
+    counter = EstimateCounter()
+    messages = chat(30)
+    system = "You are a careful support agent. " * 20
+    out = TokenBudget(800, counter)(messages, system=system)
+    assert counter.count(out, system=system) <= 800
+    assert out == TokenBudget(800, counter, system=system)(messages)
+    assert TokenBudget(800, counter, system=system)(messages, system="") == TokenBudget(800, counter)(messages)
+
+
 # --- counters -----------------------------------------------------------------------------
 
 
@@ -405,6 +454,16 @@ def test_summarize_full_history_each_turn_matches_feeding_back() -> None:
     assert view == current
 
 
+def test_summarize_counts_the_system_prompt_toward_its_trigger() -> None:
+    messages = chat(10)
+    trigger = EstimateCounter().count(messages) + 50  # the messages alone are under it
+    system = "You are a careful support agent. " * 20
+    assert Summarize(Recording(), trigger_tokens=trigger)(messages) == messages
+    out = Summarize(Recording(), trigger_tokens=trigger)(messages, system=system)
+    assert is_summary(out[0])
+    assert Summarize(Recording(), trigger_tokens=trigger, system=system)(messages) == out
+
+
 def test_summarize_rejects_bad_options() -> None:
     with pytest.raises(InvalidInput):
         Summarize(ExtractiveSummarizer())
@@ -417,6 +476,20 @@ def test_pipeline_applies_steps_in_order() -> None:
     out = Pipeline(Summarize(ExtractiveSummarizer(), trigger_tokens=3000), budget)(chat(40))
     assert EstimateCounter().count(out) <= 600
     assert is_summary(out[0])
+
+
+def test_pipeline_tells_each_strategy_the_system_prompt_and_plain_functions_nothing() -> None:
+    system = "You are a careful support agent. " * 40
+    seen: list[int] = []
+
+    def note(messages: Sequence[Message]) -> list[Message]:
+        seen.append(len(messages))
+        return list(messages)
+
+    pipeline = Pipeline(Summarize(ExtractiveSummarizer(), trigger_tokens=3000), note, TokenBudget(900))
+    out = pipeline(chat(40), system=system)
+    assert EstimateCounter().count(out, system=system) <= 900
+    assert is_summary(out[0]) and seen and seen[0] < len(chat(40))
 
 
 # --- amortization against the seed sketch -------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fourfold.errors import InvalidInput
+from fourfold.errors import BudgetExceeded, InvalidInput
 from fourfold.models.base import Message
 from fourfold.shortterm import (
     TRUNCATION_MARKER,
@@ -23,11 +23,22 @@ from fourfold.shortterm import (
     TokenBudget,
     is_summary,
 )
-from fourfold.shortterm.messages import content_blocks, text_of, tool_result_ids, tool_use_ids
+from fourfold.shortterm.messages import (
+    content_blocks,
+    is_plain_user,
+    split,
+    text_of,
+    tool_result_ids,
+    tool_use_ids,
+)
+from fourfold.shortterm.strategies import Strategy, StrategyFn, cuts_of, render, run_strategy
+from fourfold.shortterm.truncation import shrink_to_fit
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MARKER_HEAD = TRUNCATION_MARKER.split("{")[0]
 SYSTEM = {"role": "system", "content": "You are a support agent. Use tools for policy values."}
+#: System prompts a request may carry (the Anthropic `system=` string); counted by budgets.
+PROMPTS = st.sampled_from(["", "You are a careful support agent. " * 30])
 
 # --- generating conversations -------------------------------------------------------------
 
@@ -49,11 +60,20 @@ def anthropic_content(draw: st.DrawFn) -> Any:
 
 
 @st.composite
+def tool_inputs(draw: st.DrawFn) -> dict[str, Any]:
+    """A policy key; sometimes a whole file too, as a write call carries it."""
+    arguments: dict[str, Any] = {"key": draw(texts())[:50], "retries": draw(st.integers(0, 3))}
+    if draw(st.integers(0, 7)) == 0:
+        arguments["content"] = ["file " * draw(st.integers(200, 2000)), draw(texts())]
+    return arguments
+
+
+@st.composite
 def anthropic_tool_round(draw: st.DrawFn, ids: Callable[[], str]) -> list[dict[str, Any]]:
     """An assistant message with 1-3 tool_use blocks and the user message with the results."""
     call_ids = [ids() for _ in range(draw(st.integers(1, 3)))]
     calls = [
-        {"type": "tool_use", "id": i, "name": "lookup_policy", "input": {"key": draw(texts())[:50]}}
+        {"type": "tool_use", "id": i, "name": "lookup_policy", "input": draw(tool_inputs())}
         for i in call_ids
     ]
     lead = [{"type": "text", "text": draw(texts())}] if draw(st.booleans()) else []
@@ -101,18 +121,23 @@ def conversations(draw: st.DrawFn, *, openai: bool | None = None) -> list[dict[s
 # --- the invariants -----------------------------------------------------------------------
 
 
+def is_cut(message: Message) -> bool:
+    return MARKER_HEAD in json.dumps(message, ensure_ascii=False)
+
+
+def cut_from(out: Message, original: Message) -> bool:
+    """`out` is `original` with strings cut: same role and tool ids, and a marker."""
+    return (
+        is_cut(out)
+        and out.get("role") == original.get("role")
+        and tool_result_ids(out) == tool_result_ids(original)
+        and tool_use_ids(out) == tool_use_ids(original)
+    )
+
+
 def derived_from(out: Message, original: Sequence[Message]) -> bool:
     """An output message is an input message, or one with texts truncated by a marker."""
-    if out in original:
-        return True
-    if MARKER_HEAD not in json.dumps(out, ensure_ascii=False):
-        return False
-    return any(
-        m.get("role") == out.get("role")
-        and tool_result_ids(m) == tool_result_ids(out)
-        and tool_use_ids(m) == tool_use_ids(out)
-        for m in original
-    )
+    return out in original or any(cut_from(out, m) for m in original)
 
 
 def pairing_problems(messages: Sequence[Message]) -> list[str]:
@@ -178,13 +203,48 @@ def check_valid(original: Sequence[Message], out: Sequence[Message], *, openai: 
 
 
 def apply(
-    strategy: Callable[[Sequence[Message]], list[Message]], messages: list[dict[str, Any]]
+    strategy: Strategy | StrategyFn, messages: list[dict[str, Any]], *, system: str | None = None
 ) -> list[Message]:
-    """Run a strategy and check it left its input untouched."""
+    """Run a strategy and check it left its input untouched, even when it raised."""
     before = copy.deepcopy(messages)
-    out = strategy(messages)
-    assert messages == before, "input mutated"
-    return out
+    try:
+        return run_strategy(strategy, messages, system=system)
+    finally:
+        assert messages == before, "input mutated"
+
+
+def pinned(messages: Sequence[Message]) -> list[Message]:
+    """The system messages and the first user message (the task)."""
+    parts = split(messages)
+    return [*parts.system, *([parts.head] if parts.head is not None else [])]
+
+
+def newest_turn(messages: Sequence[Message]) -> list[Message]:
+    """What TokenBudget keeps after the task: from the last assistant message on."""
+    rest = [m for m in messages if m.get("role") != "system"]
+    if rest and is_plain_user(rest[0]):
+        rest = rest[1:]
+    starts = [i for i, m in enumerate(rest) if m.get("role") == "assistant"]
+    return rest[starts[-1] :] if starts else rest
+
+
+def shortest(messages: Sequence[Message]) -> list[Message]:
+    """The pinned messages and the newest turn with every string cut down to its marker."""
+    return shrink_to_fit([*pinned(messages), *newest_turn(messages)], lambda _: False)
+
+
+def check_budget_refusal(messages: Sequence[Message], budget: int, prompt: str) -> None:
+    """BudgetExceeded only when even the shortest form of what must be kept is over budget."""
+    assert EstimateCounter().count(shortest(messages), system=prompt) > budget
+
+
+def within_budget(messages: list[dict[str, Any]], budget: int, prompt: str) -> list[Message] | None:
+    """TokenBudget's answer, or None when it refused (the refusal checked as due)."""
+    try:
+        return apply(TokenBudget(budget), messages, system=prompt)
+    except BudgetExceeded:
+        check_budget_refusal(messages, budget, prompt)
+        return None
 
 
 def is_openai(messages: Sequence[Message]) -> bool:
@@ -199,19 +259,81 @@ def is_openai(messages: Sequence[Message]) -> bool:
 def test_sliding_window_keeps_conversations_valid(messages: list[dict[str, Any]], n: int) -> None:
     out = apply(SlidingWindow(n), messages)
     check_valid(messages, out, openai=is_openai(messages))
+    assert all(m in messages for m in out)  # verbatim: nothing cut or marked
     body = [m for m in out if m.get("role") != "system"][1:]
-    assert len(body) <= n + 3  # at most one tool round more than asked
+    before = [m for m in messages if m.get("role") != "system"][1:]
+    assert min(n, len(before)) <= len(body) <= n + 3  # at most one tool round more than asked
+    assert body == before[len(before) - len(body) :]  # the newest ones
 
 
 @SETTINGS
-@given(conversations(), st.integers(150, 3000))
-def test_token_budget_fits_and_keeps_conversations_valid(
-    messages: list[dict[str, Any]], budget: int
+@given(conversations(), st.integers(150, 3000), PROMPTS)
+def test_token_budget_fits_the_whole_request_and_keeps_conversations_valid(
+    messages: list[dict[str, Any]], budget: int, prompt: str
 ) -> None:
-    counter = EstimateCounter()
-    out = apply(TokenBudget(budget, counter), messages)
-    assert counter.count(out) <= budget  # 4
+    out = within_budget(messages, budget, prompt)
+    if out is None:
+        return
+    assert EstimateCounter().count(out, system=prompt) <= budget  # 4, the system prompt included
     check_valid(messages, out, openai=is_openai(messages))
+
+
+@SETTINGS
+@given(conversations(), st.integers(10, 3000), PROMPTS)
+def test_token_budget_keeps_the_newest_turn_or_raises(
+    messages: list[dict[str, Any]], budget: int, prompt: str
+) -> None:
+    out = within_budget(messages, budget, prompt)
+    if out is None:
+        return
+    newest = newest_turn(messages)
+    kept = out[len(out) - len(newest) :] if newest else []
+    assert len(out) >= len(newest) + len(pinned(messages))
+    assert all(a == b or cut_from(a, b) for a, b in zip(kept, newest, strict=True))
+    assert [m for m in out if m.get("role") == "system"] == [
+        m for m in messages if m.get("role") == "system"
+    ]
+
+
+@SETTINGS
+@given(conversations(), st.integers(10, 3000), PROMPTS)
+def test_token_budget_drops_as_few_old_turns_as_fit_and_cuts_only_when_it_must(
+    messages: list[dict[str, Any]], budget: int, prompt: str
+) -> None:
+    out = within_budget(messages, budget, prompt)
+    if out is None:
+        return
+    if any(is_cut(m) for m in out):  # cut: every older turn was dropped first
+        assert len(out) == len(pinned(messages)) + len(newest_turn(messages))
+        return
+    parts = split(messages)
+    cuts = [c for c in cuts_of(parts) if c < len(parts.body)]
+    start = next((c for c in cuts if render(parts, c) == out), None)
+    assert start is not None or out == messages
+    earlier = [c for c in cuts if start is not None and c < start]
+    if earlier:  # keeping the next older turn too would not fit
+        assert EstimateCounter().count(render(parts, earlier[-1]), system=prompt) > budget
+
+
+class Wordy:
+    """A summarizer whose summaries outgrow the budgets below."""
+
+    def summarize(self, messages: Sequence[Message], *, previous_summary: str | None) -> str:
+        return f"{len(messages)} messages: the customer said a great deal. " * 500
+
+
+@SETTINGS
+@given(conversations(openai=False), st.integers(150, 3000), st.integers(300, 3000))
+def test_a_summary_cut_to_fit_the_budget_keeps_its_label(
+    messages: list[dict[str, Any]], budget: int, trigger: int
+) -> None:
+    summarize = Summarize(Wordy(), trigger_tokens=trigger)
+    try:
+        out = apply(Pipeline(summarize, TokenBudget(budget)), messages)
+    except BudgetExceeded:
+        return
+    if summarize.summarizer_calls:
+        assert is_summary(out[0])
 
 
 @SETTINGS
@@ -230,6 +352,22 @@ def test_summarize_keeps_conversations_valid(
         blocks = content_blocks(summary)
         # The task is pinned verbatim after the summary text, or it was folded into it.
         assert blocks[1:] == content_blocks(first) or len(blocks) == 1
+        # Then the newest messages, verbatim: at least keep_recent and one turn.
+        recent = out[out.index(summary) + 1 :]
+        assert recent == messages[len(messages) - len(recent) :]
+        assert len(recent) >= max(keep_recent, 1) and recent[0]["role"] == "assistant"
+
+
+@SETTINGS
+@given(conversations(), st.integers(300, 3000), PROMPTS)
+def test_summarize_under_its_trigger_with_the_system_prompt_changes_nothing(
+    messages: list[dict[str, Any]], trigger: int, prompt: str
+) -> None:
+    strategy = Summarize(ExtractiveSummarizer(), trigger_tokens=trigger)
+    out = apply(strategy, messages, system=prompt)
+    check_valid(messages, out, openai=is_openai(messages))
+    if EstimateCounter().count(messages, system=prompt) <= trigger:
+        assert out == messages and strategy.summarizer_calls == 0
 
 
 @SETTINGS
@@ -246,16 +384,22 @@ def test_summarize_fed_back_turn_by_turn_stays_valid(
 
 
 @SETTINGS
-@given(conversations(), st.integers(1, 10), st.integers(400, 3000), st.integers(300, 3000))
+@given(
+    conversations(), st.integers(1, 10), st.integers(400, 3000), st.integers(300, 3000), PROMPTS
+)
 def test_compositions_keep_conversations_valid(
-    messages: list[dict[str, Any]], n: int, budget: int, trigger: int
+    messages: list[dict[str, Any]], n: int, budget: int, trigger: int, prompt: str
 ) -> None:
     counter = EstimateCounter()
-    summarize = Summarize(ExtractiveSummarizer(), trigger_tokens=trigger)
-    pipeline = Pipeline(summarize, SlidingWindow(n), TokenBudget(budget, counter))
-    out = apply(pipeline, messages)
+    before_budget = Pipeline(Summarize(ExtractiveSummarizer(), trigger_tokens=trigger), SlidingWindow(n))
+    pipeline = Pipeline(before_budget, TokenBudget(budget, counter))
+    try:
+        out = apply(pipeline, messages, system=prompt)
+    except BudgetExceeded:
+        check_budget_refusal(before_budget(messages, system=prompt), budget, prompt)
+        return
     check_valid(messages, out, openai=is_openai(messages))
-    assert counter.count(out) <= budget
+    assert counter.count(out, system=prompt) <= budget  # every step saw the system prompt
 
 
 @SETTINGS

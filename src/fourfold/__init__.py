@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from fourfold.errors import (
+    BudgetExceeded,
     EmbedderMismatch,
     FourfoldError,
     InvalidInput,
@@ -31,6 +32,7 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'fourfold' has no attribute {name!r}")
 
 __all__ = [
+    "BudgetExceeded",
     "DocHit",
     "EmbedderMismatch",
     "Episode",

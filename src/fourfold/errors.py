@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceeded",
     "EmbedderMismatch",
     "FourfoldError",
     "InvalidInput",
@@ -32,6 +33,17 @@ class TooLarge(InvalidInput):
     """The input is over a size limit (a document, a batch); the service answers 413."""
 
     code = "too_large"
+
+
+class BudgetExceeded(InvalidInput):
+    """A token budget cannot hold what must be sent, even with long texts cut.
+
+    What must be sent: the system prompt and messages, the first request and the newest
+    turn. Nothing is dropped silently instead: the caller decides (a larger budget, a
+    shorter system prompt, or a turn of its own choosing).
+    """
+
+    code = "budget_exceeded"
 
 
 class NotFound(FourfoldError, KeyError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,17 +20,21 @@ from fourfold.shortterm import (
     EstimateCounter,
     ExtractiveSummarizer,
     ModelSummarizer,
+    Pipeline,
+    Strategy,
     Summarize,
     TokenBudget,
     TokenCounter,
 )
+from fourfold.shortterm.strategies import StrategyFn, run_strategy
 from fourfold.shortterm.threads import Thread
 from fourfold.text import redact
 from fourfold.types import DocHit, Episode, Recalled
 
 __all__ = ["Reply", "Resolution", "SupportAgent", "ToolUse", "TurnReport", "customer_scope"]
 
-Strategy = Callable[[Sequence[Mapping[str, Any]]], list[Mapping[str, Any]]]
+#: The agent's short-term memory: a Strategy is told each request's system prompt.
+ShortTerm = Strategy | StrategyFn
 
 
 def customer_scope(customer_id: str) -> str:
@@ -87,7 +91,7 @@ class SupportAgent:
         memory: Memory,
         model: ChatModel,
         *,
-        short_term: Strategy | None = None,
+        short_term: ShortTerm | None = None,
         memory_k: int = 3,
         episode_k: int = 3,
         doc_k: int = 2,
@@ -114,10 +118,11 @@ class SupportAgent:
         user_msg = redact(check_text(user_msg, what="message", max_chars=50_000))[0]
         with self.conversations.lock(scope).hold():
             thread = self.conversations.load(scope)
-            messages = _append_user(list(thread.messages), user_msg)
-            messages = list(self.short_term(messages))
             parts = self.retrieve(scope, user_msg)
             system = assemble_system(parts, instructions=self.instructions)
+            # The system prompt (instructions and what was retrieved) is part of the budget.
+            messages = _append_user(list(thread.messages), user_msg)
+            messages = run_strategy(self.short_term, messages, system=system)
             messages, responses, tool_uses = self._tool_loop(messages, system)
             actions = [f"{t.name}({_args(t.input)}) -> {t.result}" for t in tool_uses]
             thread = replace(
@@ -224,19 +229,20 @@ class SupportAgent:
         return self.memory.forget_scope(customer_scope(customer_id))
 
 
-def default_short_term(model: ChatModel) -> Strategy:
+def default_short_term(model: ChatModel) -> Pipeline:
     """Summarize past a high-water mark (with the model when it is an LLM), then a hard budget.
 
-    With Claude, the high-water mark is measured by Anthropic's count_tokens endpoint (cached
-    per request); the hard budget's search uses the offline estimate, which needs no calls.
+    Both count the whole request, the system prompt included: call the result with
+    `system=`. With Claude, the high-water mark is measured by Anthropic's count_tokens
+    endpoint (cached per request); the hard budget's search uses the offline estimate,
+    which needs no calls.
     """
     summarizer = ModelSummarizer(model) if model.is_llm else ExtractiveSummarizer()
     counter: TokenCounter = EstimateCounter()
     if isinstance(model, AnthropicModel):
         counter = AnthropicCounter(model.client, model.model)
     summarize = Summarize(summarizer, trigger_tokens=6000, keep_recent=6, counter=counter)
-    budget = TokenBudget(12000, EstimateCounter())
-    return lambda messages: budget(summarize(messages))
+    return Pipeline(summarize, TokenBudget(12000, EstimateCounter()))
 
 
 def _append_user(messages: list[Mapping[str, Any]], text: str) -> list[Mapping[str, Any]]:

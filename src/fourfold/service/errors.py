@@ -7,6 +7,7 @@ into the same exception class the embedded library raises, so callers catch one 
 from __future__ import annotations
 
 from fourfold.errors import (
+    BudgetExceeded,
     EmbedderMismatch,
     FourfoldError,
     InvalidInput,
@@ -35,7 +36,7 @@ class ServiceError(FourfoldError):
 
 
 _TYPES: tuple[type[FourfoldError], ...] = (
-    InvalidInput, TooLarge, NotFound, Unauthorized, EmbedderMismatch, StoreUnavailable,
+    InvalidInput, TooLarge, BudgetExceeded, NotFound, Unauthorized, EmbedderMismatch, StoreUnavailable,
     StoreCorrupt, LockTimeout, ModelError, MissingDependency, ServiceError,
 )
 _BY_CODE = {cls.code: cls for cls in _TYPES}
@@ -44,6 +45,7 @@ _BY_CODE = {cls.code: cls for cls in _TYPES}
 STATUS: dict[str, int] = {
     "invalid_input": 422,
     "too_large": 413,
+    "budget_exceeded": 422,
     "not_found": 404,
     "method_not_allowed": 405,
     "unauthorized": 401,

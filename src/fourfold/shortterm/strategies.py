@@ -1,17 +1,20 @@
 """Strategies: pure functions from a message list to the message list sent on the next call.
 
-Every strategy keeps the system messages and the first user message (the task), drops only
-whole turn groups (a tool call never loses its result), and starts what it keeps so that
-roles still alternate. Input lists and messages are never mutated.
+What every strategy guarantees: the system messages stay first and verbatim, the first user
+message (the task) is kept, a tool call and the messages carrying its results are kept or
+dropped together, what is kept starts so that roles still alternate, and the input list and
+its messages are never mutated. Each strategy's docstring says what it adds.
+
+A strategy is told the request's Anthropic system prompt (`system=`) when it is called, so
+the strategies that count tokens bound the whole request, not only the messages.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from fourfold.errors import InvalidInput
+from fourfold.errors import BudgetExceeded, InvalidInput
 from fourfold.models.base import Message
 from fourfold.shortterm.messages import (
     Split,
@@ -22,12 +25,19 @@ from fourfold.shortterm.messages import (
     valid_cuts,
 )
 from fourfold.shortterm.tokens import EstimateCounter, TokenCounter
+from fourfold.shortterm.truncation import TRUNCATION_MARKER, shrink_to_fit
 
-__all__ = ["TRUNCATION_MARKER", "Pipeline", "SlidingWindow", "Strategy", "TokenBudget"]
+__all__ = [
+    "TRUNCATION_MARKER",
+    "Pipeline",
+    "SlidingWindow",
+    "Strategy",
+    "StrategyFn",
+    "TokenBudget",
+    "run_strategy",
+]
 
-#: Appended where `TokenBudget` cut a text; `{n}` is the number of characters removed.
-TRUNCATION_MARKER = "…[truncated {n} chars to fit the token budget]"
-
+#: A plain function used as a strategy: it is not told the system prompt.
 StrategyFn = Callable[[Sequence[Message]], list[Message]]
 
 
@@ -35,20 +45,36 @@ class Strategy(ABC):
     """A pure transformation of the message list; subclasses implement `__call__`."""
 
     @abstractmethod
-    def __call__(self, messages: Sequence[Message]) -> list[Message]:
-        """The messages to send, derived from `messages` without mutating them."""
+    def __call__(self, messages: Sequence[Message], *, system: str | None = None) -> list[Message]:
+        """The messages to send, derived from `messages` without mutating them.
+
+        `system` is the system prompt sent with them (None: the one the strategy was built
+        with, if any); strategies that count tokens count it.
+        """
+
+
+def run_strategy(
+    step: Strategy | StrategyFn, messages: Sequence[Message], *, system: str | None = None
+) -> list[Message]:
+    """Apply one step: a `Strategy` is told the system prompt, a plain function is not."""
+    if isinstance(step, Strategy):
+        return step(messages, system=system)
+    return step(messages)
 
 
 class Pipeline(Strategy):
-    """Apply strategies left to right, e.g. Pipeline(Summarize(...), TokenBudget(...))."""
+    """Apply strategies left to right, e.g. Pipeline(Summarize(...), TokenBudget(...)).
 
-    def __init__(self, *steps: StrategyFn) -> None:
+    Every step that is a `Strategy` is told the same system prompt.
+    """
+
+    def __init__(self, *steps: Strategy | StrategyFn) -> None:
         self.steps = steps
 
-    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+    def __call__(self, messages: Sequence[Message], *, system: str | None = None) -> list[Message]:
         out = list(messages)
         for step in self.steps:
-            out = step(out)
+            out = run_strategy(step, out, system=system)
         return out
 
 
@@ -92,9 +118,13 @@ def _starts_group(message: Message) -> bool:
 class SlidingWindow(Strategy):
     """Keep the last `last_n` messages after the pinned system messages and first user message.
 
-    The window start moves back to the nearest place a conversation may resume (an assistant
-    message, so a tool call keeps its results and roles alternate): it may hold a message or
-    two more than `last_n`, never an orphan.
+    Guarantees: every message it returns is an input message, verbatim (nothing is marked or
+    cut); the system messages and the first user message are kept; so are at least the last
+    `last_n` other messages (all of them when there are fewer). The window start moves back to
+    the nearest place a conversation may resume (an assistant message, so a tool call keeps
+    its results and roles alternate): it may hold a message or two more than `last_n`, never
+    an orphan. It counts messages, not tokens, so the system prompt plays no part. It never
+    raises once built (InvalidInput for `last_n` < 1).
     """
 
     def __init__(self, last_n: int) -> None:
@@ -102,13 +132,13 @@ class SlidingWindow(Strategy):
             raise InvalidInput(f"last_n must be >= 1, got {last_n}")
         self.last_n = last_n
 
-    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+    def __call__(self, messages: Sequence[Message], *, system: str | None = None) -> list[Message]:
         # Only the tail decides where the window starts: group just enough of it (a long
         # history costs a scan for system messages, not a grouping of every message).
         tail = 2 * self.last_n + 8
-        system = tuple([m for m in messages if m.get("role") == "system"])
+        pinned = tuple([m for m in messages if m.get("role") == "system"])
         while True:
-            parts, complete = split_tail(messages, tail, system)
+            parts, complete = split_tail(messages, tail, pinned)
             sizes = [len(g.messages) for g in parts.body]
             start = self._start(sizes, cuts_of(parts))
             if complete:
@@ -130,12 +160,25 @@ class SlidingWindow(Strategy):
 
 
 class TokenBudget(Strategy):
-    """Drop the oldest turn groups until the whole request counts at most `max_tokens`.
+    """Drop the oldest turns, then cut long texts, until the whole request fits `max_tokens`.
 
-    The newest turn is always kept; when even it (with the pinned messages) does not fit,
-    its largest texts are cut with a visible TRUNCATION_MARKER. `system` is the Anthropic
-    system prompt sent alongside, so the budget covers the whole request. Raises
-    InvalidInput when the system messages alone cannot fit.
+    The whole request is the messages plus the system prompt (`system=` at the call, else the
+    one given here), as `counter` counts them. Guarantees, for every call that returns:
+
+    - it fits: `counter.count(out, system=system) <= max_tokens`;
+    - the system messages are first and verbatim; they are never cut;
+    - the first user message (the task) and the newest turn are kept. The newest turn is
+      everything from the last place the conversation may resume (the last assistant
+      message, with the tool results and the user message after it);
+    - what is dropped is the oldest whole turns after the task, as few as fit the budget;
+      a tool call is never kept without its results;
+    - a message the budget cannot hold whole is kept shortened, never dropped: its longest
+      strings (texts, tool results, string values in a tool input) are cut, each ending in
+      TRUNCATION_MARKER; ids, names and keys stay, so tool pairs stay valid. A summary
+      message keeps its label (`is_summary` stays True). Every other message is verbatim.
+
+    Raises BudgetExceeded (an InvalidInput) when even the system messages, the task and
+    the newest turn, shortened, exceed `max_tokens`: nothing is dropped silently instead.
     """
 
     def __init__(
@@ -147,30 +190,41 @@ class TokenBudget(Strategy):
         self.counter: TokenCounter = counter or EstimateCounter()
         self.system = system
 
-    def fits(self, messages: Sequence[Message]) -> bool:
-        return self.counter.count(messages, system=self.system) <= self.max_tokens
+    def fits(self, messages: Sequence[Message], *, system: str | None = None) -> bool:
+        """Whether `messages`, sent with `system` (default: this budget's), are within budget."""
+        prompt = self.system if system is None else system
+        return self.counter.count(messages, system=prompt) <= self.max_tokens
 
-    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+    def __call__(self, messages: Sequence[Message], *, system: str | None = None) -> list[Message]:
+        prompt = self.system if system is None else system
         if type(self.counter) is EstimateCounter:
-            quick = self._tail_fit(messages, self.counter)
+            quick = self._tail_fit(messages, self.counter, prompt)
             if quick is not None:
                 return quick
-        if self.fits(messages):
+        if self.fits(messages, system=prompt):
             return list(messages)
         parts = split(messages)
-        cuts = cuts_of(parts)
-        # Candidates keep at least the newest group; counts fall as groups drop (monotone).
-        keeping = [c for c in cuts if c < len(parts.body)] or [len(parts.body)]
-        found = self._first_fit(parts, keeping)
+        # Candidates keep at least the newest turn; counts fall as turns drop (monotone).
+        keeping = [c for c in cuts_of(parts) if c < len(parts.body)] or [len(parts.body)]
+        found = self._first_fit(parts, keeping, prompt)
         if found is not None:
             return render(parts, found)
-        for start in (keeping[-1], len(parts.body)):
-            out = truncate_to_fit(render(parts, start), self.fits)
-            if self.fits(out):
-                return out
-        raise InvalidInput(f"max_tokens={self.max_tokens} cannot hold the system messages")
+        return self._shortened(render(parts, keeping[-1]), prompt)
 
-    def _tail_fit(self, messages: Sequence[Message], counter: EstimateCounter) -> list[Message] | None:
+    def _shortened(self, present: list[Message], prompt: str) -> list[Message]:
+        """The pinned messages and the newest turn with long strings cut, or BudgetExceeded."""
+        out = shrink_to_fit(present, lambda m: self.fits(m, system=prompt))
+        if self.fits(out, system=prompt):
+            return out
+        least = self.counter.count(out, system=prompt)
+        raise BudgetExceeded(
+            f"max_tokens={self.max_tokens} cannot hold the system prompt and messages, the first "
+            f"request and the newest turn: they count {least} tokens with their texts cut"
+        )
+
+    def _tail_fit(
+        self, messages: Sequence[Message], counter: EstimateCounter, prompt: str
+    ) -> list[Message] | None:
         """The answer from the newest messages alone, when that is certain (additive counts).
 
         The estimate is a sum over messages, so the earliest cut that fits is found by
@@ -184,7 +238,7 @@ class TokenBudget(Strategy):
             if complete:
                 return None
             pinned = [*parts.system, *([parts.head] if parts.head is not None else [])]
-            used = counter.count(pinned, system=self.system)
+            used = counter.count(pinned, system=prompt)
             fits_from = len(parts.body)  # the earliest group index whose suffix still fits
             for i in range(len(parts.body) - 1, -1, -1):
                 used += sum(counter.count_message(m) for m in parts.body[i].messages)
@@ -195,130 +249,13 @@ class TokenBudget(Strategy):
             tail *= 2
         return None
 
-    def _first_fit(self, parts: Split, starts: list[int]) -> int | None:
+    def _first_fit(self, parts: Split, starts: list[int], prompt: str) -> int | None:
         """The earliest start whose rendering fits, by binary search."""
         lo, hi, found = 0, len(starts) - 1, None
         while lo <= hi:
             mid = (lo + hi) // 2
-            if self.fits(render(parts, starts[mid])):
+            if self.fits(render(parts, starts[mid]), system=prompt):
                 found, hi = starts[mid], mid - 1
             else:
                 lo = mid + 1
         return found
-
-
-# --- truncation -------------------------------------------------------------------------
-
-#: Where a text lives in a message: ("content",), ("block", i), ("result", i) or
-#: ("result_block", i, j) for a text block inside a tool_result.
-Slot = tuple[Any, ...]
-
-
-def text_slots(message: Message) -> list[Slot]:
-    """Every place in a message holding text that may be shortened."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return [("content",)]
-    if not isinstance(content, Sequence):
-        return []
-    slots: list[Slot] = []
-    for i, block in enumerate(content):
-        if not isinstance(block, Mapping):
-            continue
-        if block.get("type") == "text":
-            slots.append(("block", i))
-        elif block.get("type") == "tool_result":
-            inner = block.get("content")
-            if isinstance(inner, str):
-                slots.append(("result", i))
-            elif isinstance(inner, Sequence):
-                slots += [
-                    ("result_block", i, j)
-                    for j, b in enumerate(inner)
-                    if isinstance(b, Mapping) and b.get("type") == "text"
-                ]
-    return slots
-
-
-def get_text(message: Message, slot: Slot) -> str:
-    content = message["content"]
-    if slot[0] == "content":
-        return str(content)
-    if slot[0] == "block":
-        return str(content[slot[1]].get("text", ""))
-    if slot[0] == "result":
-        return str(content[slot[1]]["content"])
-    return str(content[slot[1]]["content"][slot[2]].get("text", ""))
-
-
-def set_text(message: Message, slot: Slot, text: str) -> dict[str, Any]:
-    """A copy of `message` with the text at `slot` replaced; the original is untouched."""
-    out = dict(message)
-    if slot[0] == "content":
-        out["content"] = text
-        return out
-    blocks = list(message["content"])
-    block = dict(blocks[slot[1]])
-    if slot[0] == "block":
-        block["text"] = text
-    elif slot[0] == "result":
-        block["content"] = text
-    else:
-        inner = list(block["content"])
-        inner[slot[2]] = {**inner[slot[2]], "text": text}
-        block["content"] = inner
-    blocks[slot[1]] = block
-    out["content"] = blocks
-    return out
-
-
-def cut_text(text: str, keep: int) -> str:
-    """The first `keep` characters of `text` followed by the truncation marker."""
-    return text[:keep] + TRUNCATION_MARKER.format(n=len(text) - keep)
-
-
-def truncate_to_fit(
-    messages: list[Message], fits: Callable[[Sequence[Message]], bool]
-) -> list[Message]:
-    """Shorten the largest texts first (never system messages), each as little as needed."""
-    originals = list(messages)
-    sizes = {
-        (i, s): len(get_text(m, s))
-        for i, m in enumerate(originals)
-        if m.get("role") != "system"
-        for s in text_slots(m)
-    }
-    keeps = dict(sizes)
-    out = originals
-    for target in sorted(sizes, key=lambda k: -sizes[k]):
-        if fits(out):
-            break
-        keeps[target] = _longest_fitting(originals, keeps, target, fits)
-        out = _apply(originals, keeps)
-    return out
-
-
-def _longest_fitting(
-    originals: list[Message],
-    keeps: dict[tuple[int, Slot], int],
-    target: tuple[int, Slot],
-    fits: Callable[[Sequence[Message]], bool],
-) -> int:
-    """The most characters of `target` that can stay (0 if none), by binary search."""
-    lo, hi, best = 0, keeps[target] - 1, 0
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if fits(_apply(originals, {**keeps, target: mid})):
-            best, lo = mid, mid + 1
-        else:
-            hi = mid - 1
-    return best
-
-
-def _apply(originals: list[Message], keeps: dict[tuple[int, Slot], int]) -> list[Message]:
-    out = list(originals)
-    for (i, slot), keep in keeps.items():
-        text = get_text(originals[i], slot)
-        if keep < len(text):
-            out[i] = set_text(out[i], slot, cut_text(text, keep))
-    return out

@@ -1,7 +1,9 @@
 """Summarize: amortized compaction of old turns into one summary message.
 
 High/low-water rule: nothing happens while the kept window is at or under the trigger
-(`trigger_tokens` and/or `trigger_turns`, turns meaning messages). When it crosses, the
+(`trigger_tokens` and/or `trigger_turns`, turns meaning messages; the tokens are those of the
+whole request: system messages, the system prompt given as `system=`, and the messages).
+When it crosses, the
 oldest turn groups are folded, together with the previous summary, into a new summary in
 ONE summarizer call, cutting the window down to `low_water` times the trigger. A call must
 fold at least half of the gap between the two marks, so the summarizer runs at most about
@@ -71,6 +73,7 @@ class _Context:
     pinned: tuple[Mapping[str, Any], ...]  # its blocks, carried inside the summary message
     body: tuple[TurnGroup, ...]
     cuts: tuple[int, ...]
+    prompt: str  # the system prompt sent alongside: it counts toward the trigger
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +82,30 @@ class _State:
     start: int
 
 
+def _make(
+    system: tuple[Message, ...],
+    head: Message | None,
+    pinned: tuple[Mapping[str, Any], ...],
+    body: tuple[TurnGroup, ...],
+    prompt: str,
+) -> _Context:
+    # Whatever is kept follows a user message (the summary), so it starts with an assistant.
+    cuts = tuple(valid_cuts(body, after_user=True))
+    return _Context(system, head, pinned, body, cuts, prompt)
+
+
 class Summarize(Strategy):
-    """Fold old turns into a summary when the window crosses its trigger (see module doc)."""
+    """Fold old turns into a summary when the window crosses its trigger (see module doc).
+
+    Guarantees: at or under the trigger (counting the system prompt, `system=` at the call,
+    else the one given here) the input is returned unchanged and the summarizer is not
+    called. Past it, the result is the system messages (first, verbatim), then ONE summary
+    message (`is_summary`; the task pinned verbatim after the summary text, or folded into
+    it), then the newest messages verbatim: at least `keep_recent` of them and at least one
+    turn, starting with an assistant message. It never cuts text and never enforces a hard
+    limit: put a TokenBudget after it for that. Errors are the summarizer's (e.g.
+    ModelError); InvalidInput for bad options.
+    """
 
     def __init__(
         self,
@@ -93,6 +118,7 @@ class Summarize(Strategy):
         counter: TokenCounter | None = None,
         pin_first_max_tokens: int = 1000,
         cache_size: int = 256,
+        system: str = "",
     ) -> None:
         if trigger_tokens is None and trigger_turns is None:
             raise InvalidInput("Summarize needs trigger_tokens or trigger_turns")
@@ -108,11 +134,12 @@ class Summarize(Strategy):
         self.counter: TokenCounter = counter or EstimateCounter()
         self.pin_first_max_tokens = pin_first_max_tokens
         self.cache_size = cache_size
+        self.system = system
         self.summarizer_calls = 0
         self._cache: OrderedDict[str, str] = OrderedDict()
 
-    def __call__(self, messages: Sequence[Message]) -> list[Message]:
-        ctx, previous = self._context(messages)
+    def __call__(self, messages: Sequence[Message], *, system: str | None = None) -> list[Message]:
+        ctx, previous = self._context(messages, self.system if system is None else system)
         state = self._replay(ctx, _State(previous, 0))
         if state.summary is None or (state.start == 0 and state.summary == previous):
             return list(messages)
@@ -121,28 +148,17 @@ class Summarize(Strategy):
 
     # --- reading the input --------------------------------------------------------------
 
-    def _context(self, messages: Sequence[Message]) -> tuple[_Context, str | None]:
+    def _context(self, messages: Sequence[Message], prompt: str) -> tuple[_Context, str | None]:
         """Split the input; an existing summary message becomes the previous summary."""
         parts = split(messages)
         head, body = parts.head, parts.body
         if head is not None and is_summary(head):
             pinned = tuple(content_blocks(head)[1:])
-            return self._make(parts.system, None, pinned, body), summary_text(head)
+            return _make(parts.system, None, pinned, body, prompt), summary_text(head)
         if head is not None and self._pinnable(head):
-            return self._make(parts.system, head, tuple(content_blocks(head)), body), None
+            return _make(parts.system, head, tuple(content_blocks(head)), body, prompt), None
         groups = (*group_turns([head]), *body) if head is not None else body
-        return self._make(parts.system, None, (), groups), None
-
-    def _make(
-        self,
-        system: tuple[Message, ...],
-        head: Message | None,
-        pinned: tuple[Mapping[str, Any], ...],
-        body: tuple[TurnGroup, ...],
-    ) -> _Context:
-        # Whatever is kept follows a user message (the summary), so it starts with an assistant.
-        cuts = tuple(valid_cuts(body, after_user=True))
-        return _Context(system, head, pinned, body, cuts)
+        return _make(parts.system, None, (), groups, prompt), None
 
     def _pinnable(self, head: Message) -> bool:
         """Plain text and small: kept verbatim rather than folded."""
@@ -161,13 +177,14 @@ class Summarize(Strategy):
             head = [ctx.head] if ctx.head is not None else []
         return [*ctx.system, *head, *flatten(ctx.body[start:end])]
 
-    def _measure(self, window: list[Message]) -> tuple[int, int]:
-        """(tokens, turns) of a window; turns are the non-system messages."""
-        tokens = self.counter.count(window) if self.trigger_tokens is not None else 0
+    def _measure(self, ctx: _Context, window: list[Message]) -> tuple[int, int]:
+        """(tokens of the request, turns) of a window; turns are the non-system messages."""
+        counted = self.trigger_tokens is not None
+        tokens = self.counter.count(window, system=ctx.prompt) if counted else 0
         return tokens, sum(1 for m in window if m.get("role") != "system")
 
-    def _over(self, window: list[Message], factor: float = 1.0) -> bool:
-        tokens, turns = self._measure(window)
+    def _over(self, ctx: _Context, window: list[Message], factor: float = 1.0) -> bool:
+        tokens, turns = self._measure(ctx, window)
         if self.trigger_tokens is not None and tokens > self.trigger_tokens * factor:
             return True
         return self.trigger_turns is not None and turns > self.trigger_turns * factor
@@ -188,7 +205,7 @@ class Summarize(Strategy):
         hi, found = len(ctx.body), None
         while lo <= hi:
             mid = (lo + hi) // 2
-            if self._over(self._window(ctx, state.summary, state.start, mid)):
+            if self._over(ctx, self._window(ctx, state.summary, state.start, mid)):
                 found, hi = mid, mid - 1
             else:
                 lo = mid + 1
@@ -204,7 +221,8 @@ class Summarize(Strategy):
             if state.start < c <= end and c < len(sizes) and sum(sizes[c:end]) >= self.keep_recent
         ]
         for cut in allowed:
-            if not self._over(self._window(ctx, state.summary or "", cut, end), self.low_water):
+            window = self._window(ctx, state.summary or "", cut, end)
+            if not self._over(ctx, window, self.low_water):
                 return cut
         return allowed[-1] if allowed else None
 

@@ -1,0 +1,144 @@
+"""Shrinking messages in place of dropping them: long strings cut, with a visible marker.
+
+What may be cut: a string content, a text block, a tool_result's content (a string or its
+text blocks), and any string value inside a tool_use input (a `write_file` call's file,
+say). Never a system message, a role, a block type, a tool id or name, or a key of a tool
+input, so a cut message keeps its shape and a tool call still pairs with its result. A
+summary message keeps its SUMMARY_PREFIX label, so `is_summary` still recognises it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from fourfold.models.base import Message
+from fourfold.shortterm.messages import SUMMARY_PREFIX, is_summary, is_system
+
+__all__ = ["TRUNCATION_MARKER", "cut_text", "shrink_to_fit", "text_paths"]
+
+#: Appended where `TokenBudget` cut a text; `{n}` is the number of characters removed.
+TRUNCATION_MARKER = "…[truncated {n} chars to fit the token budget]"
+
+#: Keys and list indices from a message down to one string in it.
+Path = tuple[Any, ...]
+
+Fits = Callable[[Sequence[Message]], bool]
+
+
+def text_paths(message: Message) -> list[Path]:
+    """Every string in a message that may be cut (see the module doc), in document order."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [("content",)]
+    if not isinstance(content, Sequence):
+        return []
+    paths: list[Path] = []
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            paths.append(("content", i, "text"))
+        elif kind == "tool_result":
+            paths += _result_paths(block.get("content"), ("content", i, "content"))
+        elif kind == "tool_use":
+            paths += _string_leaves(block.get("input"), ("content", i, "input"))
+    return paths
+
+
+def _result_paths(inner: Any, at: Path) -> list[Path]:
+    if isinstance(inner, str):
+        return [at]
+    if not isinstance(inner, Sequence):
+        return []
+    return [
+        (*at, j, "text")
+        for j, b in enumerate(inner)
+        if isinstance(b, Mapping) and b.get("type") == "text"
+    ]
+
+
+def _string_leaves(value: Any, at: Path) -> list[Path]:
+    """Paths to the strings inside a JSON-like value (a tool input)."""
+    if isinstance(value, str):
+        return [at]
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in _string_leaves(v, (*at, k))]
+    if isinstance(value, list | tuple):
+        return [p for j, v in enumerate(value) for p in _string_leaves(v, (*at, j))]
+    return []
+
+
+def _get(value: Any, path: Path) -> Any:
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _replace(value: Any, path: Path, new: Any) -> Any:
+    """A copy of `value` with the item at `path` replaced; only the path is copied."""
+    if not path:
+        return new
+    key, rest = path[0], path[1:]
+    if isinstance(value, Mapping):
+        return {**value, key: _replace(value[key], rest, new)}
+    items = list(value)
+    items[key] = _replace(items[key], rest, new)
+    return items
+
+
+def cut_text(text: str, keep: int) -> str:
+    """The first `keep` characters of `text` followed by the truncation marker."""
+    return text[:keep] + TRUNCATION_MARKER.format(n=len(text) - keep)
+
+
+def _keep_range(message: Message, path: Path, text: str) -> tuple[int, int]:
+    """(fewest, most) characters a cut may keep: it keeps a summary's label and saves space."""
+    label = is_summary(message) and path in (("content",), ("content", 0, "text"))
+    fewest = len(SUMMARY_PREFIX) if label else 0
+    most = len(text) - len(TRUNCATION_MARKER.format(n=len(text))) - 1
+    return fewest, most
+
+
+Slot = tuple[int, Path]  # (message index, path in it)
+
+
+def shrink_to_fit(messages: Sequence[Message], fits: Fits) -> list[Message]:
+    """Cut every string longer than one common length, the largest length that `fits`.
+
+    The longest strings lose the most and short ones stay whole, so no single text (a long
+    task, say) is emptied while another keeps thousands of characters. Returns the best it
+    could do, every cuttable string reduced to the marker at worst, which may still not
+    fit: the caller decides what then. System messages are never cut; nothing is mutated.
+    """
+    originals = list(messages)
+    texts = {
+        (i, p): str(_get(m, p))
+        for i, m in enumerate(originals)
+        if not is_system(m)
+        for p in text_paths(m)
+    }
+    if not texts or fits(originals):
+        return originals
+    lo, hi = 0, max(len(t) for t in texts.values())
+    if not fits(_capped(originals, texts, lo)):
+        return _capped(originals, texts, lo)
+    while lo < hi:  # the largest length that fits; counts grow with it
+        mid = (lo + hi + 1) // 2
+        if fits(_capped(originals, texts, mid)):
+            lo = mid
+        else:
+            hi = mid - 1
+    return _capped(originals, texts, lo)
+
+
+def _capped(originals: list[Message], texts: dict[Slot, str], length: int) -> list[Message]:
+    """The messages with each string cut to `length` characters where that saves space."""
+    out = list(originals)
+    for (i, path), text in texts.items():
+        fewest, most = _keep_range(originals[i], path, text)
+        keep = max(fewest, length)
+        if keep <= most:
+            out[i] = _replace(out[i], path, cut_text(text, keep))
+    return out
