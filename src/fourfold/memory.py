@@ -18,6 +18,7 @@ from fourfold.longterm import Enricher, LongTermMemory
 from fourfold.semantic.docs import DocumentStore
 from fourfold.semantic.facts import FactStore
 from fourfold.shortterm.threads import ConversationStore
+from fourfold.stores.database import Database
 from fourfold.stores.sqlite import DATABASE, SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import VectorStore
 
@@ -38,7 +39,7 @@ class Memory:
         episodes: EpisodeLog,
         facts: FactStore,
         config: MemoryConfig,
-        database: SQLiteDatabase,
+        database: Database,
     ) -> None:
         self.data_dir = data_dir
         #: The SQLite file the stores share.

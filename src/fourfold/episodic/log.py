@@ -25,6 +25,7 @@ from fourfold.embeddings.coalescing import for_reader
 from fourfold.episodic._codec import build_episode
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
+from fourfold.stores.database import Database
 from fourfold.stores.sqlite import SQLiteDatabase, chunked_ids, scope_key, scope_of
 from fourfold.text import tokenize
 from fourfold.types import Episode
@@ -49,12 +50,12 @@ class EpisodeLog:
     stores of a data dir.
     """
 
-    def __init__(self, db: SQLiteDatabase | str | os.PathLike[str], embedder: Embedder, *, lock_timeout: float = 30.0) -> None:
+    def __init__(self, db: Database | str | os.PathLike[str], embedder: Embedder, *, lock_timeout: float = 30.0) -> None:
         if not isinstance(embedder, Embedder):
             raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
-        self._owns = not isinstance(db, SQLiteDatabase)
-        self.db = db if isinstance(db, SQLiteDatabase) else SQLiteDatabase(Path(db), timeout=lock_timeout)
-        self.path = self.db.path
+        self._owns = not isinstance(db, Database)
+        self.db = db if isinstance(db, Database) else SQLiteDatabase(Path(db), timeout=lock_timeout)
+        self.path = self.db.where
         self.embedder = embedder
         self._mutex = threading.RLock()  # one thread at a time touches the in-memory index
         self._clear()

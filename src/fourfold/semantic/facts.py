@@ -6,7 +6,6 @@ import builtins
 import json
 import math
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from fourfold.errors import (
     StoreCorrupt,
     StoreUnavailable,
 )
+from fourfold.stores.database import Connection, Database
 from fourfold.stores.sqlite import SQLiteDatabase
 from fourfold.types import Fact
 
@@ -66,11 +66,11 @@ class _Row(NamedTuple):
 class FactStore:
     """Key -> JSON value facts in one SQLite file, safe across threads and processes."""
 
-    def __init__(self, path: str | Path | SQLiteDatabase, *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | Path | Database, *, timeout: float = 30.0) -> None:
         """A path opens a database of the fact store's own; a `SQLiteDatabase` is shared."""
-        self._owns = not isinstance(path, SQLiteDatabase)
-        self.db = SQLiteDatabase(path, timeout=timeout) if not isinstance(path, SQLiteDatabase) else path
-        self.path = self.db.path
+        self._owns = not isinstance(path, Database)
+        self.db = SQLiteDatabase(path, timeout=timeout) if not isinstance(path, Database) else path
+        self.path = self.db.where
         self.timeout = timeout
         self._lock = threading.Lock()
         # key -> row (None: known absent); valid while the facts' version is unchanged.
@@ -171,7 +171,7 @@ class FactStore:
         return policy_tool_schema(self.keys(), name=name, description=text)
 
     @contextmanager
-    def _locked(self) -> Iterator[sqlite3.Connection]:
+    def _locked(self) -> Iterator[Connection]:
         """A read snapshot of the database."""
         if self._closed:
             raise StoreUnavailable(f"the fact store {self.path} is closed")
@@ -179,7 +179,7 @@ class FactStore:
             yield conn
 
     @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
+    def _writing(self) -> Iterator[Connection]:
         """A write transaction that moves the facts' version on (other processes see it)."""
         if self._closed:
             raise StoreUnavailable(f"the fact store {self.path} is closed")
@@ -280,7 +280,7 @@ def _utf8_size(text: str, what: str) -> None:
         raise InvalidInput(f"{what} is {size:,} bytes; the limit is {MAX_VALUE_BYTES:,}")
 
 
-def _decode(value_json: str, path: Path) -> Any:
+def _decode(value_json: str, path: str) -> Any:
     try:
         return json.loads(value_json)
     except (TypeError, ValueError) as exc:
@@ -290,26 +290,26 @@ def _decode(value_json: str, path: Path) -> Any:
         ) from None
 
 
-def _make_row(value_json: str, description: str, updated_at: float, *, path: Path) -> _Row:
+def _make_row(value_json: str, description: str, updated_at: float, *, path: str) -> _Row:
     value = _decode(value_json, path)
     return _Row(
         value_json, description, updated_at, value if isinstance(value, str) else value_json
     )
 
 
-def _fact(key: str, row: _Row, path: Path) -> Fact:
+def _fact(key: str, row: _Row, path: str) -> Fact:
     """A Fact with a freshly decoded value, so callers cannot mutate the cache."""
     return Fact(key, _decode(row.value_json, path), row.description, row.updated_at)
 
 
-def _current(conn: sqlite3.Connection, key: str) -> tuple[str, str, float] | None:
+def _current(conn: Connection, key: str) -> tuple[str, str, float] | None:
     sql = "SELECT value_json, description, updated_at FROM facts WHERE key = ?"
     row: tuple[str, str, float] | None = conn.execute(sql, (key,)).fetchone()
     return row
 
 
 def _upsert(
-    conn: sqlite3.Connection, key: str, value_json: str, description: str | None
+    conn: Connection, key: str, value_json: str, description: str | None
 ) -> tuple[str, str, float]:
     """Write inside a transaction; an unchanged value and description is not a new version."""
     old = _current(conn, key)

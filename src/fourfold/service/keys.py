@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.service.tenancy import check_tenant
+from fourfold.stores.database import Connection, Database
 from fourfold.stores.sqlite import SQLiteDatabase
 
 __all__ = ["KEY_PREFIX", "ApiKey", "KeyStore"]
@@ -42,10 +42,10 @@ class KeyStore:
     effect at once without a restart. A path opens a database of the store's own.
     """
 
-    def __init__(self, path: str | Path | SQLiteDatabase) -> None:
-        self._owns = not isinstance(path, SQLiteDatabase)
-        self.db = path if isinstance(path, SQLiteDatabase) else SQLiteDatabase(path)
-        self.path = self.db.path
+    def __init__(self, path: str | Path | Database) -> None:
+        self._owns = not isinstance(path, Database)
+        self.db = path if isinstance(path, Database) else SQLiteDatabase(path)
+        self.path = self.db.where
         with self._db() as conn:
             conn.execute("INSERT INTO meta (name, value) VALUES ('salt', ?) ON CONFLICT (name) DO NOTHING",
                          (secrets.token_hex(32),))
@@ -116,7 +116,7 @@ class KeyStore:
         return hmac.new(self._salt, key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
+    def _db(self) -> Iterator[Connection]:
         with self.db.write() as conn:
             yield conn
 

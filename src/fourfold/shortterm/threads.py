@@ -14,7 +14,7 @@ from typing import Any
 from fourfold._locks import FileLock
 from fourfold._validate import check_scope
 from fourfold.errors import InvalidInput, StoreCorrupt
-from fourfold.stores.sqlite import SQLiteDatabase
+from fourfold.stores.database import Database
 from fourfold.text import redact
 
 __all__ = ["ConversationStore", "Thread", "thread_payload"]
@@ -40,7 +40,7 @@ class ConversationStore:
     processes never interleave one customer's thread.
     """
 
-    def __init__(self, db: SQLiteDatabase, lock_dir: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+    def __init__(self, db: Database, lock_dir: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
         self.db = db
         self.lock_dir = Path(lock_dir)
         self._lock_timeout = lock_timeout
@@ -58,7 +58,7 @@ class ConversationStore:
         try:
             raw = json.loads(row[0])
         except ValueError as exc:
-            raise StoreCorrupt(f"the conversation thread of {scope!r} in {self.db.path} is damaged ({exc}); "
+            raise StoreCorrupt(f"the conversation thread of {scope!r} in {self.db.where} is damaged ({exc}); "
                                "delete it to start a new thread") from None
         if raw.get("format", 0) > _FORMAT:
             raise StoreCorrupt(f"the thread of {scope!r} was written by a newer fourfold: upgrade fourfold")

@@ -32,6 +32,7 @@ from fourfold.errors import (
     StoreCorrupt,
     StoreUnavailable,
 )
+from fourfold.stores.database import Database
 from fourfold.stores.vector import (
     GLOBAL_SCOPE_KEY,
     VectorRecord,
@@ -77,7 +78,7 @@ _SCHEMA = (
 )
 
 
-class SQLiteDatabase:
+class SQLiteDatabase(Database):
     """One SQLite file shared by the stores of a data dir; a connection per thread.
 
     `read()` and `write()` are transactions (a snapshot, or the database's single write
@@ -86,6 +87,7 @@ class SQLiteDatabase:
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
         self.path = Path(path)
+        self.where = str(self.path)
         self.timeout = timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -170,37 +172,6 @@ class SQLiteDatabase:
         with self._transaction("BEGIN IMMEDIATE"), self.errors():
             yield self._conn()
 
-    # -- versions -----------------------------------------------------------------------------
-
-    def version(self, name: str) -> int:
-        """The version of `name` (0: never written, or erased); changes with every write to it."""
-        with self.read() as conn:
-            row = conn.execute("SELECT version FROM versions WHERE name = ?", (name,)).fetchone()
-        return int(row[0]) if row else 0
-
-    def bump(self, conn: sqlite3.Connection, names: Iterable[str], *, drop: bool = False) -> dict[str, tuple[int, int]]:
-        """Inside a write: move each name to a new version; returns name -> (before, after).
-
-        `drop` removes the name instead (its version reads 0), for an erased scope whose
-        name itself should not stay on disk.
-        """
-        changes: dict[str, tuple[int, int]] = {}
-        for name in dict.fromkeys(names):
-            row = conn.execute("SELECT version FROM versions WHERE name = ?", (name,)).fetchone()
-            before = int(row[0]) if row else 0
-            if drop:
-                conn.execute("DELETE FROM versions WHERE name = ?", (name,))
-                changes[name] = (before, 0)
-                continue
-            after = int(conn.execute("UPDATE clock SET value = value + 1 WHERE id = 1 RETURNING value").fetchone()[0])
-            conn.execute(
-                "INSERT INTO versions (name, version) VALUES (?, ?)"
-                " ON CONFLICT(name) DO UPDATE SET version = excluded.version",
-                (name, after),
-            )
-            changes[name] = (before, after)
-        return changes
-
     # -- erasure ------------------------------------------------------------------------------
 
     def erased(self) -> bool:
@@ -237,9 +208,13 @@ class SQLiteDatabase:
 
 
 class SQLiteVectorStore(VectorStore):
-    """Memories and document chunks in the `memories` table; a version per scope."""
+    """Memories and document chunks in the `memories` table of a `Database`; a version per scope.
 
-    def __init__(self, db: SQLiteDatabase, *, embedder_identity: str, dimension: int) -> None:
+    fourfold ranks in its own index (`ScopeIndex`), so this store only stores, reads a
+    scope, and deletes; the SQL is portable, so it serves any engine.
+    """
+
+    def __init__(self, db: Database, *, embedder_identity: str, dimension: int) -> None:
         self.db = db
         self.embedder_identity = embedder_identity
         self.dimension = dimension
@@ -254,7 +229,7 @@ class SQLiteVectorStore(VectorStore):
                 conn.execute("INSERT INTO meta (name, value) VALUES ('embedder', ?)", (self.embedder_identity,))
             elif row[0] != self.embedder_identity:
                 raise EmbedderMismatch(
-                    f"{self.db.path} holds vectors of embedder {row[0]!r}, not {self.embedder_identity!r}: "
+                    f"{self.db.where} holds vectors of embedder {row[0]!r}, not {self.embedder_identity!r}: "
                     "open it with the same embedder, or re-index into a new data dir"
                 )
 
@@ -368,7 +343,7 @@ class SQLiteVectorStore(VectorStore):
             vector = np.frombuffer(blob, dtype=np.float32)
             if vector.shape != (self.dimension,):
                 raise StoreCorrupt(
-                    f"{self.db.path}: memory {id_} has a vector of {vector.shape[0]} numbers, not "
+                    f"{self.db.where}: memory {id_} has a vector of {vector.shape[0]} numbers, not "
                     f"{self.dimension}; the data dir was written with another embedder"
                 )
             out.append(

@@ -1,0 +1,96 @@
+"""The database seam: what every store of a data dir needs from its SQL engine.
+
+Stores (memories, episodes, facts, threads, keys) are written once, in SQL both engines
+speak (`?` placeholders, `ON CONFLICT`, `RETURNING`); an engine supplies transactions, its
+schema, and erasure. Versions are the engine-independent part: a named counter (one per
+memory scope, one for the facts...) that every write transaction moves on, taken from one
+clock row whose update also orders writers, so readers can keep caches and check one small
+row instead of dropping everything whenever anyone wrote.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+__all__ = ["Connection", "Cursor", "Database"]
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the stores use."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """A connection inside a transaction: statements with `?` placeholders."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
+
+
+class Database(ABC):
+    """A SQL database shared by the stores of a data dir (or of a whole deployment).
+
+    `read()` is a consistent snapshot, `write()` a transaction that holds the write lock
+    of what it touches; both nest within one thread, and the outermost one commits.
+    """
+
+    #: Where the data lives, for messages (a path, or a URL without its password).
+    where: str
+
+    @abstractmethod
+    def read(self) -> AbstractContextManager[Connection]:
+        """A consistent snapshot for several statements."""
+
+    @abstractmethod
+    def write(self) -> AbstractContextManager[Connection]:
+        """A write transaction."""
+
+    @abstractmethod
+    def erased(self) -> bool:
+        """Called after a transaction that erased data commits: make the engine forget it too."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections; further use raises StoreUnavailable."""
+
+    def version(self, name: str) -> int:
+        """The version of `name` (0: never written, or erased); changes with every write to it."""
+        with self.read() as conn:
+            row = conn.execute("SELECT version FROM versions WHERE name = ?", (name,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def bump(self, conn: Connection, names: Iterable[str], *, drop: bool = False) -> dict[str, tuple[int, int]]:
+        """Inside a write: move each name to a new version; returns name -> (before, after).
+
+        `drop` removes the name instead (its version reads 0), for an erased scope whose
+        name itself should not stay on disk. The clock row's update serializes writers that
+        bump, so versions (and rows stamped with them) follow commit order.
+        """
+        changes: dict[str, tuple[int, int]] = {}
+        for name in dict.fromkeys(names):
+            row = conn.execute("SELECT version FROM versions WHERE name = ?", (name,)).fetchone()
+            before = int(row[0]) if row else 0
+            if drop:
+                conn.execute("DELETE FROM versions WHERE name = ?", (name,))
+                changes[name] = (before, 0)
+                continue
+            after = int(conn.execute("UPDATE clock SET value = value + 1 WHERE id = 1 RETURNING value").fetchone()[0])
+            conn.execute(
+                "INSERT INTO versions (name, version) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+                (name, after),
+            )
+            changes[name] = (before, after)
+        return changes
