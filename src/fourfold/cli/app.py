@@ -353,10 +353,11 @@ def _run_benchmark(name: str, args: list[str]) -> None:
 def _register_adapters() -> None:
     # The service, MCP and doctor commands live in their own modules; their heavy imports
     # (fastapi, uvicorn, mcp) happen inside the commands, so --help stays fast.
-    from fourfold.cli import doctor_command, service_commands
+    from fourfold.cli import data_commands, doctor_command, service_commands
 
     service_commands.register(app)
     doctor_command.register(app)
+    data_commands.register(app)
 
 
 _register_adapters()

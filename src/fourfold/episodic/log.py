@@ -95,8 +95,9 @@ class EpisodeLog:
             self.insert(episodes)
         return episodes
 
-    def insert(self, episodes: Sequence[Episode]) -> None:
-        """Store episodes as they are (validated and redacted already: an import, a migration)."""
+    def insert(self, episodes: Sequence[Episode], *, vectors: Mapping[str, Vectors] | None = None) -> None:
+        """Store episodes as they are (validated and redacted already: an import, a migration),
+        with the vectors of this embedder already known for some of them."""
         with self.db.write() as conn:
             ((_, seq),) = self.db.bump(conn, [WRITTEN]).values()
             conn.executemany(
@@ -104,6 +105,21 @@ class EpisodeLog:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
                 [_row(ep, seq, pos) for pos, ep in enumerate(episodes)],
             )
+            if vectors:
+                self._persist_vectors(dict(vectors))
+
+    def stored_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """The stored vectors (of this embedder) of these episodes, by id; others are absent."""
+        found: dict[str, Vectors] = {}
+        with self.db.read() as conn:
+            for part in chunked_ids(ids):
+                marks = ",".join("?" * len(part))
+                for episode_id, blob in conn.execute(
+                    f"SELECT id, embedding FROM episodes WHERE id IN ({marks}) AND embedder = ?",
+                    [*part, self.embedder.identity],
+                ):
+                    found[episode_id] = np.frombuffer(blob, dtype=np.float32)
+        return found
 
     # -- reading -----------------------------------------------------------------------
 
@@ -209,16 +225,7 @@ class EpisodeLog:
     def _load_vectors(self, rows: list[int]) -> None:
         """Attach the stored vectors (of this embedder) of rows that have none in memory yet."""
         wanted = [self._index.episodes[row].id for row in self._index.rows_without_vector(rows)]
-        found: dict[str, Vectors] = {}
-        with self.db.read() as conn:
-            for part in chunked_ids(wanted):
-                marks = ",".join("?" * len(part))
-                for episode_id, blob in conn.execute(
-                    f"SELECT id, embedding FROM episodes WHERE id IN ({marks}) AND embedder = ?",
-                    [*part, self.embedder.identity],
-                ):
-                    found[episode_id] = np.frombuffer(blob, dtype=np.float32)
-        self._index.set_vectors(found)
+        self._index.set_vectors(self.stored_vectors(wanted))
 
     def _ensure_vectors(self, rows: list[int]) -> None:
         """Load stored vectors, embed the episodes still missing one, and store those."""

@@ -8,7 +8,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -29,6 +29,7 @@ __all__ = [
     "MAX_KEY_CHARS",
     "MAX_VALUE_BYTES",
     "UNKNOWN",
+    "FactRow",
     "FactStore",
     "validate_key",
 ]
@@ -52,6 +53,15 @@ _UPSERT = (
 _ARCHIVE = (
     "INSERT INTO fact_history (key, value_json, description, replaced_at) VALUES (?, ?, ?, ?)"
 )
+
+
+class FactRow(NamedTuple):
+    """A fact as stored: its JSON text and a time (updated, or replaced for history rows)."""
+
+    key: str
+    value_json: str
+    description: str
+    at: float
 
 
 class _Row(NamedTuple):
@@ -153,6 +163,29 @@ class FactStore:
         with self._locked() as conn:
             rows = conn.execute(sql, (key,)).fetchall()
         return [(_decode(value_json, self.path), when) for value_json, when in rows]
+
+    def dump(self) -> tuple[builtins.list[FactRow], builtins.list[FactRow]]:
+        """Every current value and every archived one, as stored (for an export)."""
+        with self._locked() as conn:
+            current = conn.execute("SELECT key, value_json, description, updated_at FROM facts ORDER BY key").fetchall()
+            history = conn.execute(
+                "SELECT key, value_json, description, replaced_at FROM fact_history ORDER BY id"
+            ).fetchall()
+        return [FactRow(*r) for r in current], [FactRow(*r) for r in history]
+
+    def restore(self, current: Sequence[FactRow], history: Sequence[FactRow]) -> None:
+        """Write rows of a `dump` back as they were (an import); values are checked as by `set`."""
+        for row in (*current, *history):
+            validate_key(row.key)
+            _encode(_decode(row.value_json, self.path))
+        with self._writing() as conn:
+            for row in history:  # a row already there (the same dump read twice) is not doubled
+                if conn.execute("SELECT 1 FROM fact_history WHERE key = ? AND value_json = ? AND replaced_at = ?",
+                                (row.key, row.value_json, row.at)).fetchone() is None:
+                    conn.execute(_ARCHIVE, tuple(row))
+            conn.executemany(_UPSERT, [tuple(r) for r in current])
+        with self._lock:
+            self._cache.clear()
 
     def list(self) -> builtins.list[Fact]:
         """Every fact, sorted by key."""

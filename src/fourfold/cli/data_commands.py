@@ -1,0 +1,75 @@
+"""`fourfold export`, `fourfold import`, `fourfold migrate`: moving a data dir's contents."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["register"]
+
+
+def export(
+    file: Annotated[Path | None, typer.Argument(help="Where to write (default: standard output).")] = None,
+) -> None:
+    """Write every memory, episode, fact and thread as versioned JSON Lines (never API keys)."""
+    from fourfold._files import private_file
+    from fourfold.cli.app import _memory
+    from fourfold.transfer import export_memory
+
+    with _memory() as mem:
+        if file is None:
+            counts = export_memory(mem, sys.stdout)
+        else:
+            import os
+
+            tmp = file.with_name(f".{file.name}.tmp")
+            with os.fdopen(private_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8") as out:
+                counts = export_memory(mem, out)
+            os.replace(tmp, file)
+    _report(counts.as_dict(), f"exported to {file}" if file else None)
+
+
+def import_(
+    file: Annotated[Path, typer.Argument(help="A file written by `fourfold export`.", exists=True, dir_okay=False)],
+) -> None:
+    """Read an export into this data dir (or database); items already there are kept."""
+    from fourfold.cli.app import _memory
+    from fourfold.transfer import import_memory
+
+    with _memory() as mem, file.open(encoding="utf-8") as lines:
+        counts = import_memory(mem, lines)
+    _report(counts.as_dict(), f"imported from {file}")
+
+
+def migrate(
+    data_dir: Annotated[Path | None, typer.Argument(help="The 0.1 data dir (default: --data-dir).")] = None,
+) -> None:
+    """Move a fourfold 0.1 data dir into this version's single database (old files kept aside)."""
+    from fourfold.cli.app import state
+    from fourfold.transfer import migrate_legacy
+
+    where = data_dir or state.data_dir
+    counts = migrate_legacy(where)
+    _report(counts.as_dict(), f"migrated {where}; the old files are in {where / 'fourfold-0.1-backup'} "
+                              "(delete it once satisfied: it still holds everything, forgotten data included)")
+
+
+def _report(counts: dict[str, int], done: str | None) -> None:
+    """The counts (as JSON under --json); on standard error when the export itself is on standard output."""
+    import json
+
+    from fourfold.cli.app import state
+
+    summary = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items() if n)
+    text = json.dumps(counts) if state.as_json else f"{done or 'exported'}: {summary or 'nothing'}"
+    typer.echo(text, err=done is None)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the data-moving commands to the CLI."""
+    app.command("export")(export)
+    app.command("import")(import_)
+    app.command("migrate")(migrate)
