@@ -23,7 +23,7 @@ import numpy as np
 
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.episodic._codec import decode_line
-from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt, StoreUnavailable
+from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from fourfold.semantic.facts import FactRow
 from fourfold.shortterm.threads import Thread, thread_payload
 from fourfold.stores.vector import VectorRecord
@@ -365,18 +365,23 @@ def _legacy_episodes(path: Path) -> tuple[list[Episode], int]:
     return list(episodes.values()), skipped
 
 
-def _legacy_facts(path: Path) -> tuple[list[FactRow], list[FactRow]]:
-    if not path.exists():
-        return [], []
+def _read_legacy(path: Path, *queries: str) -> list[list[Any]]:
+    """The rows of each query on a 0.1 SQLite file, read-only; a damaged file is StoreCorrupt."""
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            current = conn.execute("SELECT key, value_json, description, updated_at FROM facts").fetchall()
-            history = conn.execute("SELECT key, value_json, description, replaced_at FROM fact_history ORDER BY id").fetchall()
+            return [conn.execute(query).fetchall() for query in queries]
         finally:
             conn.close()
     except sqlite3.Error as exc:
         raise StoreCorrupt(f"{path} cannot be read ({exc}); run `fourfold doctor` on the data dir first") from None
+
+
+def _legacy_facts(path: Path) -> tuple[list[FactRow], list[FactRow]]:
+    if not path.exists():
+        return [], []
+    current, history = _read_legacy(path, "SELECT key, value_json, description, updated_at FROM facts",
+                                    "SELECT key, value_json, description, replaced_at FROM fact_history ORDER BY id")
     return [FactRow(*r) for r in current], [FactRow(*r) for r in history]
 
 
@@ -384,15 +389,9 @@ def _legacy_keys(path: Path, db: Any) -> int:
     """Copy the key digests and their salt, so every API key of the 0.1 service keeps working."""
     if not path.exists():
         return 0
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            salt = conn.execute("SELECT value FROM meta WHERE name = 'salt'").fetchone()
-            rows = conn.execute("SELECT id, tenant, digest, label, created_at, revoked_at FROM keys").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise StoreUnavailable(f"{path} cannot be read ({exc})") from None
+    salts, rows = _read_legacy(path, "SELECT value FROM meta WHERE name = 'salt'",
+                               "SELECT id, tenant, digest, label, created_at, revoked_at FROM keys")
+    salt = salts[0] if salts else None
     with db.write() as new:
         if salt is not None:
             new.execute("INSERT INTO meta (name, value) VALUES ('salt', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
