@@ -10,12 +10,19 @@ fetched again; one that is missing counts as lost.
                                  [--query-model int8|exact] [--ramp-s 0] [--window-s 10]
                                  [--url URL --key TENANT=KEY ...]
 
-The last line printed is ``service: rps=X p95_ms=X errors=N lost=N`` (p95 over all requests;
-``service (think X ms): ...`` when clients pause between requests). By default (--think-ms 0)
-every client sends its next request as soon as the last one is answered: a closed loop, so the
-mean latency is clients / throughput (Little's law) and measures how far the offered work
-exceeds what the server can do. With --think-ms, each client waits that long between
-requests, like an agent thinking between tool calls.
+Two phases measure two things:
+
+- Throughput: --clients closed-loop clients (each sends its next request as soon as the last
+  one is answered) for --duration seconds; requests per second. Its latency only restates
+  Little's law (clients / throughput), so it is printed but not the verdict.
+- Latency: an open loop at a fixed offered rate (--rate requests/s, the same mix) for
+  --open-s seconds, each request timed from when it was due (so queueing counts), plus
+  visibility: for a sample of acknowledged writes, how long until a recall finds the memory.
+
+The last line is ``service: rps=X rate=X recall_p95_ms=X remember_p95_ms=X visible_p95_ms=X
+errors=N lost=N stale=N`` (rps from the closed loop; the p95s from the open loop; stale: sampled
+writes a recall had not found within 5 s). With --think-ms the closed loop's clients pause
+between requests instead.
 """
 
 from __future__ import annotations
@@ -132,6 +139,53 @@ def sentence(rng: random.Random, n: int = 12) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
+def pick(rng: random.Random, i: int, n: int, scopes: int) -> tuple[str, str, str, Any]:
+    """One request of the support-desk mix: (route, method, path, body)."""
+    roll = rng.random()
+    scope = f"customer:{rng.randrange(scopes)}"
+    if roll < 0.70:
+        return "recall", "POST", "/v1/memories/search", {"query": sentence(rng, 6), "scope": scope, "k": 5}
+    if roll < 0.90:
+        return "remember", "POST", "/v1/memories", {"text": f"client {i} note {n}: {sentence(rng)}", "scope": scope,
+                                                    "kind": "note"}
+    if roll < 0.94:
+        return "episode", "POST", "/v1/episodes", {"goal": sentence(rng, 6), "actions": [sentence(rng, 4)],
+                                                   "outcome": sentence(rng, 4), "success": rng.random() < 0.8,
+                                                   "scope": scope}
+    if roll < 0.97:
+        return "similar", "POST", "/v1/episodes/similar", {"situation": sentence(rng, 6), "scope": scope, "k": 3}
+    key = f"limit.{rng.randrange(10)}"
+    if roll < 0.985:
+        return "fact_put", "PUT", f"/v1/facts/{key}", {"value": rng.randrange(1000)}
+    return "fact_get", "POST", "/v1/facts/lookup", {"key": key}
+
+
+async def send(http: Any, tenant: str, request: tuple[str, str, str, Any], stats: Stats, due: float) -> Any:
+    """Send one request, time it from `due` (a perf_counter time), record the outcome; the answer or None."""
+    route, method, path, body = request
+    try:
+        status, content = await http.request(method, path, json=body)
+    except (TimeoutError, httpx.HTTPError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
+        status, content = 0, b""
+        stats.error_samples.append(f"{route}: {exc!r}"[:200])
+    stats.latencies[route].append(time.perf_counter() - due)
+    if route == "recall":
+        stats.recall_at.append((time.monotonic(), stats.latencies[route][-1]))
+    if not 200 <= status < 300:
+        stats.errors[route] += 1
+        if status and len(stats.error_samples) < 20:
+            stats.error_samples.append(f"{route}: {status} {content[:150]!r}")
+        return None
+    answer = json_loads(content)
+    if route == "remember":
+        stats.memories.append((tenant, answer["id"], answer["text"]))
+    elif route == "episode":
+        stats.episodes.append((tenant, answer["id"]))
+    elif route == "fact_put":
+        stats.facts[(tenant, path.rsplit("/", 1)[1])] = body["value"]
+    return answer
+
+
 async def client_loop(
     i: int, url: str, keys: dict[str, str], scopes: int, stop_at: float, stats: Stats, counter: list[int],
     think: float = 0.0, client: str = "lean", delay: float = 0.0,
@@ -147,52 +201,69 @@ async def client_loop(
             if think and n:
                 await asyncio.sleep(think)
             n += 1
-            roll = rng.random()
-            scope = f"customer:{rng.randrange(scopes)}"
-            if roll < 0.70:
-                route, method, path = "recall", "POST", "/v1/memories/search"
-                body: Any = {"query": sentence(rng, 6), "scope": scope, "k": 5}
-            elif roll < 0.90:
-                route, method, path = "remember", "POST", "/v1/memories"
-                body = {"text": f"client {i} note {n}: {sentence(rng)}", "scope": scope, "kind": "note"}
-            elif roll < 0.94:
-                route, method, path = "episode", "POST", "/v1/episodes"
-                body = {"goal": sentence(rng, 6), "actions": [sentence(rng, 4)], "outcome": sentence(rng, 4),
-                        "success": rng.random() < 0.8, "scope": scope}
-            elif roll < 0.97:
-                route, method, path = "similar", "POST", "/v1/episodes/similar"
-                body = {"situation": sentence(rng, 6), "scope": scope, "k": 3}
-            elif roll < 0.985:
-                key = f"limit.{rng.randrange(10)}"
-                route, method, path = "fact_put", "PUT", f"/v1/facts/{key}"
-                body = {"value": rng.randrange(1000)}
-            else:
-                route, method, path = "fact_get", "POST", "/v1/facts/lookup"
-                body = {"key": f"limit.{rng.randrange(10)}"}
-            started = time.perf_counter()
-            try:
-                status, content = await http.request(method, path, json=body)
-            except (TimeoutError, httpx.HTTPError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
-                status, content = 0, b""
-                stats.error_samples.append(f"{route}: {exc!r}"[:200])
-            stats.latencies[route].append(time.perf_counter() - started)
-            if route == "recall":
-                stats.recall_at.append((time.monotonic(), stats.latencies[route][-1]))
+            await send(http, tenant, pick(rng, i, n, scopes), stats, time.perf_counter())
             counter[0] += 1
-            if not 200 <= status < 300:
-                stats.errors[route] += 1
-                if status and len(stats.error_samples) < 20:
-                    stats.error_samples.append(f"{route}: {status} {content[:150]!r}")
-                continue
-            if route == "remember":
-                answer = json_loads(content)
-                stats.memories.append((tenant, answer["id"], answer["text"]))
-            elif route == "episode":
-                stats.episodes.append((tenant, json_loads(content)["id"]))
-            elif route == "fact_put":
-                stats.facts[(tenant, path.rsplit("/", 1)[1])] = body["value"]
     finally:
         await http.aclose()
+
+
+@dataclass
+class OpenLoop:
+    """What the open-loop phase saw: its own latencies and write-to-recall visibility."""
+
+    stats: Stats = field(default_factory=Stats)
+    visible: list[float] = field(default_factory=list)  # seconds from acknowledgement to found
+    stale: int = 0
+
+
+async def open_loop(urls: list[str], keys: dict[str, str], scopes: int, rate: float, seconds: float,
+                    sample: int = 4) -> OpenLoop:
+    """Requests due at a fixed rate, whatever the answers; every `sample`-th acknowledged write is
+    then looked for by recall (through another replica when there are several) until found."""
+    result = OpenLoop()
+    rng = random.Random(1234)
+    idle: dict[tuple[str, str], list[LeanClient]] = defaultdict(list)
+
+    async def one(k: int, due: float) -> None:
+        tenant = list(keys)[k % len(keys)]
+        url = urls[k % len(urls)]
+        request = pick(rng, 10_000 + k, k, scopes)
+        pool = idle[(url, tenant)]
+        http = pool.pop() if pool else LeanClient(url, {"Authorization": f"Bearer {keys[tenant]}"}, timeout=30)
+        try:
+            answer = await send(http, tenant, request, result.stats, due)
+        finally:
+            pool.append(http)
+        if request[0] == "remember" and answer is not None and k % sample == 0:
+            other = urls[(k + 1) % len(urls)]
+            await look_for(other, tenant, request[3]["scope"], answer, time.perf_counter())
+
+    async def look_for(url: str, tenant: str, scope: str, answer: Any, acked: float) -> None:
+        pool = idle[(url, tenant)]
+        http = pool.pop() if pool else LeanClient(url, {"Authorization": f"Bearer {keys[tenant]}"}, timeout=30)
+        try:
+            while time.perf_counter() - acked < 5.0:
+                status, content = await http.request("POST", "/v1/memories/search",
+                                                     json={"query": answer["text"], "scope": scope, "k": 10})
+                if status == 200 and any(r["id"] == answer["id"] for r in json_loads(content)["results"]):
+                    result.visible.append(time.perf_counter() - acked)
+                    return
+                await asyncio.sleep(0.005)
+            result.stale += 1
+        finally:
+            pool.append(http)
+
+    start = time.perf_counter()
+    tasks = []
+    for k in range(int(rate * seconds)):
+        due = start + k / rate
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        tasks.append(asyncio.create_task(one(k, due)))
+    await asyncio.gather(*tasks)
+    for pool in idle.values():
+        for http in pool:
+            await http.aclose()
+    return result
 
 
 async def seed(url: str, keys: dict[str, str], scopes: int, per_tenant: int) -> None:
@@ -239,7 +310,8 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0, window_s: float = 10.0) -> str:
+def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0, window_s: float = 10.0,
+           label: str = "closed loop") -> str:
     print(f"{'route':<10} {'count':>7} {'p50_ms':>8} {'p95_ms':>8} {'p99_ms':>8} {'errors':>7}")
     every: list[float] = []
     for route in ("recall", "remember", "episode", "similar", "fact_put", "fact_get"):
@@ -263,7 +335,7 @@ def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0, windo
             windows[int((at - first) // window_s)].append(latency)
         print(f"recall p50/p95 ms by {window_s:g} s window: " + "  ".join(
             f"{pct(v, .5):.0f}/{pct(v, .95):.0f}" for _, v in sorted(windows.items())))
-    label = f"service (think {think_ms:g} ms)" if think_ms else "service"
+    label = f"{label} (think {think_ms:g} ms)" if think_ms else label
     return f"{label}: rps={rps:.1f} p95_ms={pct(every, .95):.1f} errors={errors} lost={lost}"
 
 
@@ -280,8 +352,23 @@ async def run(url: str, keys: dict[str, str], args: argparse.Namespace) -> str:
                                        delay=args.ramp_s * i / args.clients)
                            for i in range(args.clients)))
     elapsed = time.monotonic() - started
+    closed = report(stats, elapsed, 0, args.think_ms, args.window_s)
+    print(closed)
+    rps = float(closed.split("rps=")[1].split()[0])
+    print(f"\nopen loop: {args.rate:g} requests/s offered for {args.open_s:g} s", flush=True)
+    opened = await open_loop([url], keys, args.scopes, args.rate, args.open_s)
+    for field_name in ("memories", "episodes"):
+        getattr(stats, field_name).extend(getattr(opened.stats, field_name))
+    stats.facts.update(opened.stats.facts)
     lost = await verify(url, keys, stats)
-    return report(stats, elapsed, lost, args.think_ms, args.window_s)
+    print(report(opened.stats, args.open_s, lost, window_s=args.window_s, label="open loop"))
+    errors = sum(stats.errors.values()) + sum(opened.stats.errors.values())
+    lat = opened.stats.latencies
+    print(f"visibility: {len(opened.visible)} sampled writes found by recall, p50 {pct(opened.visible, .5):.1f} ms, "
+          f"p95 {pct(opened.visible, .95):.1f} ms; not found within 5 s: {opened.stale}")
+    return (f"service: rps={rps:.1f} rate={args.rate:g} recall_p95_ms={pct(lat['recall'], .95):.1f} "
+            f"remember_p95_ms={pct(lat['remember'], .95):.1f} visible_p95_ms={pct(opened.visible, .95):.1f} "
+            f"errors={errors} lost={lost} stale={opened.stale}")
 
 
 def peak_memory(pid: int) -> str:
@@ -305,7 +392,7 @@ def _role(pid: int) -> str:
     command = Path(f"/proc/{pid}/cmdline").read_bytes()
     if b"resource_tracker" in command:
         return "multiprocessing's resource tracker"
-    return "store worker" if b"spawn_main" in command else f"child {pid}"
+    return f"child {pid}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -316,6 +403,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tenants", type=int, default=4)
     p.add_argument("--scopes", type=int, default=25, help="customers per tenant")
     p.add_argument("--seed", type=int, default=500, help="memories written per tenant before the run")
+    p.add_argument("--rate", type=float, default=100.0, help="requests/s offered in the open-loop phase")
+    p.add_argument("--open-s", type=float, default=30.0, help="seconds of the open-loop phase")
     p.add_argument("--think-ms", type=float, default=0.0,
                    help="pause of each client between requests (default 0: the issue's closed loop)")
     p.add_argument("--ramp-s", type=float, default=0.0,
