@@ -15,7 +15,7 @@ secrets_channels.py); ``--secrets`` runs only that. The last line printed is exa
 not be, and bad inputs that ended in anything but a typed error or a clean result.
 
 Writer processes run from a multiprocessing *forkserver*: one clean process that has
-imported fourfold and chromadb but never opened a store forks each writer, so a crash
+imported fourfold but never opened a store forks each writer, so a crash
 cycle costs milliseconds instead of a fresh interpreter; each is still a separate process
 killed with SIGKILL. Concurrency runs use *spawn* (fresh interpreters, as in production).
 """
@@ -267,9 +267,9 @@ def _final_verifier(data_dir: str, ack_path: str, out_path: str) -> None:
 
 
 def forkserver() -> Any:
-    """A forkserver context whose server has imported fourfold and chromadb (no store opened)."""
+    """A forkserver context whose server has imported fourfold (no store opened)."""
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["reliability", "fourfold.memory", "fourfold.stores.chroma", "chromadb"])
+    ctx.set_forkserver_preload(["reliability", "fourfold.memory", "fourfold.stores.sqlite"])
     return ctx
 
 
@@ -284,14 +284,11 @@ class CrashResult:
     partial: list[str] = field(default_factory=list)
     open_errors: list[str] = field(default_factory=list)
     index_damage: int = 0
-    torn_lines: int = 0
     verdicts: list[dict[str, Any]] = field(default_factory=list)
 
 
-def crash_cycles(data_dir: Path, *, cycles: int, seed: int = 1, max_delay: float = 0.35,
-                 torn_every: int = 10) -> CrashResult:
-    """SIGKILL a writer at a random moment, `cycles` times; every `torn_every`-th cycle also
-    leaves a torn last line in the episode log, as a write cut short by power loss would."""
+def crash_cycles(data_dir: Path, *, cycles: int, seed: int = 1, max_delay: float = 0.35) -> CrashResult:
+    """SIGKILL a writer at a random moment, `cycles` times; the next writer checks what was left."""
     ctx = forkserver()
     rng = random.Random(seed)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -311,9 +308,6 @@ def crash_cycles(data_dir: Path, *, cycles: int, seed: int = 1, max_delay: float
         if cycle:  # the writer of cycle n verified what cycles 0..n-1 left
             _tally(result, json.loads(ready.read_text(encoding="utf-8")) if ready.exists() else None)
         ready.unlink(missing_ok=True)
-        if torn_every and cycle % torn_every == torn_every - 1:
-            _tear_episode_log(data_dir / "episodes.jsonl", rng)
-            result.torn_lines += 1
     out = data_dir.parent / f"{data_dir.name}.final"
     proc = ctx.Process(target=_final_verifier, args=(str(data_dir), str(ack_path), str(out)))
     proc.start()
@@ -337,14 +331,6 @@ def _tally(result: CrashResult, verdict: dict[str, Any] | None) -> None:
     result.index_damage = max(result.index_damage, verdict["index_damage"])
     if verdict["open_error"]:
         result.open_errors.append(verdict["open_error"])
-
-
-def _tear_episode_log(path: Path, rng: random.Random) -> None:
-    """Append the first bytes of a valid line without its newline (a torn write)."""
-    line = json.dumps({"v": 1, "id": "0" * 32, "ts": 1.0, "scope": None, "success": True,
-                       "goal": "torn", "actions": [], "outcome": "torn", "tags": []}).encode()
-    with open(path, "ab") as f:
-        f.write(line[: rng.randint(1, len(line) - 2)])
 
 
 # -- concurrency ------------------------------------------------------------------------------
@@ -745,7 +731,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lost += len(crash.lost)
         rows.append(("crash (SIGKILL)", f"{crash.survived}/{crash.cycles} cycles survived",
                      f"acked {crash.acked}, present {crash.present}, lost {len(crash.lost)}, dupes {len(crash.dupes)}, "
-                     f"partial {len(crash.partial)}, torn lines {crash.torn_lines}, index damage {crash.index_damage}, "
+                     f"partial {len(crash.partial)}, index damage {crash.index_damage}, "
                      f"{time.monotonic() - t0:.0f}s"))
         for label, url in _concurrency_targets(root, args.chroma_server):
             t0 = time.monotonic()
