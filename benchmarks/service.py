@@ -70,8 +70,16 @@ class LeanClient:
         self._writer: asyncio.StreamWriter | None = None
 
     async def request(self, method: str, path: str, json: Any = None) -> tuple[int, bytes]:
+        reused = self._writer is not None
         try:
             return await asyncio.wait_for(self._request(method, path, json), self.timeout)
+        except asyncio.IncompleteReadError as exc:
+            await self.aclose()
+            if not (reused and not exc.partial):
+                raise
+            # The server closed a kept-alive connection that sat idle (uvicorn: after 5 s)
+            # before reading this request: send it again on a new one, as HTTP clients do.
+            return await self.request(method, path, json)
         except BaseException:
             await self.aclose()  # a half-read response must not poison the next request
             raise

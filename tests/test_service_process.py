@@ -98,7 +98,9 @@ def test_the_benchmark_runs_short_and_loses_nothing() -> None:
 
     bench = Path(__file__).resolve().parents[1] / "benchmarks" / "service.py"
     out = subprocess.run([sys.executable, str(bench), "--duration", "3", "--clients", "5", "--embedder", "hash",
-                          "--tenants", "2", "--seed", "50"], capture_output=True, text=True, timeout=180)
+                          "--tenants", "2", "--seed", "50", "--rate", "20", "--open-s", "8"],
+                         capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-500:]
     last = out.stdout.strip().splitlines()[-1]
-    assert last.startswith("service: rps=") and last.endswith("errors=0 lost=0"), last
+    assert last.startswith("service: rps=") and " rate=20 " in last, last
+    assert last.endswith("errors=0 lost=0 stale=0"), last
