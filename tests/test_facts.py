@@ -496,3 +496,16 @@ def test_foreign_sqlite_database_is_refused(path: Path) -> None:
 def test_unopenable_path_is_store_unavailable(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable):
         FactStore(tmp_path)  # a directory, not a file
+
+
+def test_a_purged_fact_leaves_no_value_on_disk(tmp_path: Path) -> None:
+    with FactStore(tmp_path / "db" / "fourfold.sqlite3") as store:
+        store.set("escalation_phone", "call Zebulon-9 first")
+        store.set("escalation_phone", "call Quixote-4 first")
+        store.set("kept", "another value")
+        store.delete("escalation_phone")
+        assert [v for v, _ in store.history("escalation_phone")] == ["call Zebulon-9 first", "call Quixote-4 first"]
+        store.delete("escalation_phone", purge=True)
+        assert store.history("escalation_phone") == [] and store.get("kept").value == "another value"
+        on_disk = b"".join(p.read_bytes() for p in (tmp_path / "db").iterdir())
+        assert b"Zebulon-9" not in on_disk and b"Quixote-4" not in on_disk and b"another value" in on_disk

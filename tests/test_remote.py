@@ -120,6 +120,11 @@ def test_facts_parity(memory: Any) -> None:
     memory.facts.delete("refund.window_days")
     with pytest.raises(NotFound):
         memory.facts.get("refund.window_days")
+    assert [v for v, _ in memory.facts.history("refund.window_days")][-1] == {"card": 30, "cash": [7, None]}
+    memory.facts.delete("refund.window_days", purge=True)  # the history goes too
+    assert memory.facts.history("refund.window_days") == []
+    with pytest.raises(NotFound):
+        memory.facts.delete("refund.window_days", purge=True)
 
 
 def test_docs_parity(memory: Any, tmp_path: Path) -> None:

@@ -228,8 +228,8 @@ class RemoteFactStore:
             key = None  # not JSON: as unknown as a key can be
         return str(self._http.call("POST", "/v1/facts/lookup", {"key": key})["text"])
 
-    def delete(self, key: str) -> None:
-        self._http.call("DELETE", f"/v1/facts/{_segment(key, 'key')}")
+    def delete(self, key: str, *, purge: bool = False) -> None:
+        self._http.call("DELETE", f"/v1/facts/{_segment(key, 'key')}", params={"purge": "true"} if purge else None)
 
     def keys(self) -> builtins.list[str]:
         return [f.key for f in self.list()]

@@ -214,10 +214,13 @@ def facts_get(key: str) -> None:
 
 
 @facts_app.command("delete")
-def facts_delete(key: str) -> None:
-    """Delete a fact (its history is kept)."""
+def facts_delete(
+    key: str,
+    purge: Annotated[bool, typer.Option("--purge", help="Erase its whole history too, from disk.")] = False,
+) -> None:
+    """Delete a fact (its history is kept unless --purge)."""
     with _memory() as mem:
-        mem.facts.delete(key)
+        mem.facts.delete(key, purge=purge)
     _out({"deleted": key}, f"deleted {key}")
 
 

@@ -140,15 +140,25 @@ class FactStore:
         row = self._row(key)
         return UNKNOWN if row is None else row.text
 
-    def delete(self, key: str) -> None:
-        """Remove a fact, keeping its last value in the history; NotFound if unknown."""
+    def delete(self, key: str, *, purge: bool = False) -> None:
+        """Remove a fact, keeping its last value in the history; NotFound if unknown.
+
+        `purge` erases the key and every value it ever had (its whole history) from the
+        database and its log instead, for a value that should never have been stored.
+        """
         key = validate_key(key)
         with self._writing() as conn:
             old = _current(conn, key)
-            if old is None:
+            if old is None and not (purge and conn.execute(
+                    "SELECT 1 FROM fact_history WHERE key = ?", (key,)).fetchone()):
                 raise NotFound(f"no fact named {key!r}")
-            conn.execute(_ARCHIVE, (key, old[0], old[1], time.time()))
+            if purge:
+                conn.execute("DELETE FROM fact_history WHERE key = ?", (key,))
+            elif old is not None:
+                conn.execute(_ARCHIVE, (key, old[0], old[1], time.time()))
             conn.execute("DELETE FROM facts WHERE key = ?", (key,))
+        if purge:
+            self.db.erased()
         self._remember(key, None)
 
     def keys(self) -> builtins.list[str]:

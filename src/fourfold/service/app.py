@@ -262,8 +262,9 @@ def create_app(
         return s.FactOut.model_validate(s.fact_out(mem.facts.set(key, body.value, description=body.description)))
 
     @api.delete("/facts/{key:path}", tags=["facts"])
-    def delete_fact(key: str, mem: Mem) -> s.DeletedOut:
-        mem.facts.delete(key)
+    def delete_fact(key: str, mem: Mem, purge: bool = False) -> s.DeletedOut:
+        """Delete a fact (its history is kept); `purge=true` erases its whole history too."""
+        mem.facts.delete(key, purge=purge)
         return s.DeletedOut(deleted=key)
 
     # -- documents -------------------------------------------------------------------------
