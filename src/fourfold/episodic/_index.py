@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import numpy as np
 
 from fourfold.embeddings import Vectors
 from fourfold.text import tokenize
+from fourfold.text.bm25 import K1, B, bm25_idf
 from fourfold.types import Episode
 
 __all__ = ["EpisodeIndex", "dense_text", "lexical_text"]
-
-#: Okapi BM25 parameters (the same as long-term memory's).
-K1, B = 0.9, 0.4
-
 
 def lexical_text(ep: Episode) -> str:
     """What BM25 sees: goal, actions and outcome."""
@@ -114,8 +110,9 @@ class EpisodeIndex:
             rows.extend(self._success_rows.get(scope, []))
         return rows
 
-    def lexical_scores(self, scope: str | None, query_tokens: list[str]) -> list[float]:
-        """Okapi BM25 of each of `success_rows(scope)`, with statistics over exactly those rows.
+    def lexical_scores(self, scope: str | None, query_tokens: list[str]) -> tuple[list[float], float]:
+        """Okapi BM25 of each of `success_rows(scope)`, with statistics over exactly those rows,
+        and the best score the query could reach (see `BM25Index.best_possible`).
 
         Each group of rows (the unscoped ones, one scope's) keeps postings that grow as
         episodes arrive, so a query touches only the rows that share a term with it.
@@ -123,22 +120,21 @@ class EpisodeIndex:
         groups = [self._postings(None)] + ([self._postings(scope)] if scope is not None else [])
         n_docs = sum(len(g.lengths) for g in groups)
         if not n_docs:
-            return []
+            return [], 0.0
         avgdl = sum(g.total for g in groups) / n_docs or 1.0
         scores = [0.0] * n_docs
+        best = 0.0
         for term in query_tokens:  # a repeated query term counts once per occurrence
             hits = [(g, g.postings.get(term, ())) for g in groups]
-            df = sum(len(h) for _, h in hits)
-            if not df:
-                continue
-            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            idf = bm25_idf(n_docs, sum(len(h) for _, h in hits))
+            best += (K1 + 1.0) * idf
             base = 0
             for group, postings in hits:
                 for pos, tf in postings:
                     norm = K1 * (1.0 - B + B * group.lengths[pos] / avgdl)
                     scores[base + pos] += idf * tf * (K1 + 1.0) / (tf + norm)
                 base += len(group.lengths)
-        return scores
+        return scores, best
 
     def _postings(self, scope: str | None) -> _Postings:
         rows = self._success_rows.get(scope, [])

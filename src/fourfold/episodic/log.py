@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fourfold._locks import FileLock
-from fourfold._validate import check_k, check_scope, check_text
+from fourfold._validate import check_k, check_min_score, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
 from fourfold.episodic._codec import build_episode, decode_line, encode_line
@@ -22,13 +22,12 @@ from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.episodic._snapshot import Snapshot, load_snapshot, save_snapshot
 from fourfold.episodic._vectors import VectorSidecar, fsync_dir, write_all, write_atomically
 from fourfold.errors import EmbedderMismatch, InvalidInput, LockTimeout, NotFound
+from fourfold.ranking import Fusion, lexical_share, rank
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
 __all__ = ["EpisodeLog"]
 
-#: Weight of dense similarity in the fused score; BM25 gets the rest.
-DENSE_WEIGHT = 0.5
 #: Write `<log>.index` after parsing this many lines beyond the last snapshot.
 SNAPSHOT_EVERY = 5000
 #: A candidate sharing no word with the situation must at least be this close in meaning.
@@ -223,22 +222,25 @@ class EpisodeLog:
     # -- similarity --------------------------------------------------------------------
 
     def similar_successes(
-        self, situation: str, *, k: int = 3, scope: str | None = None
+        self, situation: str, *, k: int = 3, scope: str | None = None, min_score: float | None = None
     ) -> list[Episode]:
         """Successful episodes most like situation, from scope and the unscoped shared ones.
 
         scope=None sees only unscoped episodes: one customer's episodes never reach another.
+        `min_score` drops episodes whose relevance (in [0, 1], on the scale of
+        `LongTermMemory.recall`'s scores) is lower.
         """
         situation = check_text(situation, what="situation")
         k = check_k(k)
         scope = check_scope(scope)
+        min_score = check_min_score(min_score)
         with self._mutex:
             self._refresh()
             rows = self._index.success_rows(scope)
             if not rows:
                 return []
             self._ensure_vectors(rows)
-            ranked = self._rank(situation, rows, scope, k)
+            ranked = self._rank(situation, rows, scope, k, min_score)
             return [self._index.episodes[row] for row in ranked]
 
     def pending(self) -> int:
@@ -305,28 +307,26 @@ class EpisodeLog:
                 stacklevel=4,
             )
 
-    def _rank(self, situation: str, rows: list[int], scope: str | None, k: int) -> list[int]:
-        """The k best rows by fused dense + BM25 score, newest first among equals.
+    def _rank(
+        self, situation: str, rows: list[int], scope: str | None, k: int, min_score: float | None
+    ) -> list[int]:
+        """The k best rows by the shared ranker's relevance, newest first among equals.
 
-        Rows sharing no word with the situation and not close in meaning are dropped.
+        Rows sharing no word with the situation and not close in meaning are dropped, and so
+        are rows below `min_score`.
         """
         episodes = self._index.episodes
-        lexical = np.array(self._index.lexical_scores(scope, tokenize(situation)), dtype=np.float64)
+        scores, best = self._index.lexical_scores(scope, tokenize(situation))
+        lexical = lexical_share(np.array(scores, dtype=np.float64), best)
         query = self.embedder.embed(situation)
         # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
         # down the next embedding on a small machine, for a product that takes microseconds.
         dense = np.einsum("ij,j->i", self._index.vectors(rows), query).astype(np.float64)
-        keep = (lexical > 0) | (dense >= MIN_COSINE)
-        fused = DENSE_WEIGHT * _min_max(dense[keep]) + (1 - DENSE_WEIGHT) * _min_max(lexical[keep])
+        keep = np.nonzero((lexical > 0) | (dense >= MIN_COSINE))[0]
         kept = np.asarray(rows, dtype=np.int64)[keep]
-        if fused.size > k:  # only the top k are sorted; ties with the k-th score stay in
-            threshold = np.partition(fused, fused.size - k)[fused.size - k]
-            chosen = np.nonzero(fused >= threshold)[0]
-            fused, kept = fused[chosen], kept[chosen]
         ts = np.array([episodes[row].ts for row in kept.tolist()], dtype=np.float64)
-        order = np.lexsort((-kept, -ts, -fused))  # by score, then newest, then latest row
-        ranked: list[int] = kept[order][:k].tolist()
-        return ranked
+        ranked = rank(dense[keep], lexical[keep], k=k, fusion=Fusion(), newer=_newest_order(ts, kept))
+        return [int(kept[i]) for i, score in ranked if min_score is None or score >= min_score]
 
     # -- forgetting --------------------------------------------------------------------
 
@@ -382,11 +382,8 @@ def _split_scope(data: bytes, scope: str) -> tuple[list[bytes], int, int]:
     return kept, removed, dropped
 
 
-def _min_max(values: Floats) -> Floats:
-    """Scale to [0, 1]; all-equal values become 1 when positive (they all match) else 0."""
-    if values.size == 0:
-        return values
-    lo, hi = float(values.min()), float(values.max())
-    if hi - lo <= 1e-12:
-        return np.full_like(values, 1.0 if hi > 0 else 0.0)
-    return (values - lo) / (hi - lo)
+def _newest_order(ts: Floats, rows: npt.NDArray[np.int64]) -> Floats:
+    """Each candidate's place from oldest to newest: by timestamp, then by row (log order)."""
+    places = np.empty(len(rows), dtype=np.float64)
+    places[np.lexsort((rows, ts))] = np.arange(len(rows), dtype=np.float64)
+    return places
