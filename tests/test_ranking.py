@@ -122,3 +122,13 @@ def test_similar_successes_share_the_scale_of_recall(tmp_path: Path) -> None:
     assert log.similar_successes("who painted the Mona Lisa?", min_score=RELEVANCE_FLOOR) == []
     with pytest.raises(InvalidInput):
         log.similar_successes("deploy", min_score=2.0)
+
+
+def test_document_search_shares_the_scale_of_recall() -> None:
+    from fourfold.semantic.docs import DocumentStore
+
+    docs = DocumentStore(_lt())
+    docs.ingest_text("# Refunds\nRefunds reach the card within 5 business days.", source="refunds.md")
+    (hit,) = docs.search("when do refunds reach the card", min_score=RELEVANCE_FLOOR)
+    assert hit.source == "refunds.md" and 0.5 < hit.score <= 1.0
+    assert docs.search("how tall is Mount Everest?", min_score=RELEVANCE_FLOOR) == []

@@ -46,7 +46,7 @@ class Fusion:
     """How dense and lexical evidence add up, and how the sum becomes a relevance in [0, 1]."""
 
     lexical: float = 1.75
-    boost: float = 0.25
+    boost: float = 0.15
     slope: float = 4.78
     offset: float = -2.40
 

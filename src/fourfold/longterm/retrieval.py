@@ -50,7 +50,7 @@ class Weights:
     """
 
     lexical: float = 1.75
-    speaker: float = 0.25
+    speaker: float = 0.15
     context: float = 0.4
     context_decay: float = 0.7
     context_window: int = 4
