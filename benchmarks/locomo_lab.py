@@ -15,61 +15,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import _locomo_data as data
 import locomo
-from fourfold.embeddings.base import Embedder, Vectors
+from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold.longterm import LongTermMemory
 from fourfold.longterm.retrieval import Weights
 from fourfold.stores import InMemoryVectorStore
 
-# Outside the repo: a cache is no source file.
-CACHE = Path.home() / ".cache" / "fourfold" / "locomo-lab-minilm.npz"
-
-
-class CachedEmbedder(Embedder):
-    """MiniLM vectors keyed by a hash of the text, kept in an .npz file between runs."""
-
-    name = "all-MiniLM-L6-v2"
-    dimension = 384
-
-    def __init__(self, path: Path = CACHE) -> None:
-        self.path = path
-        self._vectors: dict[str, Vectors] = {}
-        if path.exists():
-            with np.load(path) as npz:
-                self._vectors = {key: npz[key] for key in npz.files}
-        self._model: Any = None
-        self.dirty = False
-
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
-
-    def embed_batch(self, texts: Sequence[str]) -> Vectors:
-        keys = [self._key(t) for t in texts]
-        missing = [t for t, key in zip(texts, keys, strict=True) if key not in self._vectors]
-        if missing:
-            from fourfold.embeddings.minilm import default_embedder
-
-            fresh = default_embedder().embed_many(missing)
-            for text, vector in zip(missing, fresh, strict=True):
-                self._vectors[self._key(text)] = vector
-            self.dirty = True
-        return np.stack([self._vectors[key] for key in keys])
-
-    def save(self) -> None:
-        if self.dirty:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(self.path, **self._vectors)  # type: ignore[arg-type]  # numpy's stub
-            self.dirty = False
+CACHE = CACHE_DIR / "locomo-lab-minilm.npz"
 
 
 def rankings(
@@ -121,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k", type=int, default=10)
     args = p.parse_args(argv)
     dataset = data.load(args.data)
-    embedder = CachedEmbedder()
+    embedder = CachedEmbedder(CACHE)
     memories: dict[str, LongTermMemory] = {}
     for conversation in dataset.conversations:
         lt = LongTermMemory(InMemoryVectorStore(embedder_identity=embedder.identity), embedder)

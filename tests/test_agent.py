@@ -229,3 +229,14 @@ def test_demo_runs_on_any_messages_api_server(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "model claude-sonnet-4-6" in proc.stdout and "Refund window: 30 days." in proc.stdout
     assert proc.stdout.count("PASS") == 4 and paths == {"/v1/messages", "/v1/messages/count_tokens"}
+
+
+def test_what_is_irrelevant_to_the_message_stays_out_of_the_prompt(mem: Memory) -> None:
+    mem.long_term.remember("Prefers email over phone calls", scope=customer_scope("ann"), metadata={"thread": "T-1"})
+    mem.long_term.remember("Lives in Oslo", scope=customer_scope("ann"), metadata={"thread": "T-2"})
+    model = ScriptedModel(["no idea", "email it is"])
+    agent = SupportAgent(mem, model)
+    assert agent.turn("ann", "who painted the Mona Lisa?").report.memories == ()
+    assert [m.text for m in agent.turn("ann", "email or phone calls?").report.memories] == ["Prefers email over phone calls"]
+    everything = SupportAgent(mem, ScriptedModel(["ok"]), min_relevance=0.0)
+    assert len(everything.turn("ann", "who painted the Mona Lisa?").report.memories) == 2

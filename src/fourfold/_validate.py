@@ -12,7 +12,7 @@ from typing import Any
 from fourfold.errors import InvalidInput
 from fourfold.text import detect
 
-__all__ = ["check_identifier", "check_k", "check_kind", "check_metadata", "check_scope", "check_text"]
+__all__ = ["check_identifier", "check_k", "check_kind", "check_metadata", "check_min_score", "check_scope", "check_text"]
 
 _KIND = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
 _MAX_SCOPE = 256
@@ -80,6 +80,15 @@ def check_k(k: object) -> int:
     if not 1 <= k <= MAX_K:
         raise InvalidInput(f"k must be between 1 and {MAX_K}, got {k}")
     return k
+
+
+def check_min_score(min_score: object) -> float | None:
+    """None, or a relevance between 0 and 1 (scores are relevances in [0, 1])."""
+    if min_score is None:
+        return None
+    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0.0 <= min_score <= 1.0:
+        raise InvalidInput(f"min_score must be a relevance between 0 and 1 or None, got {_show(min_score)}")
+    return float(min_score)
 
 
 def check_metadata(metadata: object) -> dict[str, Any]:

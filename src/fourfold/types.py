@@ -47,7 +47,7 @@ class Remembered:
 
 @dataclass(frozen=True, slots=True)
 class Recalled:
-    """One memory returned by recall, with its fused relevance score."""
+    """One memory returned by recall; `score` is its relevance in [0, 1] (`fourfold.ranking`)."""
 
     id: str
     text: str
@@ -84,7 +84,7 @@ class Fact:
 
 @dataclass(frozen=True, slots=True)
 class DocHit:
-    """A chunk of an ingested document returned by docs.search."""
+    """A chunk of an ingested document returned by docs.search; `score` is its relevance in [0, 1]."""
 
     id: str
     text: str

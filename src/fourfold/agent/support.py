@@ -7,13 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fourfold._validate import check_identifier, check_text
+from fourfold._validate import check_identifier, check_min_score, check_text
 from fourfold.agent.distill import distill_offline, distill_with_model
 from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_system
 from fourfold.errors import InvalidInput
 from fourfold.memory import Memory
 from fourfold.models.anthropic import AnthropicModel
 from fourfold.models.base import ChatModel, ChatResponse
+from fourfold.ranking import RELEVANCE_FLOOR
 from fourfold.semantic.tools import PolicyTool
 from fourfold.shortterm import (
     AnthropicCounter,
@@ -98,6 +99,7 @@ class SupportAgent:
         max_tool_rounds: int = 4,
         max_tokens: int = 1024,
         instructions: str = BASE_INSTRUCTIONS,
+        min_relevance: float = RELEVANCE_FLOOR,
     ) -> None:
         self.memory = memory
         self.model = model
@@ -108,6 +110,8 @@ class SupportAgent:
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
         self.instructions = instructions
+        #: The prompt floor: memories, episodes and documents less relevant than this stay out.
+        self.min_relevance = check_min_score(min_relevance)
 
     # -- one turn -------------------------------------------------------------------------
 
@@ -147,15 +151,17 @@ class SupportAgent:
         return Reply(responses[-1].text, report)
 
     def retrieve(self, scope: str, user_msg: str) -> PromptParts:
-        """Long-term memories and episodes of this customer only, plus shared documentation.
+        """Long-term memories and episodes of this customer only, plus shared documentation,
+        each at least `min_relevance` relevant to the message.
 
         Unscoped episodes are not read: anyone with MCP or API access can write them unvetted.
         """
-        memories = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k)
+        floor = self.min_relevance
+        memories = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k, min_score=floor)
         episodes = self.memory.episodes.similar_successes(
-            user_msg, k=self.episode_k, scope=scope, include_unscoped=False
+            user_msg, k=self.episode_k, scope=scope, include_unscoped=False, min_score=floor
         )
-        docs = self.memory.docs.search(user_msg, k=self.doc_k) if self.doc_k else []
+        docs = self.memory.docs.search(user_msg, k=self.doc_k, min_score=floor) if self.doc_k else []
         return PromptParts(memories, episodes, docs)
 
     def _tool_loop(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -10,13 +9,10 @@ import numpy as np
 
 from fourfold.embeddings import Vectors
 from fourfold.text import tokenize
+from fourfold.text.bm25 import K1, B, bm25_idf
 from fourfold.types import Episode
 
 __all__ = ["EpisodeIndex", "dense_text", "lexical_text"]
-
-#: Okapi BM25 parameters (the same as long-term memory's).
-K1, B = 0.9, 0.4
-
 
 def lexical_text(ep: Episode) -> str:
     """What BM25 sees: goal, actions and outcome."""
@@ -112,8 +108,9 @@ class EpisodeIndex:
         """Rows of successful episodes of `scopes` (None is the unscoped group), group by group."""
         return [row for scope in scopes for row in self._success_rows.get(scope, [])]
 
-    def lexical_scores(self, scopes: Sequence[str | None], query_tokens: list[str]) -> list[float]:
-        """Okapi BM25 of each of `success_rows(scopes)`, with statistics over exactly those rows.
+    def lexical_scores(self, scopes: Sequence[str | None], query_tokens: list[str]) -> tuple[list[float], float]:
+        """Okapi BM25 of each of `success_rows(scopes)`, with statistics over exactly those rows,
+        and the best score the query could reach (see `BM25Index.best_possible`).
 
         Each group of rows (the unscoped ones, one scope's) keeps postings that grow as
         episodes arrive, so a query touches only the rows that share a term with it.
@@ -121,22 +118,21 @@ class EpisodeIndex:
         groups = [self._postings(scope) for scope in scopes]
         n_docs = sum(len(g.lengths) for g in groups)
         if not n_docs:
-            return []
+            return [], 0.0
         avgdl = sum(g.total for g in groups) / n_docs or 1.0
         scores = [0.0] * n_docs
+        best = 0.0
         for term in query_tokens:  # a repeated query term counts once per occurrence
             hits = [(g, g.postings.get(term, ())) for g in groups]
-            df = sum(len(h) for _, h in hits)
-            if not df:
-                continue
-            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            idf = bm25_idf(n_docs, sum(len(h) for _, h in hits))
+            best += (K1 + 1.0) * idf
             base = 0
             for group, postings in hits:
                 for pos, tf in postings:
                     norm = K1 * (1.0 - B + B * group.lengths[pos] / avgdl)
                     scores[base + pos] += idf * tf * (K1 + 1.0) / (tf + norm)
                 base += len(group.lengths)
-        return scores
+        return scores, best
 
     def _postings(self, scope: str | None) -> _Postings:
         rows = self._success_rows.get(scope, [])

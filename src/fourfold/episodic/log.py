@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fourfold._validate import check_k, check_scope, check_text
+from fourfold._validate import check_k, check_min_score, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
 from fourfold.episodic._codec import build_episode
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
+from fourfold.ranking import Fusion, lexical_share, rank
 from fourfold.stores.database import Database
 from fourfold.stores.sqlite import SQLiteDatabase, chunked_ids, scope_key, scope_of
 from fourfold.text import tokenize
@@ -32,8 +33,6 @@ from fourfold.types import Episode
 
 __all__ = ["EpisodeLog"]
 
-#: Weight of dense similarity in the fused score; BM25 gets the rest.
-DENSE_WEIGHT = 0.5
 #: A candidate sharing no word with the situation must at least be this close in meaning.
 MIN_COSINE = 0.25
 #: Moves on with every write of episodes, and with every erasure.
@@ -170,17 +169,26 @@ class EpisodeLog:
     # -- similarity --------------------------------------------------------------------
 
     def similar_successes(
-        self, situation: str, *, k: int = 3, scope: str | None = None, include_unscoped: bool = True
+        self,
+        situation: str,
+        *,
+        k: int = 3,
+        scope: str | None = None,
+        include_unscoped: bool = True,
+        min_score: float | None = None,
     ) -> list[Episode]:
         """Successful episodes most like situation, from scope and the unscoped shared ones.
 
         scope=None sees only unscoped episodes: one customer's episodes never reach another.
         `include_unscoped=False` keeps to the scope alone: anyone who may write unscoped
         episodes (an MCP client) could otherwise plant text in every customer's prompt.
+        `min_score` drops episodes whose relevance (in [0, 1], on the scale of
+        `LongTermMemory.recall`'s scores) is lower.
         """
         situation = check_text(situation, what="situation")
         k = check_k(k)
         scope = check_scope(scope)
+        min_score = check_min_score(min_score)
         scopes: tuple[str | None, ...] = (
             (None,) if scope is None else (None, scope) if include_unscoped else (scope,)
         )
@@ -190,7 +198,7 @@ class EpisodeLog:
             if not rows:
                 return []
             self._ensure_vectors(rows)
-            ranked = self._rank(situation, rows, scopes, k)
+            ranked = self._rank(situation, rows, scopes, k, min_score)
             return [self._index.episodes[row] for row in ranked]
 
     def pending(self) -> int:
@@ -256,28 +264,26 @@ class EpisodeLog:
         with self.db.write() as conn:
             conn.executemany("UPDATE episodes SET embedding = ?, embedder = ? WHERE id = ?", rows)
 
-    def _rank(self, situation: str, rows: list[int], scopes: tuple[str | None, ...], k: int) -> list[int]:
-        """The k best rows by fused dense + BM25 score, newest first among equals.
+    def _rank(
+        self, situation: str, rows: list[int], scopes: tuple[str | None, ...], k: int, min_score: float | None
+    ) -> list[int]:
+        """The k best rows by the shared ranker's relevance, newest first among equals.
 
-        Rows sharing no word with the situation and not close in meaning are dropped.
+        Rows sharing no word with the situation and not close in meaning are dropped, and so
+        are rows below `min_score`.
         """
         episodes = self._index.episodes
-        lexical = np.array(self._index.lexical_scores(scopes, tokenize(situation)), dtype=np.float64)
+        scores, best = self._index.lexical_scores(scopes, tokenize(situation))
+        lexical = lexical_share(np.array(scores, dtype=np.float64), best)
         query = self.embedder.embed(situation)
         # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
         # down the next embedding on a small machine, for a product that takes microseconds.
         dense = np.einsum("ij,j->i", self._index.vectors(rows), query).astype(np.float64)
-        keep = (lexical > 0) | (dense >= MIN_COSINE)
-        fused = DENSE_WEIGHT * _min_max(dense[keep]) + (1 - DENSE_WEIGHT) * _min_max(lexical[keep])
+        keep = np.nonzero((lexical > 0) | (dense >= MIN_COSINE))[0]
         kept = np.asarray(rows, dtype=np.int64)[keep]
-        if fused.size > k:  # only the top k are sorted; ties with the k-th score stay in
-            threshold = np.partition(fused, fused.size - k)[fused.size - k]
-            chosen = np.nonzero(fused >= threshold)[0]
-            fused, kept = fused[chosen], kept[chosen]
         ts = np.array([episodes[row].ts for row in kept.tolist()], dtype=np.float64)
-        order = np.lexsort((-kept, -ts, -fused))  # by score, then newest, then latest row
-        ranked: list[int] = kept[order][:k].tolist()
-        return ranked
+        ranked = rank(dense[keep], lexical[keep], k=k, fusion=Fusion(), newer=_newest_order(ts, kept))
+        return [int(kept[i]) for i, score in ranked if min_score is None or score >= min_score]
 
     # -- forgetting --------------------------------------------------------------------
 
@@ -321,11 +327,8 @@ def _episode(row: tuple[Any, ...]) -> Episode:
     )
 
 
-def _min_max(values: Floats) -> Floats:
-    """Scale to [0, 1]; all-equal values become 1 when positive (they all match) else 0."""
-    if values.size == 0:
-        return values
-    lo, hi = float(values.min()), float(values.max())
-    if hi - lo <= 1e-12:
-        return np.full_like(values, 1.0 if hi > 0 else 0.0)
-    return (values - lo) / (hi - lo)
+def _newest_order(ts: Floats, rows: npt.NDArray[np.int64]) -> Floats:
+    """Each candidate's place from oldest to newest: by timestamp, then by row (log order)."""
+    places = np.empty(len(rows), dtype=np.float64)
+    places[np.lexsort((rows, ts))] = np.arange(len(rows), dtype=np.float64)
+    return places

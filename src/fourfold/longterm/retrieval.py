@@ -1,7 +1,8 @@
-"""Hybrid ranking over one scope: dense cosine fused with BM25, with context and filters.
+"""Hybrid ranking over one scope: dense cosine and BM25 evidence, with context and filters.
 
-Scores are fused as a weighted sum of per-scope z-scores rather than reciprocal ranks:
-measured on the LoCoMo dev split, rank fusion gives the weaker dense ranking too much say.
+The evidence is ranked and scored by the ranker every kind of memory shares
+(`fourfold.ranking`): each result carries a relevance in [0, 1] that means the same in every
+query, scope and store size.
 
 A memory is rarely self-contained: "Yes, every Sunday!" answers the message before it. So
 each memory is indexed together with its neighbours, the memories written just before and
@@ -25,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
+from fourfold.ranking import Fusion, lexical_share, rank
 from fourfold.stores.vector import VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 
@@ -35,31 +37,29 @@ Floats = npt.NDArray[np.float64]
 #: Metadata keys naming the conversation or thread a memory belongs to, read in this order.
 THREAD_KEYS = ("thread", "session")
 
-# Among a handful of memories, cosines a hair apart would z-score as far apart as a BM25 hit
-# and a miss; below this spread, dense differences count as what they are, small.
-_MIN_COSINE_SPREAD = 0.02
-
-
 @dataclass(frozen=True, slots=True)
 class Weights:
-    """How much each signal counts in the fused score.
+    """How much each signal counts.
 
-    `dense` and `lexical` weigh the z-scored cosine and BM25 scores. A memory's neighbour at
-    distance 1 lends its words (BM25) and its vector (dense) at weight `context`, each further
-    one `context_decay` times less, up to `context_window` on each side. Memories without thread
-    metadata written more than `context_gap` seconds apart are not neighbours. `dates` adds the
-    words of a memory's own date; `speaker` is added (in z units) to memories whose `speaker`
-    metadata the query names.
+    `lexical` weighs the lexical share (BM25 as a share of the query's best possible score)
+    against the cosine; `speaker` is added to memories whose `speaker` metadata the query names.
+    A memory's neighbour at distance 1 lends its words (BM25) and its vector (dense) at weight
+    `context`, each further one `context_decay` times less, up to `context_window` on each side.
+    Memories without thread metadata written more than `context_gap` seconds apart are not
+    neighbours. `dates` adds the words of a memory's own date.
     """
 
-    dense: float = 0.5
-    lexical: float = 0.5
+    lexical: float = 1.75
+    speaker: float = 0.15
     context: float = 0.4
     context_decay: float = 0.7
     context_window: int = 4
     context_gap: float = 3600.0
     dates: bool = True
-    speaker: float = 0.5
+
+    @property
+    def fusion(self) -> Fusion:
+        return Fusion(lexical=self.lexical, boost=self.speaker)
 
 
 _NO_VECTOR: Vectors = np.zeros(0, dtype=np.float32)
@@ -172,10 +172,10 @@ class ScopeIndex:
         keep: Callable[[VectorRecord], bool],
         weights: Weights | None = None,
     ) -> list[tuple[VectorRecord, float]]:
-        """The k best records that pass `keep`, best first, with their fused scores.
+        """The k best records that pass `keep`, best first, with their relevance in [0, 1].
 
-        `weights` may change the fusion (dense, lexical, speaker); the context and date fields
-        take effect when the index is built.
+        `weights` may change the fusion (lexical, speaker); the context and date fields take
+        effect when the index is built.
         """
         w = weights or self.weights
         candidates = np.fromiter((i for i, r in enumerate(self.records) if keep(r)), dtype=np.int64)
@@ -185,14 +185,21 @@ class ScopeIndex:
         dense = (self.matrix[candidates] @ query_vector).astype(np.float64)
         lexical_by_doc = self.bm25.scores(query_tokens)
         lexical = np.array([lexical_by_doc.get(str(i), 0.0) for i in candidates], dtype=np.float64)
-        fused = w.dense * _zscore(dense, floor=_MIN_COSINE_SPREAD) + w.lexical * _zscore(lexical)
+        named: Floats | None = None
         if w.speaker:
             named = np.zeros(len(self.records), dtype=np.float64)
             for token in set(query_tokens):
                 named[self._by_speaker.get(token, [])] = 1.0
-            fused += w.speaker * named[candidates]
-        top = _top_k(fused, k, tiebreak=candidates.astype(np.float64))
-        return [(self.records[candidates[j]], float(fused[j])) for j in top]
+            named = named[candidates]
+        ranked = rank(
+            dense,
+            lexical_share(lexical, self.bm25.best_possible(query_tokens)),
+            k=k,
+            fusion=w.fusion,
+            boost=named,
+            newer=candidates.astype(np.float64),
+        )
+        return [(self.records[candidates[j]], score) for j, score in ranked]
 
 
 def _thread(record: VectorRecord) -> Hashable | None:
@@ -249,27 +256,6 @@ def _blend_vectors(
     norms[norms == 0] = 1.0
     result: Vectors = (blended / norms).astype(np.float32)
     return result
-
-
-def _zscore(values: Floats, *, floor: float = 0.0) -> Floats:
-    """(values - mean) / std; a spread below `floor` counts as `floor`, so noise stays small."""
-    std = max(float(values.std()), floor)
-    if std < 1e-12:
-        return np.zeros_like(values)
-    return (values - float(values.mean())) / std
-
-
-def _top_k(scores: Floats, k: int, *, tiebreak: Floats) -> list[int]:
-    """Indices of the k highest scores; among equal scores the newest (largest tiebreak) first."""
-    if scores.size > k * 4:
-        part = np.argpartition(-scores, k - 1)[:k]
-        # keep everything tied with the k-th score so the tie-break is fair
-        threshold = scores[part].min()
-        part = np.nonzero(scores >= threshold)[0]
-    else:
-        part = np.arange(scores.size)
-    order = sorted(part.tolist(), key=lambda i: (-scores[i], -tiebreak[i]))
-    return order[:k]
 
 
 def matches_where(metadata: Mapping[str, Any], where: Mapping[str, Any]) -> bool:

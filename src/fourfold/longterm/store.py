@@ -11,7 +11,14 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fourfold._validate import check_k, check_kind, check_metadata, check_scope, check_text
+from fourfold._validate import (
+    check_k,
+    check_kind,
+    check_metadata,
+    check_min_score,
+    check_scope,
+    check_text,
+)
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.enrich import Enricher
@@ -233,7 +240,11 @@ class LongTermMemory:
         Scope is a hard filter: scope=None sees only memories stored without a scope.
         Documents (kind 'doc') come back only when `kinds` names them.
 
-        Ranking fuses dense and BM25 scores (`Weights`). Metadata that helps it, all optional:
+        Each result's `score` is its relevance in [0, 1], on one scale for every query, scope
+        and store size (`fourfold.ranking`); `min_score` drops results below it
+        (`fourfold.RELEVANCE_FLOOR` is the floor the support agent uses).
+
+        Ranking adds dense and BM25 evidence (`Weights`). Metadata that helps it, all optional:
         `thread` or `session` (memories written in sequence in the same thread lend each other
         context), `occurred_at` or `date` (ISO 8601 or unix seconds: the memory's own date, whose
         month, year and weekday become searchable words), and `speaker` (memories of a speaker
@@ -244,8 +255,7 @@ class LongTermMemory:
         scope = check_scope(scope)
         keep_kind = _kind_filter(kinds)
         where = check_metadata(where) if where else {}
-        if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, (int, float))):
-            raise InvalidInput(f"min_score must be a number or None, not {type(min_score).__name__}")
+        check_min_score(min_score)
         index = self._index(scope)
         if not len(index):
             return []

@@ -71,10 +71,19 @@ class DocumentStore:
         written = self._lt._write([self._lt._prepare(i, allow_doc=True) for i in items])
         return [w.id for w in written]
 
-    def search(self, query: str, *, k: int = 5, scope: str | None = None, source: str | None = None) -> list[DocHit]:
-        """The k chunks most relevant to `query` (documents only)."""
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        scope: str | None = None,
+        source: str | None = None,
+        min_score: float | None = None,
+    ) -> list[DocHit]:
+        """The k chunks most relevant to `query` (documents only), at least `min_score` relevant
+        (in [0, 1], the scale of `LongTermMemory.recall`)."""
         where = {"source": source} if source else None
-        hits = self._lt.recall(query, scope=scope, k=check_k(k), kinds=(DOC_KIND,), where=where)
+        hits = self._lt.recall(query, scope=scope, k=check_k(k), kinds=(DOC_KIND,), where=where, min_score=min_score)
         return [_hit(h) for h in hits]
 
     def sources(self, *, scope: str | None = None) -> list[str]:

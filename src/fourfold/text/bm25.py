@@ -9,7 +9,15 @@ from collections.abc import Mapping, Sequence
 
 from fourfold.errors import InvalidInput
 
-__all__ = ["BM25Index"]
+__all__ = ["BM25Index", "bm25_idf"]
+
+#: Okapi BM25 parameters: term-frequency saturation and length normalisation.
+K1, B = 0.9, 0.4
+
+
+def bm25_idf(n_docs: int, df: int) -> float:
+    """Okapi BM25's inverse document frequency, never negative (Lucene's form)."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 class BM25Index:
@@ -19,7 +27,7 @@ class BM25Index:
     with it; scores equal those of an index rebuilt from scratch over the same documents.
     """
 
-    def __init__(self, *, k1: float = 0.9, b: float = 0.4) -> None:
+    def __init__(self, *, k1: float = K1, b: float = B) -> None:
         if not (math.isfinite(k1) and k1 >= 0):
             raise InvalidInput(f"k1 must be a finite number >= 0, got {k1!r}")
         if not (math.isfinite(b) and 0 <= b <= 1):
@@ -101,6 +109,19 @@ class BM25Index:
                 del self._postings[term]
         self._total_len -= self._doc_len.pop(doc_id)
 
+    def idf(self, term: str) -> float:
+        """The term's inverse document frequency (as high as it gets for a term no document has)."""
+        n_docs = len(self._doc_len)
+        df = len(self._postings.get(term, ()))
+        return bm25_idf(n_docs, df)
+
+    def best_possible(self, query_tokens: Sequence[str]) -> float:
+        """An upper bound of any document's score for this query: every term matched, saturated.
+
+        Scores divided by it are shares in [0, 1) that mean the same for long and short queries.
+        """
+        return (self.k1 + 1.0) * sum(self.idf(term) for term in query_tokens)
+
     def scores(self, query_tokens: Sequence[str]) -> dict[str, float]:
         """BM25 score of every document sharing a term with the query (all scores > 0)."""
         n_docs = len(self._doc_len)
@@ -113,8 +134,7 @@ class BM25Index:
             posting = self._postings.get(term)
             if not posting:
                 continue
-            df = len(posting)
-            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            idf = bm25_idf(n_docs, len(posting))
             for doc_id, tf in posting.items():
                 norm = k1 * (1.0 - b + b * self._doc_len[doc_id] / avgdl)
                 out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)

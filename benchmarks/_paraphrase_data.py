@@ -1,0 +1,419 @@
+"""A support desk's memories and the questions an agent asks about them, generated from a seed.
+
+Each customer has 3-8 memories, one per attribute type (contact channel, language, plan...).
+Memories carry the ordinary words of a support desk ("customer", "account", "ticket",
+"order"...) in varied framings, so a question's generic words also appear in the customer's
+other memories: lexical evidence that points at the wrong memory. Each memory gets one
+question, phrased from the type's pool of questions; a question is a *paraphrase* when it
+shares no content word (after stemming and stop-words, `fourfold.text.tokenize`) with the
+memory it asks about, else an *overlap* question. Each customer also gets off-topic questions
+(world trivia, recipes...) to which none of their memories is relevant.
+
+Attribute types are the unit of cross-validation (`folds`): a type brings its own memory
+templates and question phrasings, so a held-out fold is wording never tuned on.
+Free of models, so tests of it run in milliseconds.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fourfold.text import tokenize
+
+__all__ = ["TYPES", "Customer", "Dataset", "Question", "build", "folds"]
+
+
+@dataclass(frozen=True, slots=True)
+class AttributeType:
+    name: str
+    memories: tuple[str, ...]  # one is picked per customer
+    questions: tuple[str, ...]  # phrasings an agent would use
+
+
+def _t(name: str, memories: str, questions: str) -> AttributeType:
+    split = lambda block: tuple(line.strip() for line in block.strip().splitlines() if line.strip())  # noqa: E731
+    return AttributeType(name, split(memories), split(questions))
+
+
+TYPES: tuple[AttributeType, ...] = (
+    _t("contact", """
+        prefers email over phone calls
+        wants to be contacted by text message only
+        likes a phone call rather than an email
+        asked that we only write via the in-app chat
+        does not read email; reach her by SMS
+        """, """
+        how should we get in touch?
+        what is the best way to reach them?
+        which channel do they like for updates?
+        how do they want us to communicate?
+        should I ring them or send something written?
+        how can we notify this customer about the fix?
+        """),
+    _t("language", """
+        speaks Portuguese and reads replies best in Portuguese
+        native French speaker, English answers take him a while
+        writes in German and wants answers in German
+        Spanish is her first language
+        is more comfortable in Japanese than English
+        """, """
+        which tongue should replies be written in?
+        what language do they understand best?
+        do we need a translator for this person?
+        is English okay for this account?
+        where is the person from, linguistically?
+        """),
+    _t("location", """
+        lives in Sydney, ten hours ahead of our office
+        based in Denver on Mountain Time
+        located in Singapore, so mornings here are evenings there
+        works from Lisbon, one hour behind Berlin
+        is in Toronto on Eastern Time
+        """, """
+        where are they?
+        which time zone is the customer in?
+        what city is this account in?
+        what region should the callback be scheduled for?
+        what country does the client reside in?
+        """),
+    _t("plan", """
+        on the Enterprise plan with 40 seats
+        pays for the Basic tier, billed monthly
+        upgraded to Pro last spring
+        still on the free trial, which ends on the 30th
+        has the Team subscription for five users
+        """, """
+        which subscription do they have?
+        what level of service did they buy?
+        how much does this account cost per year?
+        are they a premium client?
+        what package is the customer on?
+        """),
+    _t("payment", """
+        pays with a corporate Amex card
+        settles invoices by bank transfer within 30 days
+        uses PayPal for every purchase
+        the card on file expires next month
+        prefers to be invoiced and pays by cheque
+        """, """
+        how do they usually settle the bill?
+        what payment method is on the account?
+        how does this client pay us?
+        which card or wallet do they use for orders?
+        how are their charges handled?
+        """),
+    _t("device", """
+        uses an iPhone 13 with the latest iOS
+        runs our app on an old Android tablet
+        works on a Windows laptop with Chrome
+        has a MacBook and uses Safari
+        only uses the app on a Samsung Galaxy phone
+        """, """
+        what hardware is the customer on?
+        which phone or computer do they have?
+        what browser or operating system should I troubleshoot?
+        is the person on mobile or desktop?
+        what gadget do they open our product with?
+        """),
+    _t("access", """
+        is blind and relies on a screen reader
+        hard of hearing, so avoid voice calls
+        has dyslexia; keep messages short and plain
+        colour blind and cannot tell red from green alerts
+        has a tremor and struggles with small buttons
+        """, """
+        does this customer need any accommodations?
+        is there a disability we should keep in mind?
+        anything about their health that changes how we help?
+        do they need accessibility support?
+        should our replies be adapted in some way for them?
+        """),
+    _t("delivery", """
+        leave parcels with the neighbour at number 12
+        deliveries must go to the back door because the front bell is broken
+        packages should go to the office reception, not home
+        do not leave boxes outside; they get stolen
+        courier should call on arrival, the gate is locked
+        """, """
+        where should shipments be dropped off?
+        any instructions for the courier?
+        how do we get orders to this customer safely?
+        what should the driver know?
+        where do we ship to?
+        """),
+    _t("name", """
+        goes by Sam, not Samantha
+        prefers to be called Dr. Okafor
+        likes to be addressed by first name, Jo
+        uses they/them pronouns
+        wants Mr. Lindqvist in formal letters
+        """, """
+        how do we address them?
+        what should we say in the greeting?
+        what name do they like?
+        which pronouns are right?
+        how should I open my reply to this customer?
+        """),
+    _t("hours", """
+        only free after 6 pm on weekdays
+        reachable mornings before 10
+        works nights, sleeps until noon
+        unavailable on Fridays for religious reasons
+        can talk during lunch, 12 to 1
+        """, """
+        when is a good time to phone?
+        what time of day works for them?
+        when can we schedule the callback?
+        at what hour should I try to get hold of them?
+        is there a moment in the week that suits them?
+        """),
+    _t("history", """
+        was double charged in March and got a refund
+        had a damaged blender delivered last winter
+        waited three weeks for a replacement in 2022
+        lost a parcel at Christmas and received store credit
+        had an account lockout that took two days to fix
+        """, """
+        have they had problems with us before?
+        any previous trouble on this account?
+        what went wrong for them in the past?
+        is this their first complaint?
+        did we ever mess up an order for this customer?
+        """),
+    _t("tenure", """
+        has been with us since 2015
+        signed up two months ago
+        one of our first hundred users
+        came back last year after leaving for a competitor
+        a member for about a decade
+        """, """
+        how long have they been a customer?
+        are they new?
+        when did they first join?
+        is this a loyal long-time client?
+        how many years of business have we had with them?
+        """),
+    _t("job", """
+        runs a bakery with three locations
+        works at a law firm as an office manager
+        is a nurse on rotating shifts
+        owns a small landscaping company
+        teaches maths at a secondary school
+        """, """
+        what do they do for a living?
+        what is their occupation?
+        what kind of business are they?
+        where does the person work?
+        what is their profession?
+        """),
+    _t("dislikes", """
+        gets annoyed by long hold times
+        hates automated phone menus
+        finds upselling pushy and rude
+        dislikes being transferred between agents
+        irritated by scripted apologies
+        """, """
+        what frustrates them?
+        what should we avoid doing?
+        what makes this customer upset?
+        is there anything that bothers them about our service?
+        what are their pet peeves?
+        """),
+    _t("diet", """
+        allergic to peanuts; flag every order
+        vegan, no animal products in the meal box
+        needs gluten-free items because of coeliac disease
+        does not eat pork
+        lactose intolerant, swap dairy for oat milk
+        """, """
+        are there foods they can't eat?
+        any dietary restrictions?
+        what should the kitchen know about their meals?
+        which ingredients must we exclude?
+        do they have an intolerance we need to respect?
+        """),
+    _t("marketing", """
+        opted out of newsletters and promotions
+        happy to receive discount offers by email
+        asked to stop the weekly promo texts
+        subscribed to product launch announcements
+        unsubscribed from all mailing lists after the spam complaint
+        """, """
+        can we send them deals?
+        do they want advertising from us?
+        is it okay to include them in a campaign?
+        have they consented to marketing?
+        may I tell them about the sale?
+        """),
+    _t("pets", """
+        owns a golden retriever and buys large-breed dog food
+        has two cats, one on a kidney diet
+        keeps a parrot that needs special seed mix
+        fosters rescue puppies now and then
+        has an elderly beagle on joint supplements
+        """, """
+        do they have animals?
+        what kind of pet is in the household?
+        which creature are they shopping for?
+        is there a dog or cat at home?
+        who are the supplies for?
+        """),
+    _t("budget", """
+        very price-sensitive and always asks for discounts
+        cost is no object, wants the fastest option
+        on a tight budget this quarter
+        compares our prices with competitors before each purchase
+        asks for the cheapest shipping every time
+        """, """
+        do they care about money?
+        how much are they willing to spend?
+        should I offer a cheaper alternative?
+        are they frugal?
+        would a coupon help win them over?
+        """),
+    _t("approver", """
+        their IT admin Priya approves all purchases
+        needs sign-off from the finance director before renewals
+        her manager Tom must be copied on refunds
+        the owner, Mrs. Chen, makes the final decisions
+        procurement handles anything above 500 dollars
+        """, """
+        who signs off on spending?
+        whose permission is needed to buy?
+        who has the final say?
+        who else should be cc'd on decisions?
+        who authorises expenses there?
+        """),
+    _t("returns", """
+        returned a sofa because the colour was wrong
+        sent back two pairs of shoes that did not fit
+        asked for an exchange on a broken kettle
+        refused a refund and wanted store credit instead
+        keeps the original packaging for easy exchanges
+        """, """
+        have they given anything back?
+        did they send something back recently?
+        what did they exchange?
+        has the client asked for their money back?
+        what came back from them?
+        """),
+)
+
+# Framings of a memory: the generic words of a support desk, shared across a customer's memories.
+FRAMES = (
+    "{}",
+    "Customer {}.",
+    "Customer says she {}.",
+    "Noted on the account: {}.",
+    "From the last support ticket: customer {}.",
+    "Mentioned during an order call: {}.",
+    "Account note: {}.",
+    "Support agent note, customer {}.",
+    "Per the ticket history, the customer {}.",
+    "Told support on a call that he {}.",
+)
+
+OFF_TOPIC = (
+    "what's the weather like in Paris tomorrow?",
+    "recommend a good science fiction novel",
+    "how many moons does Jupiter have?",
+    "translate good morning into Italian",
+    "write a haiku about autumn leaves",
+    "who won the football world cup in 1998?",
+    "what is a good recipe for banana bread?",
+    "how do I change a flat tyre on a bicycle?",
+    "explain quantum entanglement simply",
+    "what is the square root of 144?",
+    "who painted the Mona Lisa?",
+    "how tall is Mount Everest?",
+    "what's the plot of Hamlet?",
+    "best exercises for lower back pain",
+    "how long should I boil an egg?",
+    "what are black holes made of?",
+    "tips for growing tomatoes on a balcony",
+    "when did the Roman Empire fall?",
+    "how do vaccines train the immune system?",
+    "what's the difference between a violin and a viola?",
+    "suggest a name for a goldfish",
+    "how do I tie a bowline knot?",
+    "what causes the northern lights?",
+    "is chess older than backgammon?",
+    "how many players are on a rugby team?",
+    "what's the capital of Mongolia?",
+    "summarise the theory of evolution",
+    "how does a jet engine work?",
+    "what rhymes with orange?",
+    "tell me a joke about penguins",
+    "what is the speed of light?",
+    "how do bees make honey?",
+    "what is the tallest building in the world?",
+    "how can I improve my sleep?",
+    "what's the best way to learn the guitar?",
+    "who discovered penicillin?",
+    "how do tides work?",
+    "what year did the Berlin Wall come down?",
+    "how are diamonds formed?",
+    "what's a good stretching routine for runners?",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    text: str
+    customer: str
+    answer: str | None  # the memory text asked about; None for off-topic questions
+    type: str  # attribute type, or "off-topic"
+    paraphrase: bool  # shares no content word with the answer
+
+
+@dataclass(frozen=True, slots=True)
+class Customer:
+    id: str
+    memories: tuple[str, ...]
+    types: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    customers: tuple[Customer, ...]
+    questions: tuple[Question, ...]
+
+    def on_topic(self) -> list[Question]:
+        return [q for q in self.questions if q.answer is not None]
+
+    def off_topic(self) -> list[Question]:
+        return [q for q in self.questions if q.answer is None]
+
+
+def _shares_word(question: str, memory: str) -> bool:
+    return bool(set(tokenize(question)) & set(tokenize(memory)))
+
+
+def build(*, customers: int = 300, seed: int = 19, off_topic_per_customer: int = 2) -> Dataset:
+    """The data set: deterministic for a seed."""
+    rng = random.Random(seed)
+    people: list[Customer] = []
+    questions: list[Question] = []
+    for c in range(customers):
+        cid = f"cust-{c:04d}"
+        chosen = rng.sample(TYPES, rng.randint(3, 8))
+        memories = tuple(rng.choice(FRAMES).format(rng.choice(t.memories)) for t in chosen)
+        people.append(Customer(cid, memories, tuple(t.name for t in chosen)))
+        for t, memory in zip(chosen, memories, strict=True):
+            text = rng.choice(t.questions)
+            questions.append(Question(text, cid, memory, t.name, not _shares_word(text, memory)))
+        for text in rng.sample(OFF_TOPIC, off_topic_per_customer):
+            questions.append(Question(text, cid, None, "off-topic", False))
+    return Dataset(tuple(people), tuple(questions))
+
+
+def folds(n: int = 5) -> list[frozenset[str]]:
+    """Attribute types split into n folds (round robin): each fold's wording is unseen by the rest."""
+    names = [t.name for t in TYPES]
+    return [frozenset(names[i::n]) for i in range(n)]
+
+
+def type_names(types: Sequence[AttributeType] = TYPES) -> list[str]:
+    return [t.name for t in types]

@@ -1,0 +1,155 @@
+"""Paraphrase benchmark: does recall find a support-desk memory from a question worded nothing like it?
+
+A generated support desk (`_paraphrase_data`: 300 customers, 3-8 memories each, one question
+per memory, two off-topic questions per customer) is written through the public API, one
+scope per customer. Three rankers answer each question within the customer's scope:
+
+- ``hybrid``: `LongTermMemory.recall`, as an agent calls it;
+- ``dense``: plain MiniLM cosine over the same memories;
+- ``bm25``: keyword matching (the library's BM25 over its tokenizer; a memory sharing no word
+  with the question is no hit).
+
+hit@k is the share of questions whose memory is among the top k; *paraphrase* questions share
+no content word with their memory, *overlap* questions do. `offtopic_empty` is the share of
+off-topic questions for which recall with `min_score` at the default floor
+(`fourfold.ranking.RELEVANCE_FLOOR`, the support agent's prompt floor) returns nothing; "floor" rows give hit@k of hybrid recall under
+that floor.
+
+    python benchmarks/paraphrase.py [--customers N] [--seed S] [--no-cache]
+
+The last line is ``paraphrase: hybrid_hit3=X dense_hit3=X bm25_hit3=X offtopic_empty=X``
+(hit@3 over paraphrase questions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import _paraphrase_data as data
+from _embed_cache import CACHE_DIR, CachedEmbedder
+from fourfold.embeddings.base import Embedder
+
+CACHE = CACHE_DIR / "paraphrase-minilm.npz"
+KS = (1, 3)
+Ranker = Callable[[data.Question], list[str]]  # memory texts, best first
+
+
+@dataclass(frozen=True, slots=True)
+class Desk:
+    """The data set written into one Memory, with what the plain rankers need."""
+
+    memory: Any
+    vectors: dict[str, Any]  # memory text -> its own MiniLM vector
+    embedder: Embedder
+
+
+def open_desk(dataset: data.Dataset, embedder: Embedder, path: str) -> Desk:
+    from fourfold import Memory
+
+    memory = Memory.open(path, embedder=embedder)
+    for customer in dataset.customers:
+        memory.long_term.remember_many([{"text": t, "scope": customer.id} for t in customer.memories])
+    texts = [t for c in dataset.customers for t in c.memories]
+    vectors = dict(zip(texts, embedder.embed_many(texts), strict=True))
+    return Desk(memory, vectors, embedder)
+
+
+def hybrid(desk: Desk, *, k: int = 3, min_score: float | None = None) -> Ranker:
+    def rank(q: data.Question) -> list[str]:
+        return [r.text for r in desk.memory.long_term.recall(q.text, scope=q.customer, k=k, min_score=min_score)]
+
+    return rank
+
+
+def dense(desk: Desk, dataset: data.Dataset) -> Ranker:
+    memories = {c.id: c.memories for c in dataset.customers}
+
+    def rank(q: data.Question) -> list[str]:
+        texts = memories[q.customer]
+        cos = np.stack([desk.vectors[t] for t in texts]) @ desk.embedder.embed(q.text)
+        return [texts[i] for i in np.argsort(-cos, kind="stable")]
+
+    return rank
+
+
+def bm25(dataset: data.Dataset) -> Ranker:
+    from fourfold.text import BM25Index, tokenize
+
+    indexes: dict[str, BM25Index] = {}
+    for c in dataset.customers:
+        index = indexes[c.id] = BM25Index()
+        for t in c.memories:
+            index.add(t, tokenize(t))
+
+    def rank(q: data.Question) -> list[str]:
+        return [doc for doc, _ in indexes[q.customer].top(tokenize(q.text), 3)]
+
+    return rank
+
+
+def hits(questions: Sequence[data.Question], rank: Ranker) -> dict[int, float]:
+    if not questions:
+        return {k: float("nan") for k in KS}
+    ranked = [rank(q) for q in questions]
+    return {k: sum(q.answer in r[:k] for q, r in zip(questions, ranked, strict=True)) / len(questions) for k in KS}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--customers", type=int, default=300)
+    p.add_argument("--seed", type=int, default=19)
+    p.add_argument("--no-cache", action="store_true", help="embed with the model, not the vector cache")
+    args = p.parse_args(argv)
+    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.ranking import RELEVANCE_FLOOR
+
+    dataset = data.build(customers=args.customers, seed=args.seed)
+    embedder: Embedder = default_embedder() if args.no_cache else CachedEmbedder(CACHE)
+    on = dataset.on_topic()
+    groups = {
+        "paraphrase": [q for q in on if q.paraphrase],
+        "overlap": [q for q in on if not q.paraphrase],
+        "all on-topic": on,
+    }
+    with tempfile.TemporaryDirectory(prefix="paraphrase-") as tmp:
+        desk = open_desk(dataset, embedder, tmp)
+        try:
+            rankers = {
+                "hybrid": hybrid(desk),
+                f"hybrid, min_score={RELEVANCE_FLOOR}": hybrid(desk, min_score=RELEVANCE_FLOOR),
+                "dense": dense(desk, dataset),
+                "bm25": bm25(dataset),
+            }
+            table = {(name, g): hits(qs, rank) for name, rank in rankers.items() for g, qs in groups.items()}
+            off = dataset.off_topic()
+            floored = hybrid(desk, min_score=RELEVANCE_FLOOR)
+            empty = sum(not floored(q) for q in off) / len(off)
+        finally:
+            desk.memory.close()
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()
+    print(f"# Paraphrase recall: {len(dataset.customers)} customers, {sum(len(c.memories) for c in dataset.customers)} memories, "
+          f"{len(groups['paraphrase'])} paraphrase + {len(groups['overlap'])} overlap questions, {len(off)} off-topic\n")
+    print("| ranker | " + " | ".join(f"{g} hit@{k}" for g in groups for k in KS) + " |")
+    print("|---|" + "---|" * (len(groups) * len(KS)))
+    for name in rankers:
+        print(f"| {name} | " + " | ".join(f"{table[name, g][k]:.3f}" for g in groups for k in KS) + " |")
+    print(f"\noff-topic questions with nothing at or above min_score={RELEVANCE_FLOOR}: {empty:.3f}\n")
+    par = groups["paraphrase"]
+    print(
+        f"paraphrase: hybrid_hit3={table['hybrid', 'paraphrase'][3]:.3f} dense_hit3={table['dense', 'paraphrase'][3]:.3f} "
+        f"bm25_hit3={table['bm25', 'paraphrase'][3]:.3f} offtopic_empty={empty:.3f}"
+        if par else "paraphrase: no paraphrase questions"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

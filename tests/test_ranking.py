@@ -1,0 +1,134 @@
+"""The shared ranker: what it ranks first and what its relevance means, for memories, episodes
+and documents alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fourfold import InvalidInput
+from fourfold.embeddings import HashEmbedder
+from fourfold.episodic import EpisodeLog
+from fourfold.longterm import LongTermMemory
+from fourfold.ranking import RELEVANCE_FLOOR, Fusion, lexical_share, rank, relevance
+from fourfold.stores import InMemoryVectorStore
+from fourfold.text import BM25Index, tokenize
+
+
+def _lt() -> LongTermMemory:
+    embedder = HashEmbedder()
+    return LongTermMemory(InMemoryVectorStore(embedder_identity=embedder.identity), embedder)
+
+
+def test_a_clear_dense_match_beats_ordinary_words_shared_with_other_memories() -> None:
+    # "how can we notify this customer?" against "prefers SMS" (no shared word, close in
+    # meaning) and four memories that only share the desk's ordinary word "customer".
+    dense = np.array([0.45, 0.12, 0.10, 0.15, 0.11])
+    index = BM25Index()
+    texts = ["prefers SMS", "customer on Pro plan", "customer in Oslo", "customer uses Android", "customer hates hold music"]
+    for i, text in enumerate(texts):
+        index.add(str(i), tokenize(text))
+    query = tokenize("how can we notify this customer about the fix?")
+    by_doc = index.scores(query)
+    lexical = lexical_share(np.array([by_doc.get(str(i), 0.0) for i in range(5)]), index.best_possible(query))
+    assert rank(dense, lexical, k=3, fusion=Fusion())[0][0] == 0
+
+
+def test_a_rare_word_of_the_query_lifts_its_memory_over_a_slightly_closer_one() -> None:
+    dense = np.array([0.30, 0.27])
+    lexical = np.array([0.0, 0.5])  # half of the query's best possible BM25 score
+    assert [i for i, _ in rank(dense, lexical, k=2, fusion=Fusion())] == [1, 0]
+
+
+def test_relevance_lies_in_zero_one_and_grows_with_the_evidence() -> None:
+    evidence = np.array([-1.0, 0.0, 0.2, 0.5, 1.0, 3.0])
+    scores = relevance(evidence, Fusion())
+    assert np.all((scores > 0) & (scores < 1))
+    assert np.all(np.diff(scores) > 0)
+
+
+def test_lexical_share_is_zero_when_the_query_has_no_word_to_match() -> None:
+    assert lexical_share(np.array([0.0, 0.0]), 0.0).tolist() == [0.0, 0.0]
+    assert lexical_share(np.array([1.0, 3.0]), 2.0).tolist() == [0.5, 1.0]
+
+
+def test_best_possible_bounds_every_score() -> None:
+    index = BM25Index()
+    for i, text in enumerate(["refund refund refund to the card", "refund", "card blocked", "hello there"]):
+        index.add(str(i), tokenize(text))
+    query = tokenize("refund card refund")
+    assert max(index.scores(query).values()) < index.best_possible(query)
+
+
+def test_equal_scores_go_to_the_newer_candidate() -> None:
+    ranked = rank(np.array([0.5, 0.5, 0.1]), np.zeros(3), k=2, fusion=Fusion())
+    assert [i for i, _ in ranked] == [1, 0]
+
+
+@pytest.mark.parametrize("field", ["lexical", "boost", "slope", "offset"])
+def test_fusion_refuses_values_that_are_not_finite(field: str) -> None:
+    with pytest.raises(InvalidInput):
+        Fusion(**{field: float("nan")})
+    with pytest.raises(InvalidInput):
+        Fusion(slope=0.0)
+
+
+def test_a_lone_memory_scores_its_relevance_not_zero() -> None:
+    lt = _lt()
+    lt.remember("Invoice PDF download fails with error 502", scope="c1")
+    (hit,) = lt.recall("invoice PDF download fails", scope="c1")
+    assert hit.score > 0.5
+
+
+def test_a_memory_scores_about_the_same_alone_and_among_many() -> None:
+    alone, crowded = _lt(), _lt()
+    alone.remember("Invoice PDF download fails with error 502", scope="c1")
+    crowded.remember_many(
+        [{"text": f"Order {n} shipped to warehouse {n % 7} by courier", "scope": "c1"} for n in range(40)]
+        + [{"text": "Invoice PDF download fails with error 502", "scope": "c1"}]
+    )
+    (a,) = alone.recall("invoice PDF download fails", scope="c1", k=1)
+    (b,) = crowded.recall("invoice PDF download fails", scope="c1", k=1)
+    assert a.text == b.text
+    assert abs(a.score - b.score) < 0.1
+
+
+def test_min_score_drops_what_is_irrelevant_and_keeps_what_is_not() -> None:
+    lt = _lt()
+    # two tickets: memories of one thread would lend each other their words
+    lt.remember("Prefers email over phone calls", scope="c1", metadata={"thread": "T-1"})
+    lt.remember("Lives in Oslo", scope="c1", metadata={"thread": "T-2"})
+    assert lt.recall("who painted the Mona Lisa?", scope="c1", min_score=RELEVANCE_FLOOR) == []
+    hits = lt.recall("email or phone calls", scope="c1", min_score=RELEVANCE_FLOOR)
+    assert [h.text for h in hits] == ["Prefers email over phone calls"]
+    assert all(0.0 <= h.score <= 1.0 for h in lt.recall("email", scope="c1", k=2))
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.5", float("nan")])
+def test_min_score_must_be_a_relevance(bad: object) -> None:
+    lt = _lt()
+    lt.remember("Prefers email", scope="c1")
+    with pytest.raises(InvalidInput):
+        lt.recall("email", scope="c1", min_score=bad)  # type: ignore[arg-type]
+
+
+def test_similar_successes_share_the_scale_of_recall(tmp_path: Path) -> None:
+    log = EpisodeLog(tmp_path / "episodes.jsonl", HashEmbedder())
+    fix = log.record(goal="deploy returns 502 bad gateway", actions=["restarted worker"], outcome="deploy healthy", success=True)
+    log.record(goal="refund not received", actions=["reissued refund"], outcome="refund arrived", success=True)
+    assert log.similar_successes("deploy returns 502", min_score=RELEVANCE_FLOOR) == [fix]
+    assert log.similar_successes("who painted the Mona Lisa?", min_score=RELEVANCE_FLOOR) == []
+    with pytest.raises(InvalidInput):
+        log.similar_successes("deploy", min_score=2.0)
+
+
+def test_document_search_shares_the_scale_of_recall() -> None:
+    from fourfold.semantic.docs import DocumentStore
+
+    docs = DocumentStore(_lt())
+    docs.ingest_text("# Refunds\nRefunds reach the card within 5 business days.", source="refunds.md")
+    (hit,) = docs.search("when do refunds reach the card", min_score=RELEVANCE_FLOOR)
+    assert hit.source == "refunds.md" and 0.5 < hit.score <= 1.0
+    assert docs.search("how tall is Mount Everest?", min_score=RELEVANCE_FLOOR) == []
