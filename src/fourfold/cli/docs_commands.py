@@ -73,7 +73,9 @@ def docs_list(scope: Annotated[str | None, typer.Option()] = None) -> None:
     """Every stored document: its source, chunk count and when it was last ingested."""
     with _memory() as mem:
         found = mem.docs.list(scope=scope)
-    lines = [f"{d.source}  {d.chunks} chunks  {datetime.fromtimestamp(d.updated_at):%Y-%m-%d %H:%M}" for d in found]
+    width = max((len(d.source) for d in found), default=0)
+    lines = [f"{d.source:<{width}}  {d.chunks:>4} chunks  {datetime.fromtimestamp(d.updated_at):%Y-%m-%d %H:%M}"
+             for d in found]
     _out(found, "\n".join(lines) or "(no documents)")
 
 
