@@ -20,6 +20,7 @@ from fourfold.types import DocHit, Recalled
 __all__ = [
     "MAX_DOC_CHARS",
     "MAX_DOC_CHUNKS",
+    "MAX_FILES",
     "TEXT_SUFFIXES",
     "DocSource",
     "DocumentStore",
@@ -30,6 +31,8 @@ __all__ = [
     "read_document",
 ]
 
+#: Most files one ingest reads (a folder given by mistake, such as /, is refused).
+MAX_FILES = 1000
 #: Files a folder contributes: text and Markdown.
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst"})
 #: Chunks embedded per write: progress moves on after each batch.
@@ -198,11 +201,9 @@ def find_documents(paths: Iterable[str | os.PathLike[str]]) -> builtins.list[tup
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files = sorted(
-                f for f in path.rglob("*")
-                if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES
-                and not any(part.startswith(".") for part in f.relative_to(path).parts)
-            )
+            files = _folder_documents(path, limit=MAX_FILES - len(found))
+            if not files:
+                raise NotFound(f"no text or Markdown files ({', '.join(sorted(TEXT_SUFFIXES))}) in {path}")
             found.update((f, f.relative_to(path).as_posix()) for f in files)
         elif path.exists():
             found[path] = path.name
@@ -214,6 +215,19 @@ def find_documents(paths: Iterable[str | os.PathLike[str]]) -> builtins.list[tup
         else:
             raise NotFound(f"no such file or folder: {path}")
     return list(found.items())
+
+
+def _folder_documents(folder: Path, *, limit: int) -> builtins.list[Path]:
+    """The text files under a folder, hidden ones skipped; TooLarge past `limit` (a wrong folder)."""
+    found: builtins.list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
+                found.append(Path(root) / name)
+                if len(found) > limit:
+                    raise TooLarge(f"{folder} holds more than {MAX_FILES:,} documents: ingest its subfolders one by one")
+    return found
 
 
 def check_document(text: object) -> str:
