@@ -580,7 +580,8 @@ def run_cli(name: str, argv: list[str], stdin: bytes | None) -> Outcome:
     err = proc.stderr.decode("utf-8", "replace").strip()
     if proc.returncode == 0:
         return Outcome(name, "ok")
-    if "Traceback" in err or len(err.splitlines()) != 1 or not err.startswith("error: "):
+    one_line = err.startswith('{"error": ') if "--json" in argv else err.startswith("error: ")  # JSON under --json
+    if "Traceback" in err or len(err.splitlines()) != 1 or not one_line:
         return Outcome(name, f"CRASH:exit {proc.returncode}, {len(err.splitlines())} stderr lines")
     return Outcome(name, f"typed:exit {proc.returncode}")
 

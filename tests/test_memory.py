@@ -145,3 +145,51 @@ def test_delete_source_removes_every_chunk_and_only_that_source(tmp_path: Path) 
         assert mem.docs.sources() == ["shipping.md"]
     for path in tmp_path.rglob("*"):  # nothing on disk still holds the deleted text
         assert not path.is_file() or b"thirty days" not in path.read_bytes(), path
+
+
+# -- issue 16: readers do not create stores; scopes; erasing the wrong scope -------------------
+
+
+def test_open_without_create_refuses_a_missing_data_dir(tmp_path: Path) -> None:
+    from fourfold import StoreUnavailable
+
+    missing = tmp_path / "a" / "b"
+    with pytest.raises(StoreUnavailable, match="no fourfold data dir at"):
+        Memory.open(missing, embedder=HashEmbedder(), create=False)
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(StoreUnavailable):  # a folder that is not a data dir is not made into one
+        Memory.open(tmp_path / "empty", embedder=HashEmbedder(), create=False)
+    assert list((tmp_path / "empty").iterdir()) == []
+    Memory.open(missing, embedder=HashEmbedder()).close()  # the library default still creates
+    Memory.open(missing, embedder=HashEmbedder(), create=False).close()
+
+
+def test_scopes_count_and_forget_scope_can_refuse_unknown_scopes(tmp_path: Path) -> None:
+    from fourfold import NotFound
+
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        mem.long_term.remember("Prefers email", scope="customer:alice")
+        mem.docs.ingest_text("# Plan\n\nAlice is on the gold plan.", source="plan.md", scope="customer:alice")
+        mem.episodes.record(goal="late parcel", actions=[], outcome="re-shipped", success=True, scope="customer:bob")
+        assert mem.scopes() == {
+            "customer:alice": {"memories": 1, "docs": 1, "episodes": 0, "conversations": 0},
+            "customer:bob": {"memories": 0, "docs": 0, "episodes": 1, "conversations": 0},
+        }
+        with pytest.raises(NotFound, match="did you mean 'customer:alice'"):
+            mem.forget_scope("alice", missing_ok=False)
+        assert mem.forget_scope("alice") == {"memories": 0, "episodes": 0, "conversations": 0}  # default: idempotent
+        assert mem.forget_scope("customer:alice", missing_ok=False)["memories"] == 2
+        assert list(mem.scopes()) == ["customer:bob"]
+
+
+def test_a_document_source_holds_one_version(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        seen: list[tuple[str, int, int]] = []
+        first = mem.docs.ingest_text("# Refunds\n\nBack to the card within 30 days.", source="refunds.md",
+                                     on_progress=lambda *p: seen.append(p))
+        assert seen == [("refunds.md", 1, 1)]
+        assert mem.docs.ingest_text("# Refunds\n\nBack to the card within 30 days.", source="refunds.md") == first
+        mem.docs.ingest_text("# Refunds\n\nStore credit within 14 days.", source="refunds.md")
+        assert [h.text for h in mem.docs.search("refund", k=5)] == ["# Refunds\n\nStore credit within 14 days."]
+        assert [(d.source, d.chunks) for d in mem.docs.list()] == [("refunds.md", 1)]

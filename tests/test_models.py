@@ -17,7 +17,7 @@ import openai
 import pytest
 
 import fourfold.models
-from fourfold.errors import ModelError
+from fourfold.errors import InvalidInput, ModelError
 from fourfold.models import (
     AnthropicModel,
     ChatResponse,
@@ -417,6 +417,10 @@ def test_importing_models_and_testing_loads_no_sdk() -> None:
 
 def test_models_exports_exactly_the_public_names() -> None:
     assert set(fourfold.models.__all__) == {
+        "MODEL_ENV",
+        "ModelSpec",
+        "from_spec",
+        "parse_spec",
         "AnthropicModel",
         "ChatModel",
         "ChatResponse",
@@ -438,3 +442,46 @@ def test_default_model_follows_anthropic_api_key(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     claude_model = default_model()
     assert isinstance(claude_model, AnthropicModel) and claude_model.is_llm
+
+
+# -- model specs --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("spec", "parsed"), [
+    ("offline", ("offline", "", None)),
+    ("anthropic", ("anthropic", "claude-sonnet-4-6", None)),
+    ("anthropic:claude-haiku-4-5", ("anthropic", "claude-haiku-4-5", None)),
+    ("openai:gpt-4.1-mini", ("openai", "gpt-4.1-mini", None)),
+    ("openai-compatible:qwen3@http://gpu:8000/v1", ("openai-compatible", "qwen3", "http://gpu:8000/v1")),
+    ("ollama:llama3.1:8b", ("openai-compatible", "llama3.1:8b", "http://localhost:11434/v1")),
+    ("lmstudio:phi-4", ("openai-compatible", "phi-4", "http://localhost:1234/v1")),
+    ("vllm:org/model@https://h.example/v1", ("openai-compatible", "org/model", "https://h.example/v1")),
+])
+def test_model_specs_parse(spec: str, parsed: tuple[str, str, str | None]) -> None:
+    got = fourfold.models.parse_spec(spec)
+    assert (got.provider, got.model, got.base_url) == parsed
+    assert fourfold.models.parse_spec(str(got)) == got  # a spec prints back as itself
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("", "an empty model spec"),
+    ("gpt5", "unknown model provider 'gpt5'"),
+    ("offline:x", "'offline' takes no model or URL"),
+    ("openai-compatible:qwen3", "needs a base URL"),
+    ("openai-compatible", "names no model"),
+])
+def test_bad_model_specs_say_what_is_accepted(spec: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(InvalidInput, match=message) as info:
+        fourfold.models.parse_spec(spec)
+    assert "openai-compatible:MODEL@BASE_URL" in str(info.value)
+
+
+def test_default_model_follows_fourfold_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FOURFOLD_MODEL", "ollama:llama3.1")
+    model = fourfold.models.default_model()
+    assert isinstance(model, OpenAICompatModel) and model.model == "llama3.1"
+    monkeypatch.delenv("FOURFOLD_MODEL")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert isinstance(fourfold.models.default_model(), OfflineModel)
+    assert isinstance(fourfold.models.default_model("anthropic:claude-x"), AnthropicModel)

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from fourfold._files import private_dir
-from fourfold._manifest import StoreKind, check_manifest, store_kind
+from fourfold._manifest import MANIFEST, StoreKind, check_manifest, store_kind
 from fourfold._validate import check_scope
 from fourfold.config import MemoryConfig, default_data_dir
 from fourfold.embeddings.base import Embedder
 from fourfold.episodic import EpisodeLog
-from fourfold.errors import InvalidInput, StoreUnavailable
+from fourfold.errors import InvalidInput, NotFound, StoreUnavailable
 from fourfold.longterm import Enricher, LongTermMemory
+from fourfold.longterm.store import DOC_KIND
 from fourfold.semantic.docs import DocumentStore
 from fourfold.semantic.facts import FactStore
 from fourfold.shortterm.threads import ConversationStore
@@ -62,8 +64,12 @@ class Memory:
         chroma_url: str | None = None,
         config: MemoryConfig | None = None,
         enricher: Enricher | None = None,
+        create: bool = True,
     ) -> Memory:
         """Open (or create) a data dir: one SQLite file holds memories, episodes and facts.
+
+        `create=False` opens only an existing data dir (`StoreUnavailable` otherwise), so a
+        reader with a mistyped path gets an error instead of a new, empty store.
 
         `store="chroma"` keeps long-term memory (and documents) on embedded Chroma under
         `vectors/` instead, and `chroma_url` on a Chroma server; a data dir remembers the
@@ -75,7 +81,7 @@ class Memory:
             raise InvalidInput(f"config must be a MemoryConfig, not {type(config).__name__}")
         if store not in (None, "sqlite", "chroma"):
             raise InvalidInput(f"store must be 'sqlite' or 'chroma', not {store!r}")
-        data_dir = _data_dir(path)
+        data_dir = _data_dir(path, create=create)
         if embedder is None:
             from fourfold.embeddings.minilm import default_embedder
 
@@ -113,11 +119,37 @@ class Memory:
 
         return connect(url, api_key=api_key, timeout=timeout)
 
-    def forget_scope(self, scope: str) -> dict[str, int]:
-        """Erase one scope from every store; other scopes are untouched. Returns counts."""
+    def scopes(self) -> dict[str, dict[str, int]]:
+        """Every scope holding anything, with its counts of memories, documents, episodes, conversations."""
+        found: dict[str, dict[str, int]] = {}
+
+        def counts(scope: str) -> dict[str, int]:
+            return found.setdefault(scope, {"memories": 0, "docs": 0, "episodes": 0, "conversations": 0})
+
+        for scope in self.long_term.store.scopes():
+            if scope is not None:
+                counts(scope)["memories"] = len(self.long_term.all(scope=scope))
+                counts(scope)["docs"] = len(self.long_term.all(scope=scope, kinds=(DOC_KIND,)))
+        for episode in self.episodes.episodes():
+            if episode.scope is not None:
+                counts(episode.scope)["episodes"] += 1
+        for scope in self.conversations.scopes():
+            counts(scope)["conversations"] = 1
+        return dict(sorted(found.items()))
+
+    def forget_scope(self, scope: str, *, missing_ok: bool = True) -> dict[str, int]:
+        """Erase one scope from every store; other scopes are untouched. Returns counts.
+
+        `missing_ok=False` raises `NotFound` (naming the likely scope) when nothing is stored
+        under `scope`: erasing "alice" when the data is under "customer:alice" is a mistake.
+        """
         checked = check_scope(scope)
         if checked is None:
             raise InvalidInput("forget_scope needs a scope name")
+        if not missing_ok:
+            known = self.scopes()
+            if checked not in known:
+                raise NotFound(f"nothing is stored under scope {checked!r}{_did_you_mean(checked, known)}")
         memories = self.long_term.forget_scope(checked)
         episodes = self.episodes.forget_scope(checked)
         # The thread's lock: a turn running in another process cannot save it back afterwards.
@@ -140,8 +172,8 @@ class Memory:
         return f"Memory({str(self.data_dir)!r})"
 
 
-def _data_dir(path: object) -> Path:
-    """The data dir as a Path, created if needed; bad paths are InvalidInput, not a traceback."""
+def _data_dir(path: object, *, create: bool) -> Path:
+    """The data dir as a Path, created if asked; bad paths are InvalidInput, not a traceback."""
     if path is None:
         data_dir = default_data_dir()
     elif isinstance(path, (str, os.PathLike)):
@@ -150,6 +182,8 @@ def _data_dir(path: object) -> Path:
         raise InvalidInput(f"path must be a string or a path, not {type(path).__name__}")
     if "\x00" in str(data_dir):
         raise InvalidInput(f"data dir {str(data_dir)!r} contains a NUL byte")
+    if not create and not (data_dir / MANIFEST).is_file():
+        raise StoreUnavailable(f"no fourfold data dir at {data_dir.absolute()}: nothing has been stored there yet")
     try:
         private_dir(data_dir)
     except (OSError, UnicodeEncodeError) as exc:
@@ -157,6 +191,15 @@ def _data_dir(path: object) -> Path:
     if not data_dir.is_dir():
         raise InvalidInput(f"{data_dir} is not a directory")
     return data_dir
+
+
+def _did_you_mean(scope: str, known: Iterable[str]) -> str:
+    """A hint naming the scopes that end with `scope` (customer:alice for alice) or look alike."""
+    import difflib
+
+    names = list(known)
+    likely = [n for n in names if n.rpartition(":")[2] == scope] or difflib.get_close_matches(scope, names, n=3)
+    return f"; did you mean {' or '.join(repr(n) for n in likely)}?" if likely else ""
 
 
 def _chroma_store(data_dir: Path, embedder: Embedder, chroma_url: str | None, config: MemoryConfig) -> Any:

@@ -244,7 +244,11 @@ class RemoteFactStore:
     def tool_schema(self, *, name: str = "lookup_policy", description: str | None = None) -> dict[str, Any]:
         """The lookup_policy schema over the current keys (built by the library's own function)."""
         text = DEFAULT_DESCRIPTION if description is None else description
-        return policy_tool_schema(self.keys(), name=name, description=text)
+        return policy_tool_schema(self.descriptions(), name=name, description=text)
+
+    def descriptions(self) -> dict[str, str]:
+        """Every key with the description it was set with ("" for none), for tool schemas."""
+        return {fact.key: fact.description for fact in self.list()}
 
 
 class RemoteDocumentStore:

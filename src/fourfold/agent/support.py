@@ -100,12 +100,15 @@ class SupportAgent:
         max_tokens: int = 1024,
         instructions: str = BASE_INSTRUCTIONS,
         min_relevance: float = RELEVANCE_FLOOR,
+        policy: PolicyTool | None = None,
     ) -> None:
+        """`policy` is the facts tool offered to the model; pass `PolicyTool(facts, description=...)`
+        to describe it in your own words."""
         self.memory = memory
         self.model = model
         self.short_term = short_term or default_short_term(model)
         self.conversations = memory.conversations
-        self.policy = PolicyTool(memory.facts)
+        self.policy = policy or PolicyTool(memory.facts)
         self.memory_k, self.episode_k, self.doc_k = memory_k, episode_k, doc_k
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens

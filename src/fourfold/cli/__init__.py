@@ -8,16 +8,21 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; every error becomes one line on stderr and a non-zero exit code."""
-    from fourfold.cli.app import app
+    """Run the CLI; every error becomes one line on stderr (JSON under --json) and a non-zero exit code."""
+    from fourfold.cli.app import app, state
     from fourfold.errors import FourfoldError, InvalidInput, NotFound
 
+    args = list(sys.argv[1:] if argv is None else argv)
+    state.reset()
+    # --json anywhere before `--` (a usage error can come before the option is parsed).
+    as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
         # Without standalone mode click returns an Exit's code instead of raising it.
-        result = app(args=argv, standalone_mode=False)
+        result = app(args=args, prog_name="fourfold", standalone_mode=False)
     except FourfoldError as exc:
-        _error(str(exc))
-        return 2 if isinstance(exc, InvalidInput) else 3 if isinstance(exc, NotFound) else 1
+        code = 2 if isinstance(exc, InvalidInput) else 3 if isinstance(exc, NotFound) else 1
+        _error(str(exc), kind=exc.code, exit_code=code, as_json=as_json or state.as_json)
+        return code
     except KeyboardInterrupt:
         return 130
     except SystemExit as exc:
@@ -28,11 +33,14 @@ def main(argv: list[str] | None = None) -> int:
 
         if isinstance(exc, typer.Exit | click.exceptions.Exit):
             return int(getattr(exc, "exit_code", 0) or 0)
-        code = _usage_error_code(exc)
-        if code is None:
+        usage_code = _usage_error_code(exc)
+        if usage_code is None:
             raise
+        code = usage_code
         message = exc.format_message() if hasattr(exc, "format_message") else type(exc).__name__
-        _error(f"{message} (see --help)")
+        kind = "aborted" if code == 1 else "usage"
+        _error(f"{message} (see --help)" if kind == "usage" else "aborted", kind=kind, exit_code=code,
+               as_json=as_json or state.as_json)
         return code
     return result if isinstance(result, int) else 0
 
@@ -49,9 +57,19 @@ def _usage_error_code(exc: Exception) -> int | None:
     return None
 
 
-def _error(message: str) -> None:
-    """One line on stderr: newlines folded, text that cannot be encoded escaped."""
-    line = " ".join(f"error: {message}".split())
+def _error(message: str, *, kind: str, exit_code: int, as_json: bool) -> None:
+    """One line on stderr: newlines folded, text that cannot be encoded escaped.
+
+    Under --json the line is `{"error": {"code", "message", "exit_code"}}`, the shape the
+    service answers with (plus the exit code).
+    """
+    if as_json:
+        import json
+
+        error = {"code": kind, "message": " ".join(message.split()), "exit_code": exit_code}
+        line = json.dumps({"error": error}, ensure_ascii=True)
+    else:
+        line = " ".join(f"error: {message}".split())
     stream = sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write(line.encode(encoding, "backslashreplace").decode(encoding) + "\n")

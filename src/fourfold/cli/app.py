@@ -4,19 +4,70 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict, is_dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup, TyperOption
 
-from fourfold.config import DATA_DIR_ENV, DEFAULT_DATA_DIR
+from fourfold._manifest import MANIFEST
+from fourfold.config import DATA_DIR_ENV, DEFAULT_DATA_DIR, default_data_dir
+from fourfold.embeddings.spec import EMBEDDER_ENV
 from fourfold.errors import InvalidInput
+from fourfold.models.spec import MODEL_ENV
 
 if TYPE_CHECKING:
+    from fourfold.embeddings.base import Embedder
     from fourfold.memory import Memory
+    from fourfold.models.base import ChatModel
+
+
+class _GlobalOptionsGroup(TyperGroup):
+    """The root command: its options (--data-dir, --json...) are accepted after a subcommand too.
+
+    They are moved to the front before parsing, so the README's `fourfold recall x --json`
+    works. The list comes from the callback's own parameters: a new global option needs no
+    change here. Arguments after `--`, and after a pass-through command (bench), stay put.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args, self.params))
+
+
+_PASS_THROUGH = frozenset({"bench"})
+
+
+def hoist_global_options(args: list[str], params: Sequence[object]) -> list[str]:
+    """`args` with the root command's options (and their values) moved to the front."""
+    takes_value: dict[str, bool] = {}
+    for param in params:
+        if isinstance(param, TyperOption):
+            for name in (*param.opts, *param.secondary_opts):
+                takes_value[name] = not param.is_flag and not param.count
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--" or token in _PASS_THROUGH:
+            rest += args[i:]
+            break
+        name = token.partition("=")[0] if token.startswith("--") else token
+        if name not in takes_value:
+            rest.append(token)
+            i += 1
+            continue
+        width = 2 if takes_value[name] and "=" not in token and i + 1 < len(args) else 1
+        front += args[i : i + width]
+        i += width
+    return front + rest
+
 
 app = typer.Typer(
+    cls=_GlobalOptionsGroup,
     help="fourfold: memory for LLM agents (long-term, episodic, semantic, short-term). Offline by default.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -24,18 +75,23 @@ app = typer.Typer(
 )
 episodes_app = typer.Typer(help="Episodic memory: what happened, and how it ended.", no_args_is_help=True)
 facts_app = typer.Typer(help="Semantic memory: authoritative facts and the lookup_policy tool.", no_args_is_help=True)
-docs_app = typer.Typer(help="Documents chunked into the vector store (kept apart from memories).", no_args_is_help=True)
 bench_app = typer.Typer(help="Benchmarks (see benchmarks/).", no_args_is_help=True)
 app.add_typer(episodes_app, name="episodes")
 app.add_typer(facts_app, name="facts")
-app.add_typer(docs_app, name="docs")
 app.add_typer(bench_app, name="bench")
 
 
+@dataclass
 class State:
-    data_dir: Path = Path(DEFAULT_DATA_DIR)
-    embedder: str = "minilm"
+    """The global options of one invocation (reset by `fourfold.cli.main` before each)."""
+
+    data_dir: Path = field(default_factory=default_data_dir)
+    embedder: str | None = None
+    model: str | None = None
     as_json: bool = False
+
+    def reset(self) -> None:
+        self.__init__()  # type: ignore[misc]
 
 
 state = State()
@@ -46,22 +102,42 @@ def _options(
     data_dir: Annotated[Path, typer.Option("--data-dir", "-d", envvar=DATA_DIR_ENV, help="The data directory.")] = Path(
         DEFAULT_DATA_DIR
     ),
-    embedder: Annotated[str, typer.Option(help="minilm (default) or hash (fast, for tests only).")] = "minilm",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    embedder: Annotated[
+        str | None,
+        typer.Option(envvar=EMBEDDER_ENV, show_default="minilm",
+                     help="minilm (the bundled model), hash (tests only), or openai-compatible:MODEL@BASE_URL?dimension=N."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(envvar=MODEL_ENV, show_default="anthropic with ANTHROPIC_API_KEY, else offline",
+                     help="Chat model: offline, anthropic[:MODEL], openai[:MODEL], openai-compatible:MODEL@BASE_URL, "
+                     "ollama:MODEL..."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts (errors too).")] = False,
 ) -> None:
-    state.data_dir, state.embedder, state.as_json = data_dir, embedder, as_json
+    state.data_dir, state.embedder, state.model, state.as_json = data_dir, embedder, model, as_json
 
 
-def _memory() -> Memory:
+@contextmanager
+def _memory(*, create: bool = False) -> Iterator[Memory]:
+    """The data dir, open; only writing commands pass create=True (a reader never makes a store).
+
+    A command that created the data dir says where it is once it has succeeded.
+    """
     from fourfold.memory import Memory
 
-    if state.embedder == "hash":
-        from fourfold.embeddings import HashEmbedder
+    fresh = create and not (state.data_dir / MANIFEST).exists()
+    with Memory.open(state.data_dir, embedder=_embedder(), create=create) as mem:
+        yield mem
+    if fresh:
+        typer.echo(f"fourfold: created a new data dir at {state.data_dir.absolute()} "
+                   f"(choose another with --data-dir or ${DATA_DIR_ENV})", err=True)
 
-        return Memory.open(state.data_dir, embedder=HashEmbedder())
-    if state.embedder != "minilm":
-        raise InvalidInput(f"unknown embedder {state.embedder!r}: use minilm or hash")
-    return Memory.open(state.data_dir)
+
+def _embedder() -> Embedder:
+    from fourfold.embeddings.spec import embedder_from_spec
+
+    return embedder_from_spec(state.embedder or "minilm")
 
 
 def _out(value: Any, human: str | None = None) -> None:
@@ -105,7 +181,7 @@ def remember(
     meta: Annotated[list[str] | None, typer.Option("--meta", "-m", help="key=value (JSON values allowed).")] = None,
 ) -> None:
     """Store a durable memory (secrets are redacted first)."""
-    with _memory() as mem:
+    with _memory(create=True) as mem:
         mid = mem.long_term.remember(text, scope=scope, kind=kind, metadata=_parse_meta(meta))
     redacted = [r.kind for r in mid.redactions]
     note = f" (redacted: {', '.join(redacted)})" if redacted else ""
@@ -134,11 +210,28 @@ def forget(memory_id: str) -> None:
 
 
 @app.command("forget-scope")
-def forget_scope(scope: str) -> None:
-    """Erase a scope (a customer) from every store."""
+def forget_scope(
+    scope: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Erase a scope (a customer) from every store; asks first on a terminal (exit 3 if the scope is unknown)."""
     with _memory() as mem:
-        counts = mem.forget_scope(scope)
+        if not yes and sys.stdin.isatty():
+            counts = mem.scopes().get(scope)
+            if counts is not None:  # unknown scopes fall through to the library's NotFound
+                what = ", ".join(f"{v} {k}" for k, v in counts.items() if v) or "nothing"
+                typer.confirm(f"Erase scope {scope} ({what}) from {state.data_dir}? This cannot be undone", abort=True)
+        counts = mem.forget_scope(scope, missing_ok=False)
     _out(counts, ", ".join(f"{v} {k}" for k, v in counts.items()) + f" removed from {scope}")
+
+
+@app.command()
+def scopes() -> None:
+    """Every scope (customer) with what it holds: memories, documents, episodes, conversations."""
+    with _memory() as mem:
+        found = mem.scopes()
+    lines = [f"{scope}  " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) for scope, counts in found.items()]
+    _out(found, "\n".join(lines) or "(no scopes)")
 
 
 # -- episodes ---------------------------------------------------------------------------
@@ -154,7 +247,7 @@ def episodes_record(
     tag: Annotated[list[str] | None, typer.Option("--tag")] = None,
 ) -> None:
     """Append an episode to the log."""
-    with _memory() as mem:
+    with _memory(create=True) as mem:
         ep = mem.episodes.record(goal=goal, actions=action or [], outcome=outcome, success=success, scope=scope, tags=tag or ())
     _out(ep, ep.id)
 
@@ -189,20 +282,26 @@ def episodes_similar(
 @facts_app.command("set")
 def facts_set(
     key: str,
-    value: Annotated[str, typer.Argument(help="The value; parsed as JSON when it is valid JSON (30, true, [..]).")],
+    value: Annotated[str, typer.Argument(help="The value: JSON (30, true, [..], {..}) or plain text; --string keeps it text.")],
     description: Annotated[str | None, typer.Option()] = None,
     string: Annotated[bool, typer.Option("--string", help="Store the value as a string, never as JSON.")] = False,
 ) -> None:
     """Set an authoritative fact."""
-    parsed: Any = value
-    if not string:
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = value
-    with _memory() as mem:
+    parsed: Any = value if string else _fact_value(key, value)
+    with _memory(create=True) as mem:
         fact = mem.facts.set(key, parsed, description=description)
     _out(fact, f"{fact.key} = {json.dumps(fact.value, ensure_ascii=False)}")
+
+
+def _fact_value(key: str, value: str) -> Any:
+    """JSON when it parses; plain text stays text; text that looks like broken JSON is refused."""
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        if value.lstrip()[:1] in ("{", "[", '"'):
+            raise InvalidInput(f"the value of {key} looks like JSON but is not valid ({exc}); "
+                               "fix it, or pass --string to store the text as it is") from None
+        return value
 
 
 @facts_app.command("get")
@@ -233,71 +332,29 @@ def facts_list() -> None:
 
 
 @facts_app.command("schema")
-def facts_schema(openai: Annotated[bool, typer.Option("--openai", help="OpenAI function format.")] = False) -> None:
-    """The lookup_policy tool schema for the current facts."""
-    from fourfold.semantic.tools import PolicyTool
+def facts_schema(
+    openai: Annotated[bool, typer.Option("--openai", help="OpenAI function format.")] = False,
+    name: Annotated[str, typer.Option(help="The tool's name.")] = "lookup_policy",
+    description: Annotated[str | None, typer.Option(help="What the tool is for, in your words "
+                                                    "(default: authoritative company policy values).")] = None,
+) -> None:
+    """The lookup_policy tool schema for the current facts (each key's description included)."""
+    from fourfold.semantic.tools import DEFAULT_DESCRIPTION, PolicyTool
 
     with _memory() as mem:
-        tool = PolicyTool(mem.facts)
+        tool = PolicyTool(mem.facts, name=name, description=DEFAULT_DESCRIPTION if description is None else description)
         schema = tool.openai_schema() if openai else tool.schema()
     typer.echo(json.dumps(schema, indent=2, ensure_ascii=False))
-
-
-# -- docs -------------------------------------------------------------------------------
-
-
-@docs_app.command("ingest")
-def docs_ingest(
-    path: Annotated[Path, typer.Argument(help="A text or Markdown file; '-' reads standard input.")],
-    source: Annotated[str | None, typer.Option(help="Name of the document (default: the file name).")] = None,
-) -> None:
-    """Chunk a document into the vector store."""
-    with _memory() as mem:
-        if str(path) == "-":
-            ids = mem.docs.ingest_text(sys.stdin.read(), source=source or "stdin")
-        else:
-            ids = mem.docs.ingest_file(path, source=source)
-    _out({"chunks": len(ids), "ids": ids}, f"{len(ids)} chunks stored")
-
-
-@docs_app.command("search")
-def docs_search(query: str, k: Annotated[int, typer.Option("-k", "--k")] = 5) -> None:
-    """Document chunks most relevant to QUERY."""
-    with _memory() as mem:
-        hits = mem.docs.search(query, k=k)
-    _out(hits, "\n\n".join(f"{h.score:6.2f}  {h.source}#{h.position} {h.heading}\n{h.text}" for h in hits) or "(nothing)")
 
 
 # -- agent ------------------------------------------------------------------------------
 
 
-def _model() -> Any:
+def _model() -> ChatModel:
+    """The chat model of --model / $FOURFOLD_MODEL (default: Claude with ANTHROPIC_API_KEY, else offline)."""
     from fourfold.models import default_model
 
-    return default_model()
-
-
-@app.command()
-def chat(customer_id: str) -> None:
-    """Talk to the support agent as CUSTOMER_ID. Lines: a message, /resolve OUTCOME, /quit."""
-    from fourfold.agent import SupportAgent
-    from fourfold.cli.render import print_reply
-
-    model = _model()
-    with _memory() as mem:
-        agent = SupportAgent(mem, model)
-        typer.echo(f"fourfold chat as {customer_id} with {model.name}. /resolve OUTCOME closes the ticket, /quit ends.")
-        for line in sys.stdin:
-            text = line.strip()
-            if not text:
-                continue
-            if text == "/quit":
-                break
-            if text.startswith("/resolve"):
-                res = agent.resolve(customer_id, text.removeprefix("/resolve").strip() or "resolved", success=True)
-                typer.echo(f"resolved: episode {res.episode.id}, {len(res.remembered)} memories written")
-                continue
-            print_reply(agent.turn(customer_id, text), as_json=state.as_json)
+    return default_model(state.model)
 
 
 @app.command()
@@ -315,7 +372,7 @@ def demo(
     with tempfile.TemporaryDirectory(prefix="fourfold-demo-") as tmp:
         where = data_dir or Path(tmp)
         typer.echo(f"fourfold demo: data dir {where}, model {model.name}\n")
-        with Memory.open(where) as mem:
+        with Memory.open(where, embedder=_embedder()) as mem:
             outcome = run_demo(mem, model, on_step=print_demo_step)
         print_demo_summary(outcome)
     if not outcome.ok:
@@ -356,8 +413,10 @@ def _run_benchmark(name: str, args: list[str]) -> None:
 def _register_adapters() -> None:
     # The service, MCP and doctor commands live in their own modules; their heavy imports
     # (fastapi, uvicorn, mcp) happen inside the commands, so --help stays fast.
-    from fourfold.cli import data_commands, doctor_command, service_commands
+    from fourfold.cli import chat, data_commands, docs_commands, doctor_command, service_commands
 
+    docs_commands.register(app)
+    chat.register(app)
     service_commands.register(app)
     doctor_command.register(app)
     data_commands.register(app)

@@ -39,7 +39,7 @@ def import_(
     from fourfold.cli.app import _memory
     from fourfold.transfer import import_memory
 
-    with _memory() as mem, file.open(encoding="utf-8") as lines:
+    with _memory(create=True) as mem, file.open(encoding="utf-8") as lines:
         counts = import_memory(mem, lines)
     _report(counts.as_dict(), f"imported from {file}")
 

@@ -23,7 +23,7 @@ def _assembled(reply: Reply) -> str:
     lines = [f"model: {r.model} | calls: {r.model_calls} | tokens in/out: {r.input_tokens}/{r.output_tokens}"]
     lines += [f"  memory   [{m.kind}] {m.text}" for m in r.memories] or ["  memory   (none)"]
     lines += [f"  episode  {render_episode(e)}" for e in r.episodes] or ["  episode  (none)"]
-    lines += [f"  doc      {d.source}: {d.text[:80]}" for d in r.docs]
+    lines += [f"  doc      {d.source}: {' '.join(d.text.split())[:80]}" for d in r.docs]
     lines += [f"  tool     {t.name}({json.dumps(dict(t.input))}) -> {t.result}" for t in r.tool_uses]
     return "\n".join(lines)
 

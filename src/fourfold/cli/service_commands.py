@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fourfold.cli.app import _out, state
+from fourfold.cli.app import _embedder, _model, _out, state
 from fourfold.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def serve(
     tenants = Tenants(state.data_dir, embedder=embedder, query_embedder=_query_embedder(embedder, query_model))
     try:
         tenants.warm_up()  # /healthz answers once the models are loaded, not on the first requests
-        app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body)
+        app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body, model=_model())
         auth = "API keys" if keys.has_keys() else "none until a key is created (loopback only)"
         typer.echo(f"fourfold serving {state.data_dir} on http://{_url_host(host)}:{port} (auth: {auth})", err=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
@@ -142,19 +142,6 @@ def _query_embedder(embedder: Embedder, choice: str) -> Embedder | None:
     if choice == "exact" or type(embedder) is not OnnxMiniLMEmbedder:  # no int8 variant of the others
         return None
     return OnnxMiniLMInt8Embedder()
-
-
-def _embedder() -> Embedder:
-    """The embedder chosen by the global --embedder option (as `_memory` does)."""
-    if state.embedder == "hash":
-        from fourfold.embeddings import HashEmbedder
-
-        return HashEmbedder()
-    if state.embedder != "minilm":
-        raise InvalidInput(f"unknown embedder {state.embedder!r}: use minilm or hash")
-    from fourfold.embeddings.minilm import default_embedder
-
-    return default_embedder()
 
 
 def _is_loopback(host: str) -> bool:

@@ -6,38 +6,33 @@ client is first needed, so `import fourfold.models` stays fast and offline.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from fourfold.models.base import ChatModel, ChatResponse, Message, ToolCall, Usage
 from fourfold.models.offline import OfflineModel
 from fourfold.models.scripted import ScriptedModel
+from fourfold.models.spec import MODEL_ENV, ModelSpec, default_model, from_spec, parse_spec
 
 if TYPE_CHECKING:
     from fourfold.models.anthropic import AnthropicModel
     from fourfold.models.openai_compat import OpenAICompatModel
 
 __all__ = [
+    "MODEL_ENV",
     "AnthropicModel",
     "ChatModel",
     "ChatResponse",
     "Message",
+    "ModelSpec",
     "OfflineModel",
     "OpenAICompatModel",
     "ScriptedModel",
     "ToolCall",
     "Usage",
     "default_model",
+    "from_spec",
+    "parse_spec",
 ]
-
-
-def default_model() -> ChatModel:
-    """Claude when ANTHROPIC_API_KEY is set, else the offline model (which says it is not an LLM)."""
-    if os.environ.get("ANTHROPIC_API_KEY"):
-        from fourfold.models.anthropic import AnthropicModel
-
-        return AnthropicModel()
-    return OfflineModel()
 
 
 def __getattr__(name: str) -> object:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
+import glob
 import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from fourfold._validate import check_k, check_scope, check_text
 from fourfold.errors import InvalidInput, NotFound, TooLarge
@@ -12,7 +17,48 @@ from fourfold.semantic.chunking import chunk_text
 from fourfold.text import redact
 from fourfold.types import DocHit, Recalled
 
-__all__ = ["MAX_DOC_CHARS", "MAX_DOC_CHUNKS", "DocumentStore", "check_document", "read_document"]
+__all__ = [
+    "MAX_DOC_CHARS",
+    "MAX_DOC_CHUNKS",
+    "MAX_FILES",
+    "TEXT_SUFFIXES",
+    "DocSource",
+    "DocumentStore",
+    "Ingested",
+    "Progress",
+    "check_document",
+    "find_documents",
+    "read_document",
+]
+
+#: Most files one ingest reads (a folder given by mistake, such as /, is refused).
+MAX_FILES = 1000
+#: Files a folder contributes: text and Markdown.
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst"})
+#: Chunks embedded per write: progress moves on after each batch.
+_BATCH = 16
+#: Called as chunks are stored: (source, chunks done, chunks in the document).
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """What ingesting one source did: added, replaced its old version, or found it unchanged."""
+
+    source: str
+    status: Literal["added", "replaced", "unchanged"]
+    chunks: int
+    removed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DocSource:
+    """A stored document: its source name, its chunk count, when it was last written."""
+
+    source: str
+    chunks: int
+    updated_at: float
+
 
 #: Limits of one document: a request that would embed thousands of chunks is refused.
 MAX_DOC_CHARS = 500_000
@@ -47,12 +93,40 @@ class DocumentStore:
         text, name = read_document(path)
         return self.ingest_text(text, source=source or name, scope=scope)
 
-    def ingest_text(self, text: str, *, source: str, scope: str | None = None) -> list[str]:
+    def ingest_text(
+        self, text: str, *, source: str, scope: str | None = None, on_progress: Progress | None = None
+    ) -> list[str]:
         """Chunk and store a text; never reads a file (the safe call for network adapters).
 
-        Secrets are removed from the whole text before it is cut: a key split across two
-        chunks would otherwise leave its second half in clear.
+        A source holds one version: re-ingesting it with changed text replaces its chunks
+        (the new ones are written before the old ones go), and unchanged text is not
+        embedded again. Secrets are removed from the whole text before it is cut: a key
+        split across two chunks would otherwise leave its second half in clear.
         """
+        return self._ingest(text, source=source, scope=scope, on_progress=on_progress)[0]
+
+    def ingest_paths(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        scope: str | None = None,
+        on_progress: Progress | None = None,
+    ) -> list[Ingested]:
+        """Ingest files, folders (their text files, recursively) and glob patterns.
+
+        A file's source is its name; a file found in a folder is named by its path inside
+        that folder (`policies/refunds.md`), so ingesting the folder again finds it again.
+        """
+        found = find_documents(paths)
+        results = []
+        for path, source in found:
+            text, _ = read_document(path)
+            results.append(self._ingest(text, source=source, scope=scope, on_progress=on_progress)[1])
+        return results
+
+    def _ingest(
+        self, text: str, *, source: str, scope: str | None, on_progress: Progress | None
+    ) -> tuple[list[str], Ingested]:
         text = check_document(text)
         if not isinstance(source, str) or not source.strip():
             raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
@@ -60,16 +134,32 @@ class DocumentStore:
         chunks = chunk_text(redact(text)[0], max_chars=self.max_chars, overlap=self.overlap)
         if len(chunks) > MAX_DOC_CHUNKS:
             raise TooLarge(f"the document makes {len(chunks):,} chunks; the limit is {MAX_DOC_CHUNKS:,} (split it into several sources)")
-        items = [
-            MemoryInput(
-                chunk.text, scope, DOC_KIND,
-                {"source": source, "position": chunk.position, "heading": chunk.heading,
-                 "start": chunk.start, "end": chunk.end},
+        prepared = [
+            self._lt._prepare(
+                MemoryInput(
+                    chunk.text, scope, DOC_KIND,
+                    {"source": source, "position": chunk.position, "heading": chunk.heading,
+                     "start": chunk.start, "end": chunk.end},
+                ),
+                allow_doc=True,
             )
             for chunk in chunks
         ]
-        written = self._lt._write([self._lt._prepare(i, allow_doc=True) for i in items])
-        return [w.id for w in written]
+        ids = [p.id for p in prepared]
+        # A chunk's id derives from its source, position and text: equal id sets, equal document.
+        old = {r.id for r in self._lt.all(scope=scope, kinds=(DOC_KIND,)) if r.metadata.get("source") == source}
+        if old == set(ids):
+            if on_progress is not None:
+                on_progress(source, len(ids), len(ids))
+            return ids, Ingested(source, "unchanged", len(ids))
+        for start in range(0, len(prepared), _BATCH):
+            self._lt._write(prepared[start : start + _BATCH])
+            if on_progress is not None:
+                on_progress(source, min(start + _BATCH, len(prepared)), len(prepared))
+        stale = sorted(old - set(ids))
+        if stale:
+            self._lt.forget_many(stale)
+        return ids, Ingested(source, "replaced" if old else "added", len(ids), removed=len(stale))
 
     def search(
         self,
@@ -87,7 +177,17 @@ class DocumentStore:
         return [_hit(h) for h in hits]
 
     def sources(self, *, scope: str | None = None) -> list[str]:
-        return sorted({str(r.metadata.get("source", "")) for r in self._lt.all(scope=scope, kinds=(DOC_KIND,))})
+        return [d.source for d in self.list(scope=scope)]
+
+    def list(self, *, scope: str | None = None) -> builtins.list[DocSource]:
+        """Every document of a scope: its source, how many chunks, when last written."""
+        by_source: dict[str, builtins.list[Recalled]] = {}
+        for r in self._lt.all(scope=scope, kinds=(DOC_KIND,)):
+            by_source.setdefault(str(r.metadata.get("source", "")), []).append(r)
+        return [
+            DocSource(name, len(chunks), max(c.created_at for c in chunks))
+            for name, chunks in sorted(by_source.items())
+        ]
 
     def delete_source(self, source: str, *, scope: str | None = None) -> int:
         """Remove every chunk of one source; returns how many."""
@@ -96,6 +196,47 @@ class DocumentStore:
             raise NotFound(f"no document with source {source!r}")
         self._lt.forget_many(doomed)
         return len(doomed)
+
+
+def find_documents(paths: Iterable[str | os.PathLike[str]]) -> builtins.list[tuple[Path, str]]:
+    """(file, source name) of every document that paths name: files, folders and globs.
+
+    Folders give their files with a text suffix (hidden ones skipped); a pattern that
+    matches no file, or a path that does not exist, is NotFound: a typo must not pass silently.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    found: dict[Path, str] = {}
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files = _folder_documents(path, limit=MAX_FILES - len(found))
+            if not files:
+                raise NotFound(f"no text or Markdown files ({', '.join(sorted(TEXT_SUFFIXES))}) in {path}")
+            found.update((f, f.relative_to(path).as_posix()) for f in files)
+        elif path.exists():
+            found[path] = path.name
+        elif glob.has_magic(str(given)):
+            matches = sorted(Path(m) for m in glob.glob(str(given), recursive=True) if Path(m).is_file())
+            if not matches:
+                raise NotFound(f"no file matches {str(given)!r}")
+            found.update((m, m.name) for m in matches)
+        else:
+            raise NotFound(f"no such file or folder: {path}")
+    return list(found.items())
+
+
+def _folder_documents(folder: Path, *, limit: int) -> builtins.list[Path]:
+    """The text files under a folder, hidden ones skipped; TooLarge past `limit` (a wrong folder)."""
+    found: builtins.list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
+                found.append(Path(root) / name)
+                if len(found) > limit:
+                    raise TooLarge(f"{folder} holds more than {MAX_FILES:,} documents: ingest its subfolders one by one")
+    return found
 
 
 def check_document(text: object) -> str:

@@ -211,7 +211,11 @@ class FactStore:
         from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 
         text = DEFAULT_DESCRIPTION if description is None else description
-        return policy_tool_schema(self.keys(), name=name, description=text)
+        return policy_tool_schema(self.descriptions(), name=name, description=text)
+
+    def descriptions(self) -> dict[str, str]:
+        """Every key with the description it was set with ("" for none), for tool schemas."""
+        return {fact.key: fact.description for fact in self.list()}
 
     @contextmanager
     def _locked(self) -> Iterator[Connection]:

@@ -25,20 +25,24 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def policy_tool_schema(
-    keys: Sequence[str], *, name: str = "lookup_policy", description: str = DEFAULT_DESCRIPTION
+    keys: Sequence[str] | Mapping[str, str], *, name: str = "lookup_policy", description: str = DEFAULT_DESCRIPTION
 ) -> dict[str, Any]:
     """An Anthropic tool-use schema whose `key` is an enum of the given (sorted, unique) keys.
 
-    With no keys the enum is left out (an empty enum is rejected in practice) and the
-    description says that nothing is recorded yet.
+    `keys` may map each key to the description the operator wrote for it (`facts set
+    --description`); the `key` parameter's description then tells the model what each
+    key means, so it can pick the right one. With no keys the enum is left out (an empty
+    enum is rejected in practice) and the description says that nothing is recorded yet.
     """
     _check_tool(name, description)
     if isinstance(keys, str):
         raise InvalidInput("keys must be a sequence of fact keys, not one string")
+    described = {validate_key(key): text for key, text in keys.items()} if isinstance(keys, Mapping) else {}
     enum = sorted({validate_key(key) for key in keys})
     key_schema: dict[str, Any] = {"type": "string"}
     if enum:
-        key_schema.update(enum=enum, description=_KEY_DESCRIPTION)
+        meanings = " ".join(f"{key}: {described[key].strip()}." for key in enum if described.get(key, "").strip())
+        key_schema.update(enum=enum, description=f"{_KEY_DESCRIPTION} {meanings}".strip())
     else:
         key_schema["description"] = _NO_KEYS_DESCRIPTION
         description += _NO_KEYS_NOTE
@@ -88,7 +92,7 @@ class PolicyTool:
 
     def schema(self) -> dict[str, Any]:
         """The Anthropic schema, re-reading the keys so new facts show up in the enum."""
-        return policy_tool_schema(self.facts.keys(), name=self.name, description=self.description)
+        return policy_tool_schema(self.facts.descriptions(), name=self.name, description=self.description)
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI function schema, with the current keys."""

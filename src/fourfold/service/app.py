@@ -28,6 +28,7 @@ from fourfold.service import schemas as s
 from fourfold.service.batching import GroupCommit
 from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.keys import KeyStore
+from fourfold.service.swagger import install_swagger_ui
 from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_WORKER_THREADS", "Authenticator", "create_app"]
@@ -123,7 +124,10 @@ def create_app(
         version=__version__,
         description="Memory for LLM agents (long-term, episodic, semantic) as an authenticated service.",
         lifespan=lifespan,
+        docs_url=None,  # served from local assets below; ReDoc would load from a CDN
+        redoc_url=None,
     )
+    install_swagger_ui(app, title="fourfold")
     _install_error_handlers(app)
 
     app.state.auth, app.state.tenants = auth, tenants

@@ -62,7 +62,7 @@ class _FourfoldMCP(MCPServer[Any]):
     async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
         result = await super()._handle_list_tools(ctx, params)
         memory = self._memory_for(getattr(ctx, "request", None))
-        schema = policy_tool_schema(memory.facts.keys(), description=_POLICY_DESCRIPTION)
+        schema = policy_tool_schema(memory.facts.descriptions(), description=_POLICY_DESCRIPTION)
         for tool in result.tools:
             if tool.name == "lookup_policy":
                 tool.input_schema = schema["input_schema"]

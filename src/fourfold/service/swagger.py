@@ -1,0 +1,44 @@
+"""Swagger UI at /docs from assets installed with fourfold (swagger-ui-py), never from a CDN.
+
+An offline machine, or a network that blocks CDNs, would otherwise get a blank page.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from fourfold.errors import MissingDependency
+
+__all__ = ["ASSETS_PATH", "install_swagger_ui", "swagger_assets"]
+
+#: Where the Swagger UI files are served from.
+ASSETS_PATH = "/docs/assets"
+
+
+def swagger_assets() -> Path:
+    """The folder of Swagger UI's JavaScript and CSS, shipped by the swagger-ui-py package."""
+    spec = importlib.util.find_spec("swagger_ui")  # its folder only: the package imports jinja2
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependency("the service's /docs page needs swagger-ui-py: pip install swagger-ui-py")
+    return Path(next(iter(spec.submodule_search_locations))) / "static"
+
+
+def install_swagger_ui(app: FastAPI, *, title: str) -> None:
+    """Serve the interactive API docs at /docs (create the app with docs_url=None)."""
+    app.mount(ASSETS_PATH, StaticFiles(directory=swagger_assets()), name="swagger-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{title} - API docs",
+            swagger_js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
+            swagger_favicon_url=f"{ASSETS_PATH}/favicon-32x32.png",
+        )

@@ -1,0 +1,330 @@
+"""Issue 16, from the outside: what a newcomer does in the first hour, through the `fourfold` command.
+
+Every test runs the CLI in a subprocess, as a user would, and asserts what they would see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fourfold.models import ChatResponse, ToolCall
+from fourfold.testing import FakeLLMServer
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "FOURFOLD_MODEL", "FOURFOLD_DATA_DIR")}
+    return {**env, "HF_HUB_OFFLINE": "1", "FOURFOLD_EMBEDDER": "hash", **extra}
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Run:
+    """`fourfold ARGS` in a subprocess on a fresh data dir (hash embeddings: fast and offline)."""
+
+    def run(*args: str, stdin: str = "", cwd: Path | None = None, data: bool = True,
+            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        prefix = ["--data-dir", str(tmp_path / "data")] if data else []
+        return subprocess.run([sys.executable, "-m", "fourfold.cli", *prefix, *args], input=stdin,
+                              capture_output=True, text=True, timeout=120, cwd=cwd, env=_env(**(env or {})))
+
+    return run
+
+
+# -- 1. global options anywhere, errors as JSON -----------------------------------------
+
+
+def test_global_options_work_after_the_subcommand(cli: Run) -> None:
+    assert cli("remember", "Prefers email in the morning", "--scope", "customer:42").returncode == 0
+    r = cli("recall", "how to contact them", "--scope", "customer:42", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)[0]["text"] == "Prefers email in the morning"
+
+
+def test_data_dir_option_after_the_subcommand(cli: Run, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    assert cli("remember", "Ships to Rotterdam", "--data-dir", str(other), data=False).returncode == 0
+    assert (other / "fourfold.json").exists()
+
+
+def test_errors_are_json_under_json(cli: Run) -> None:
+    cli("remember", "Prefers email", "--scope", "c:1")
+    r = cli("forget", "mem_doesnotexist", "--json")
+    assert r.returncode == 3 and r.stdout == ""
+    assert json.loads(r.stderr) == {"error": {"code": "not_found", "exit_code": 3,
+                                              "message": "no memory with id 'mem_doesnotexist'"}}
+    usage = cli("--json", "recall")  # a usage error, before any command ran
+    assert usage.returncode == 2 and json.loads(usage.stderr)["error"]["code"] == "usage"
+
+
+def test_plain_errors_stay_one_line(cli: Run) -> None:
+    cli("remember", "Prefers email", "--scope", "c:1")
+    r = cli("forget", "mem_doesnotexist")
+    assert r.returncode == 3 and r.stderr == "error: no memory with id 'mem_doesnotexist'\n"
+
+
+# -- 2. readers never create a store -----------------------------------------------------
+
+
+def test_a_missing_data_dir_is_an_error_and_is_not_created(cli: Run, tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "x" / "y"
+    for args in (["recall", "x"], ["scopes"], ["facts", "list"], ["docs", "list"], ["episodes", "list"]):
+        r = cli("--data-dir", str(missing), *args, data=False)
+        assert r.returncode == 1 and r.stderr.startswith("error: no fourfold data dir at "), (args, r.stderr)
+        assert len(r.stderr.splitlines()) == 1
+    assert not (tmp_path / "nope").exists()
+
+
+def test_reading_with_no_data_dir_leaves_the_working_directory_alone(cli: Run, tmp_path: Path) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    r = cli("recall", "x", cwd=here, data=False)
+    assert r.returncode == 1 and list(here.iterdir()) == []
+
+
+def test_the_first_write_says_where_the_data_lives(cli: Run, tmp_path: Path) -> None:
+    first = cli("remember", "Prefers email", "--scope", "c:1")
+    assert f"created a new data dir at {tmp_path / 'data'}" in first.stderr
+    assert "created" not in cli("remember", "Prefers phone", "--scope", "c:2").stderr
+
+
+# -- 3. erasure ---------------------------------------------------------------------------
+
+
+def test_forget_scope_of_an_unknown_scope_names_the_likely_one(cli: Run) -> None:
+    cli("remember", "Prefers email", "--scope", "customer:alice")
+    r = cli("forget-scope", "alice", "--yes")
+    assert r.returncode == 3
+    assert "nothing is stored under scope 'alice'; did you mean 'customer:alice'?" in r.stderr
+    assert "customer:alice" in cli("scopes").stdout  # nothing was erased
+
+
+def test_scopes_lists_counts_and_forget_scope_erases(cli: Run) -> None:
+    cli("remember", "Prefers email", "--scope", "customer:42")
+    cli("remember", "Has two dogs", "--scope", "customer:42")
+    cli("episodes", "record", "--goal", "late parcel", "--outcome", "re-shipped", "--scope", "customer:42")
+    r = cli("--json", "scopes")
+    assert json.loads(r.stdout) == {"customer:42": {"memories": 2, "docs": 0, "episodes": 1, "conversations": 0}}
+    assert cli("scopes").stdout.strip() == "customer:42  2 memories, 1 episodes"
+    r = cli("forget-scope", "customer:42")  # not a terminal: no question asked
+    assert r.returncode == 0 and r.stdout.strip() == "2 memories, 1 episodes, 0 conversations removed from customer:42"
+    assert cli("scopes").stdout.strip() == "(no scopes)"
+
+
+def test_forget_scope_asks_on_a_terminal(tmp_path: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    data = str(tmp_path / "data")
+    base = [sys.executable, "-m", "fourfold.cli", "--data-dir", data]
+    subprocess.run([*base, "remember", "Prefers email", "--scope", "customer:7"], env=_env(), check=True,
+                   capture_output=True)
+    child = pexpect.spawn(base[0], [*base[1:], "forget-scope", "customer:7"], env=_env(), encoding="utf-8", timeout=60)
+    child.expect(r"Erase scope customer:7 \(1 memories\)")
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    kept = subprocess.run([*base, "scopes"], env=_env(), capture_output=True, text=True)
+    assert "customer:7" in kept.stdout
+    child = pexpect.spawn(base[0], [*base[1:], "forget-scope", "customer:7"], env=_env(), encoding="utf-8", timeout=60)
+    child.expect("cannot be undone")
+    child.sendline("y")
+    child.expect("1 memories, 0 episodes, 0 conversations removed from customer:7")
+    child.expect(pexpect.EOF)
+
+
+# -- 4. documents -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / ".git").mkdir()
+    (docs / "refunds.md").write_text("# Refunds\n\nRefunds go back to the original card within 30 days.\n")
+    (docs / "shipping.txt").write_text("Parcels ship from Rotterdam every weekday before noon.\n")
+    (docs / "sub" / "warranty.md").write_text("# Warranty\n\nDevices carry a two year warranty.\n")
+    (docs / "logo.png").write_bytes(b"\x89PNG not text")
+    (docs / ".git" / "HEAD.md").write_text("ref: refs/heads/main\n")
+    return docs
+
+
+def test_docs_ingest_a_folder_then_skip_unchanged_and_replace_changed(cli: Run, folder: Path) -> None:
+    r = cli("docs", "ingest", str(folder))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["added     refunds.md (1 chunks)", "added     shipping.txt (1 chunks)",
+                                     "added     sub/warranty.md (1 chunks)"]
+    listed = json.loads(cli("--json", "docs", "list").stdout)
+    assert [(d["source"], d["chunks"]) for d in listed] == [("refunds.md", 1), ("shipping.txt", 1), ("sub/warranty.md", 1)]
+    (folder / "refunds.md").write_text("# Refunds\n\nRefunds are issued as store credit within 14 days.\n")
+    r = cli("docs", "ingest", str(folder))
+    assert r.stdout.splitlines() == ["replaced  refunds.md (1 chunks, 1 old removed)",
+                                     "unchanged shipping.txt (1 chunks)", "unchanged sub/warranty.md (1 chunks)"]
+    hits = json.loads(cli("--json", "docs", "search", "how are refunds paid back").stdout)
+    texts = " ".join(h["text"] for h in hits)
+    assert "store credit" in texts and "original card" not in texts
+
+
+def test_docs_ingest_globs_and_delete(cli: Run, folder: Path) -> None:
+    r = cli("docs", "ingest", str(folder / "**" / "*.md"))
+    assert r.returncode == 0 and [line.split()[1] for line in r.stdout.splitlines()] == ["refunds.md", "warranty.md"]
+    assert cli("docs", "delete", "warranty.md").stdout.strip() == "deleted warranty.md (1 chunks)"
+    assert [d["source"] for d in json.loads(cli("--json", "docs", "list").stdout)] == ["refunds.md"]
+    gone = cli("docs", "delete", "warranty.md")
+    assert gone.returncode == 3 and "no document with source 'warranty.md'" in gone.stderr
+
+
+def test_docs_ingest_a_typo_is_an_error(cli: Run, folder: Path) -> None:
+    cli("docs", "ingest", str(folder / "refunds.md"))
+    r = cli("docs", "ingest", str(folder / "refund.md"))
+    assert r.returncode == 3 and "no such file or folder" in r.stderr
+    r = cli("docs", "ingest", str(folder / "*.pdf"))
+    assert r.returncode == 3 and "no file matches" in r.stderr
+
+
+# -- 5. chat ------------------------------------------------------------------------------
+
+
+def test_chat_survives_mistakes_and_records_failures(cli: Run) -> None:
+    lines = ["/resolve", "/resolve fixed it", "/frobnicate", "/help", "My parcel ORD-9 is late",
+             "/resolve", "/fail courier lost the parcel", "/customer bob", "/history", "/quit"]
+    r = cli("chat", "ann", stdin="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "error: say what happened: /resolve WHAT FIXED IT" in out
+    assert "error: customer 'ann' has no open ticket to resolve" in out
+    assert "error: unknown command /frobnicate: /help lists the commands" in out
+    assert "/fail WHAT HAPPENED" in out and "[offline model — not an LLM]" in out
+    assert "closed as failed: episode" in out and "now talking as bob" in out and "(no conversation yet)" in out
+    episodes = json.loads(cli("--json", "episodes", "list", "--scope", "customer:ann").stdout)
+    assert [(e["goal"], e["outcome"], e["success"]) for e in episodes] == [
+        ("My parcel ORD-9 is late", "courier lost the parcel", False)]
+
+
+def test_chat_on_a_terminal_has_a_prompt_and_keeps_going(tmp_path: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    args = ["-m", "fourfold.cli", "--data-dir", str(tmp_path / "d"), "chat", "ann"]
+    child = pexpect.spawn(sys.executable, args, env=_env(), encoding="utf-8", timeout=90)
+    child.expect("/help lists the commands")
+    child.expect_exact("ann> ")
+    child.sendline("/oops")
+    child.expect("unknown command /oops")
+    child.expect_exact("ann> ")
+    child.sendline("Where is my order ORD-1?")
+    child.expect_exact("agent:")
+    child.expect_exact("ann> ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+# -- 6. one model spec everywhere ---------------------------------------------------------
+
+
+def _tool_then_answer(body: dict[str, Any]) -> ChatResponse:
+    """Ask for the refund window first; once the tool's result is in, answer with it."""
+    answered = any(
+        m.get("role") == "tool"
+        or (isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"]))
+        for m in body.get("messages", [])
+    )
+    if answered:
+        return ChatResponse("Refunds are accepted for 30 days.")
+    return ChatResponse("Let me check.", (ToolCall("call_1", "lookup_policy", {"key": "refund_window_days"}),), "tool_use")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(_tool_then_answer) as server:
+        yield server
+
+
+@pytest.mark.parametrize("form", ["anthropic", "openai", "openai-compatible", "ollama", "env"])
+def test_model_spec_drives_chat_through_the_real_sdk(cli: Run, fake: FakeLLMServer, form: str) -> None:
+    spec, env = {
+        "anthropic": (f"anthropic:claude-test@{fake.url}", {"ANTHROPIC_API_KEY": "test"}),
+        "openai": ("openai:gpt-4.1-mini", {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": fake.openai_url}),
+        "openai-compatible": (f"openai-compatible:llama3.1@{fake.openai_url}", {}),
+        "ollama": (f"ollama:llama3.1@{fake.openai_url}", {}),
+        "env": ("", {"FOURFOLD_MODEL": f"openai-compatible:qwen3@{fake.openai_url}"}),
+    }[form]
+    cli("facts", "set", "refund_window_days", "30")
+    args = ["--model", spec] if spec else []
+    r = cli(*args, "chat", "ann", stdin="How long do I have for a refund?\n", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "agent: Refunds are accepted for 30 days." in r.stdout
+    assert "tool     lookup_policy" in r.stdout and "-> 30" in r.stdout
+    chats = [q for q in fake.requests if q.path in ("/v1/messages", "/v1/chat/completions")]
+    assert len(chats) == 2  # the tool loop: ask, then answer with the result
+    assert chats[-1].body["model"] == {"anthropic": "claude-test", "openai": "gpt-4.1-mini", "env": "qwen3"}.get(
+        form, "llama3.1")
+
+
+def test_a_bad_model_spec_is_one_line(cli: Run) -> None:
+    r = cli("--model", "gpt5", "chat", "ann", stdin="hi\n")
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: unknown model provider 'gpt5'") and "openai-compatible:MODEL@BASE_URL" in r.stderr
+
+
+def test_embedder_spec_uses_an_embeddings_endpoint(cli: Run, fake: FakeLLMServer) -> None:
+    spec = f"openai-compatible:embed-test@{fake.openai_url}?dimension=8"
+    assert cli("--embedder", spec, "remember", "Prefers email", "--scope", "c:1").returncode == 0
+    assert fake.requests[-1].path == "/v1/embeddings" and fake.requests[-1].body["model"] == "embed-test"
+    r = cli("--embedder", "hash", "recall", "email", "--scope", "c:1")
+    assert r.returncode == 1 and "error:" in r.stderr  # the store remembers its embedder
+
+
+# -- 7. facts -----------------------------------------------------------------------------
+
+
+def test_facts_refuse_broken_json_but_keep_plain_text(cli: Run) -> None:
+    r = cli("facts", "set", "k", '{"a": 1')
+    assert r.returncode == 2 and "looks like JSON but is not valid" in r.stderr and "--string" in r.stderr
+    assert cli("facts", "set", "k", '{"a": 1', "--string").returncode == 0
+    assert cli("facts", "set", "hours", "Mon-Fri 9-18").returncode == 0
+    facts = {f["key"]: f["value"] for f in json.loads(cli("--json", "facts", "list").stdout)}
+    assert facts == {"k": '{"a": 1', "hours": "Mon-Fri 9-18"}
+
+
+def test_fact_descriptions_and_the_operators_tool_description_reach_the_schema(cli: Run) -> None:
+    cli("facts", "set", "refund_window_days", "30", "--description", "Days a customer has to ask for a refund")
+    cli("facts", "set", "support_hours", "Mon-Fri 9-18")
+    schema = json.loads(cli("facts", "schema", "--description", "Values of the Acme returns desk").stdout)
+    assert schema["description"] == "Values of the Acme returns desk"
+    key = schema["input_schema"]["properties"]["key"]
+    assert key["enum"] == ["refund_window_days", "support_hours"]
+    assert key["description"].endswith("refund_window_days: Days a customer has to ask for a refund.")
+
+
+# -- 6 and 8. the service: --model after `serve`, and /docs offline ------------------------
+
+
+def test_service_takes_the_model_spec_and_serves_swagger_offline(tmp_path: Path, fake: FakeLLMServer) -> None:
+    import re
+
+    import httpx
+
+    from fourfold.service.testing import LiveService
+
+    spec = f"openai-compatible:llama3.1@{fake.openai_url}"
+    with LiveService(tmp_path, serve_args=["--model", spec]) as live:
+        html = httpx.get(f"{live.url}/docs").text
+        assert "SwaggerUIBundle" in html and "://" not in html  # nothing from a CDN, nothing absolute
+        assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+        assert any(a.endswith("swagger-ui-bundle.js") for a in assets) and any(a.endswith(".css") for a in assets)
+        for asset in assets:
+            got = httpx.get(f"{live.url}{asset}")
+            assert got.status_code == 200 and len(got.content) > 500, asset
+        reply = httpx.post(f"{live.url}/v1/agent/turn", json={"customer_id": "ann", "message": "Refund window?"},
+                           timeout=60)
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["text"] == "Refunds are accepted for 30 days."
+    assert {q.body["model"] for q in fake.requests if q.path == "/v1/chat/completions"} == {"llama3.1"}
