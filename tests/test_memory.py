@@ -193,3 +193,20 @@ def test_a_document_source_holds_one_version(tmp_path: Path) -> None:
         mem.docs.ingest_text("# Refunds\n\nStore credit within 14 days.", source="refunds.md")
         assert [h.text for h in mem.docs.search("refund", k=5)] == ["# Refunds\n\nStore credit within 14 days."]
         assert [(d.source, d.chunks) for d in mem.docs.list()] == [("refunds.md", 1)]
+
+
+def test_folder_ingest_is_bounded_and_an_empty_folder_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fourfold import NotFound
+    from fourfold.errors import TooLarge
+    from fourfold.semantic import docs
+
+    (tmp_path / "empty" / ".hidden").mkdir(parents=True)
+    (tmp_path / "empty" / ".hidden" / "notes.md").write_text("# Hidden\n\nnot a document")
+    with pytest.raises(NotFound, match="no text or Markdown files"):
+        docs.find_documents([tmp_path / "empty"])
+    for i in range(4):
+        (tmp_path / "many" / f"{i}.md").parent.mkdir(exist_ok=True)
+        (tmp_path / "many" / f"{i}.md").write_text(f"# Doc {i}\n\ntext {i}")
+    monkeypatch.setattr(docs, "MAX_FILES", 3)
+    with pytest.raises(TooLarge, match="more than 3 documents"):
+        docs.find_documents([tmp_path / "many"])
