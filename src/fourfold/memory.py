@@ -48,7 +48,7 @@ class Memory:
         self.episodes = episodes
         self.facts = facts
         self.docs = DocumentStore(long_term)
-        self.conversations = ConversationStore(database, data_dir / "locks", lock_timeout=config.lock_timeout)
+        self.conversations = ConversationStore(database)
         self.config = config
 
     @classmethod
