@@ -67,6 +67,14 @@ def database_target(engine: str, tmp_path: Path, request: pytest.FixtureRequest)
     return tmp_path / "fourfold.sqlite3"
 
 
+@pytest.fixture
+def memory_target(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    """What `Memory.open` opens: a data dir, or a fresh PostgreSQL schema."""
+    if engine == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return tmp_path / "data"
+
+
 def make_store(kind: str, tmp_path: Path, embedder: HashEmbedder, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     if kind == "memory":
         from fourfold.stores import InMemoryVectorStore

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fourfold.config import DATA_DIR_ENV, DEFAULT_DATA_DIR
+from fourfold.config import DATA_DIR_ENV, DEFAULT_DATA_DIR, STORE_ENV
 from fourfold.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ app.add_typer(bench_app, name="bench")
 
 class State:
     data_dir: Path = Path(DEFAULT_DATA_DIR)
+    #: A postgresql:// URL that replaces the data dir (None: the data dir).
+    store: str | None = None
     embedder: str = "minilm"
     as_json: bool = False
 
@@ -48,8 +50,27 @@ def _options(
     ),
     embedder: Annotated[str, typer.Option(help="minilm (default) or hash (fast, for tests only).")] = "minilm",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", envvar=STORE_ENV, help="Keep everything in PostgreSQL: postgresql://user:pass@host/db[?schema=NAME]."
+    )] = None,
 ) -> None:
     state.data_dir, state.embedder, state.as_json = data_dir, embedder, as_json
+    state.store = _store_url(store)
+
+
+def _store_url(store: str | None) -> str | None:
+    from fourfold.stores.database import is_url
+
+    if not store:
+        return None
+    if not is_url(store):
+        raise InvalidInput(f"--store takes a postgresql:// URL, not {store[:40]!r} (a data dir is --data-dir)")
+    return store
+
+
+def _where() -> Path | str:
+    """What the commands open: the PostgreSQL URL of --store, else the data dir."""
+    return state.store or state.data_dir
 
 
 def _memory() -> Memory:
@@ -58,10 +79,10 @@ def _memory() -> Memory:
     if state.embedder == "hash":
         from fourfold.embeddings import HashEmbedder
 
-        return Memory.open(state.data_dir, embedder=HashEmbedder())
+        return Memory.open(_where(), embedder=HashEmbedder())
     if state.embedder != "minilm":
         raise InvalidInput(f"unknown embedder {state.embedder!r}: use minilm or hash")
-    return Memory.open(state.data_dir)
+    return Memory.open(_where())
 
 
 def _out(value: Any, human: str | None = None) -> None:

@@ -11,6 +11,8 @@ row instead of dropping everything whenever anyone wrote.
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -75,10 +77,24 @@ class Database(ABC):
     def close(self) -> None:
         """Release connections; further use raises StoreUnavailable."""
 
-    @abstractmethod
     def lock(self, name: str) -> Lock:
         """A lock named `name`, held across transactions (a conversation turn), by whichever
-        process of whichever machine uses this database; released if its holder dies."""
+        process of whichever machine uses this database; released if its holder dies.
+
+        Re-entrant within a thread: the same object comes back for a name while anyone holds it.
+        """
+        with _NAMED_GUARD:
+            named: weakref.WeakValueDictionary[str, Lock] = self.__dict__.setdefault(
+                "_named_locks", weakref.WeakValueDictionary()
+            )
+            found = named.get(name)
+            if found is None:
+                found = named[name] = self._new_lock(name)
+            return found
+
+    @abstractmethod
+    def _new_lock(self, name: str) -> Lock:
+        """A new lock object for `name` (`lock` hands out one per name)."""
 
     def version(self, name: str) -> int:
         """The version of `name` (0: never written, or erased); changes with every write to it."""
@@ -109,6 +125,9 @@ class Database(ABC):
             )
             changes[name] = (before, after)
         return changes
+
+
+_NAMED_GUARD = threading.Lock()
 
 
 def is_url(target: object) -> bool:

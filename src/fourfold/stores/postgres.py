@@ -41,11 +41,12 @@ from fourfold.errors import (
     StoreUnavailable,
 )
 from fourfold.stores.database import Database
+from fourfold.stores.sqlite import SQLiteVectorStore
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresDatabase", "redact_url"]
+__all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresDatabase", "PostgresVectorStore", "redact_url", "with_schema"]
 
 DEFAULT_SCHEMA = "fourfold"
 SCHEMA_VERSION = 1
@@ -103,11 +104,15 @@ def redact_url(url: str) -> str:
 
 def split_schema(url: str) -> tuple[str, str | None]:
     """The URL without fourfold's own `schema=` query parameter, and that parameter."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schemas = [v for k, v in query if k == "schema"]
-    rest = [(k, v) for k, v in query if k != "schema"]
-    return urlunsplit(parts._replace(query=urlencode(rest))), (schemas[-1] if schemas else None)
+    return _split_param(url, "schema")
+
+
+def with_schema(url: str, schema: str) -> str:
+    """The URL naming another schema of the same database (a tenant's)."""
+    rest, _ = split_schema(url)
+    parts = urlsplit(rest)
+    query = [*parse_qsl(parts.query, keep_blank_values=True), ("schema", check_schema(schema))]
+    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def check_schema(name: object) -> str:
@@ -476,7 +481,7 @@ class PostgresDatabase(Database):
 
     # -- locks --------------------------------------------------------------------------------
 
-    def lock(self, name: str) -> AdvisoryLock:
+    def _new_lock(self, name: str) -> AdvisoryLock:
         key = int.from_bytes(
             hashlib.blake2b(f"{self.schema}\x00{name}".encode("utf-8", "surrogatepass"), digest_size=8).digest(),
             "big", signed=True,
@@ -565,6 +570,13 @@ class PostgresDatabase(Database):
         self._closed = True
         _release_pool(self._pool)
         _release_pool(self._locks)
+
+
+class PostgresVectorStore(SQLiteVectorStore):
+    """Memories and document chunks in PostgreSQL: the portable store, on a `PostgresDatabase`."""
+
+    def __init__(self, db: PostgresDatabase, *, embedder_identity: str, dimension: int) -> None:
+        super().__init__(db, embedder_identity=embedder_identity, dimension=dimension)
 
 
 class AdvisoryLock(ReentrantLock):

@@ -192,7 +192,7 @@ class SQLiteDatabase(Database):
             time.sleep(0.005 * (attempt + 1))
         return False
 
-    def lock(self, name: str) -> FileLock:
+    def _new_lock(self, name: str) -> FileLock:
         """A lock file under `locks/` beside the database: every process on this machine."""
         digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
         return FileLock(self.path.parent / "locks" / f"{digest}.lock", timeout=self.timeout)
