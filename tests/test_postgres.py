@@ -160,3 +160,40 @@ def test_two_service_replicas_on_one_database_read_each_others_writes(postgres_u
         for proc in procs:
             proc.terminate()
             proc.wait(30)
+
+
+def _topic_text(i: int) -> str:
+    words = ["invoice", "parcel", "refund", "login", "printer", "router", "courier", "password", "warranty", "upgrade"]
+    return f"customer {i} asked about the {words[i % 10]} and the {words[(i * 7) % 10]} on day {i % 31} of case {i}"
+
+
+def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: str) -> None:
+    """Past `large_at` records a scope is searched through pgvector and full-text candidates;
+    fourfold's ranking of them agrees with an exact search of the whole scope."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.longterm.retrieval import ScopeIndex
+    from fourfold.stores.pgvector import PostgresVectorStore
+
+    embedder = HashEmbedder()
+    db = PostgresDatabase(postgres_url)
+    try:
+        store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=400)
+        memory = LongTermMemory(store, embedder)
+        memory.remember_many([{"text": _topic_text(i), "scope": "shared"} for i in range(600)])
+        memory.remember_many([{"text": _topic_text(i), "scope": "small"} for i in range(50)])
+        assert store.is_large("shared") and not store.is_large("small")
+        late = memory.remember("customer 9999 asked about the zeppelin", scope="shared")  # after promotion
+        exact = ScopeIndex(store.scan("shared"), embedder.dimension)
+        queries = ["refund for the parcel", "login password reset", "printer warranty on day 3", "zeppelin"]
+        overlap = 0
+        for query in queries:
+            got = [r.id for r in memory.recall(query, scope="shared", k=10)]
+            want = [r.id for r, _ in exact.search(embedder.embed(query), query, k=10, keep=lambda r: True)]
+            overlap += len(set(got) & set(want))
+        assert overlap >= 0.9 * 10 * len(queries)
+        assert memory.recall("zeppelin", scope="shared", k=1)[0].id == late
+        memory.forget(late)
+        assert all(r.id != late for r in memory.recall("zeppelin", scope="shared", k=10))
+        assert memory.forget_scope("shared") == 600 and not store.is_large("shared")
+    finally:
+        db.close()

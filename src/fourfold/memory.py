@@ -127,7 +127,8 @@ class Memory:
         enricher: Enricher | None,
     ) -> Memory:
         """Open every store in one PostgreSQL schema (created on first use)."""
-        from fourfold.stores.postgres import PostgresDatabase, PostgresVectorStore
+        from fourfold.stores.pgvector import PostgresVectorStore
+        from fourfold.stores.postgres import PostgresDatabase
 
         embedder = _embedder(embedder)
         db = PostgresDatabase(url, timeout=config.lock_timeout)

@@ -41,12 +41,11 @@ from fourfold.errors import (
     StoreUnavailable,
 )
 from fourfold.stores.database import Database
-from fourfold.stores.sqlite import SQLiteVectorStore
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresDatabase", "PostgresVectorStore", "redact_url", "with_schema"]
+__all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresDatabase", "redact_url", "with_schema"]
 
 DEFAULT_SCHEMA = "fourfold"
 SCHEMA_VERSION = 1
@@ -570,13 +569,6 @@ class PostgresDatabase(Database):
         self._closed = True
         _release_pool(self._pool)
         _release_pool(self._locks)
-
-
-class PostgresVectorStore(SQLiteVectorStore):
-    """Memories and document chunks in PostgreSQL: the portable store, on a `PostgresDatabase`."""
-
-    def __init__(self, db: PostgresDatabase, *, embedder_identity: str, dimension: int) -> None:
-        super().__init__(db, embedder_identity=embedder_identity, dimension=dimension)
 
 
 class AdvisoryLock(ReentrantLock):
