@@ -33,12 +33,18 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fourfold._locks import ReentrantLock
 from fourfold.errors import (
-    FourfoldError,
     InvalidInput,
     LockTimeout,
-    MissingDependency,
     StoreCorrupt,
     StoreUnavailable,
+)
+from fourfold.stores._pgconn import (
+    psycopg_module,
+    redact_url,
+    release_pool,
+    shared_pool,
+    translate,
+    unescape_rows,
 )
 from fourfold.stores.database import Database
 
@@ -79,28 +85,6 @@ _SCHEMA = (
 )
 
 
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise MissingDependency(
-            "PostgreSQL needs the psycopg package: pip install 'fourfold[postgres]'"
-        ) from exc
-    return psycopg
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password (for messages and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + host))
-
-
 def split_schema(url: str) -> tuple[str, str | None]:
     """The URL without fourfold's own `schema=` query parameter, and that parameter."""
     return _split_param(url, "schema")
@@ -128,108 +112,12 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-class _Pool:
-    """Idle connections to one server, shared by the databases (schemas) of one URL.
-
-    At most `size` are lent at once; a caller waits up to its timeout for one. A connection
-    that broke is dropped with every idle one (a restarted server broke them all), and a
-    refused connection fails at once with StoreUnavailable instead of waiting for a pool.
-    """
-
-    def __init__(self, url: str, *, size: int, connect_timeout: float) -> None:
-        self.url = url
-        self.where = redact_url(url)
-        self.size = size
-        self.connect_timeout = connect_timeout
-        self._idle: list[psycopg.Connection[Any]] = []
-        self._lent = threading.BoundedSemaphore(size)
-        self._guard = threading.Lock()
-        self.users = 0
-        self.purpose = ""
-        self.closed = False
-
-    def get(self, timeout: float) -> psycopg.Connection[Any]:
-        if not self._lent.acquire(timeout=max(timeout, 0.0)):
-            raise LockTimeout(
-                f"all {self.size} connections to {self.where} stayed in use for {timeout:g}s; "
-                "raise the pool size (?pool=N in the URL) or PostgreSQL's max_connections"
-            )
-        try:
-            with self._guard:
-                if self.closed:
-                    raise StoreUnavailable(f"the connection to {self.where} is closed")
-                if self._idle:
-                    return self._idle.pop()
-            return self._connect()
-        except BaseException:
-            self._lent.release()
-            raise
-
-    def _connect(self) -> psycopg.Connection[Any]:
-        pg = _psycopg()
-        try:
-            conn: psycopg.Connection[Any] = pg.Connection.connect(
-                self.url, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
-            )
-        except pg.Error as exc:
-            raise translate(exc, self.url) from None
-        _register_text(conn)
-        return conn
-
-    def put(self, conn: psycopg.Connection[Any], *, broken: bool = False) -> None:
-        try:
-            broken = broken or conn.broken or conn.closed or conn.info.transaction_status != 0
-            stale: list[psycopg.Connection[Any]] = []
-            with self._guard:
-                if broken or self.closed:
-                    stale, self._idle = (self._idle, []) if broken else ([], self._idle)
-                    stale.append(conn)
-                else:
-                    self._idle.append(conn)
-            for old in stale:
-                old.close()
-        finally:
-            self._lent.release()
-
-    def close(self) -> None:
-        with self._guard:
-            self.closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
-
-_POOLS: dict[tuple[str, str], _Pool] = {}
-_POOLS_GUARD = threading.Lock()
-
-
-def _shared_pool(url: str, purpose: str, *, size: int, connect_timeout: float) -> _Pool:
-    """The process's pool of connections to `url` for `purpose`, shared by its schemas."""
-    with _POOLS_GUARD:
-        pool = _POOLS.get((url, purpose))
-        if pool is None or pool.closed:
-            pool = _POOLS[(url, purpose)] = _Pool(url, size=size, connect_timeout=connect_timeout)
-            pool.purpose = purpose
-        pool.users += 1
-        return pool
-
-
-def _release_pool(pool: _Pool) -> None:
-    with _POOLS_GUARD:
-        pool.users -= 1
-        if pool.users > 0:
-            return
-        if _POOLS.get((pool.url, pool.purpose)) is pool:
-            del _POOLS[(pool.url, pool.purpose)]
-    pool.close()
-
-
 class _Cursor:
     """Rows of one statement, fetched at once (iterating row by row costs a Python call each)."""
 
     def __init__(self, cur: Any) -> None:
         self.rowcount = int(cur.rowcount)
-        self._rows = _unescape_rows(cur.fetchall()) if cur.description else []
+        self._rows = unescape_rows(cur.fetchall()) if cur.description else []
         self._next = 0
 
     def fetchall(self) -> list[Any]:
@@ -303,7 +191,7 @@ class PostgresDatabase(Database):
         timeout: float = 30.0,
         pool_size: int | None = None,
     ) -> None:
-        _psycopg()
+        psycopg_module()
         conninfo, from_url = split_schema(url)
         conninfo, pool_from_url = _split_param(conninfo, "pool")
         self.schema = check_schema(schema or from_url or DEFAULT_SCHEMA)
@@ -311,10 +199,10 @@ class PostgresDatabase(Database):
         self.timeout = timeout
         size = pool_size or int(pool_from_url or 16)
         self.where = f"{redact_url(conninfo)} (schema {self.schema})"
-        self._pool = _shared_pool(conninfo, "transactions", size=size, connect_timeout=min(timeout, 10.0))
+        self._pool = shared_pool(conninfo, "transactions", size=size, connect_timeout=min(timeout, 10.0))
         # Locks hold a connection for as long as they are held (a conversation turn), so they
         # have connections of their own and never starve transactions.
-        self._locks = _shared_pool(conninfo, "locks", size=max(size, 32), connect_timeout=min(timeout, 10.0))
+        self._locks = shared_pool(conninfo, "locks", size=max(size, 32), connect_timeout=min(timeout, 10.0))
         self._version_sql = f"SELECT version FROM {_quote(self.schema)}.versions WHERE name = %s"
         self._local = threading.local()
         self._closed = False
@@ -333,7 +221,7 @@ class PostgresDatabase(Database):
     @contextmanager
     def errors(self) -> Iterator[None]:
         """Turn psycopg errors into fourfold errors that say what to do."""
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         try:
             yield
         except psycopg.Error as exc:
@@ -387,7 +275,7 @@ class PostgresDatabase(Database):
     def _begin(self, write: bool) -> psycopg.Connection[Any]:
         """A pooled connection inside a new transaction; a stale idle connection (the server
         restarted since) is replaced once, since nothing has run on it yet."""
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         begin = self._begin_sql(write)
         for attempt in (1, 2):
             raw = self._pool.get(self.timeout)
@@ -431,7 +319,7 @@ class PostgresDatabase(Database):
         """The version of `name`; outside a transaction, one statement (one round trip)."""
         if self._closed or self._state().depth:
             return super().version(name)
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         raw = self._pool.get(self.timeout)
         broken = True
         try:
@@ -492,7 +380,7 @@ class PostgresDatabase(Database):
     def _setup(self) -> None:
         """Create the schema and its tables (once, whichever process comes first); refuse a
         schema of a newer fourfold or of another program."""
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         raw = self._pool.get(self.timeout)
         ok = False
         try:
@@ -567,8 +455,8 @@ class PostgresDatabase(Database):
         if self._closed:
             return
         self._closed = True
-        _release_pool(self._pool)
-        _release_pool(self._locks)
+        release_pool(self._pool)
+        release_pool(self._locks)
 
 
 class AdvisoryLock(ReentrantLock):
@@ -586,7 +474,7 @@ class AdvisoryLock(ReentrantLock):
 
     @contextmanager
     def _acquire(self, timeout: float | None) -> Iterator[None]:
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         limit = self.db.timeout if timeout is None else timeout
         started = time.monotonic()
         pool = self.db._locks
@@ -616,48 +504,6 @@ class AdvisoryLock(ReentrantLock):
             pool.put(raw, broken=broken)
 
 
-#: PostgreSQL text cannot hold NUL, which SQLite (and fourfold) can: NUL is stored as ESC "0"
-#: and ESC itself as ESC "1". ESC is a Unicode noncharacter, which no interchanged text holds.
-_ESC = "\ufdd0"
-_ESCAPED = re.compile(_ESC + "(.)", re.DOTALL)
-
-
-def _escape(text: str) -> str:
-    if "\x00" not in text and _ESC not in text:
-        return text
-    return text.replace(_ESC, _ESC + "1").replace("\x00", _ESC + "0")
-
-
-def _unescape(text: str) -> str:
-    if _ESC not in text:
-        return text
-    return _ESCAPED.sub(lambda m: "\x00" if m.group(1) == "0" else _ESC, text)
-
-
-def _register_text(conn: psycopg.Connection[Any]) -> None:
-    """Make the connection store text with NUL characters (escaped), as SQLite does; rows
-    are unescaped as they are fetched (`_unescape_rows`)."""
-    from psycopg.types.string import StrDumperUnknown
-
-    class Dumper(StrDumperUnknown):
-        def dump(self, obj: str) -> Any:
-            return super().dump(_escape(obj))
-
-    conn.adapters.register_dumper(str, Dumper)
-
-
-def _unescape_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    out = rows
-    for i, row in enumerate(rows):
-        for value in row:
-            if value.__class__ is str and _ESC in value:
-                if out is rows:
-                    out = list(rows)
-                out[i] = tuple(_unescape(v) if v.__class__ is str else v for v in row)
-                break
-    return out
-
-
 def _key(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
 
@@ -670,31 +516,3 @@ def _split_param(url: str, name: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=urlencode(rest))), (found[-1] if found else None)
 
 
-def translate(exc: Exception, url: str, *, timeout: float | None = None) -> FourfoldError:
-    """A psycopg error as the fourfold error a caller can act on; never shows the password."""
-    psycopg = _psycopg()
-    errors = psycopg.errors
-    where = redact_url(url)
-    password = urlsplit(url).password
-    message = " ".join(str(exc).split())
-    if password:
-        message = message.replace(password, "***")
-    if isinstance(exc, (errors.LockNotAvailable, errors.DeadlockDetected)):
-        waited = f" for {timeout:g}s" if timeout is not None else ""
-        return LockTimeout(
-            f"{where} stayed locked by another writer{waited} ({message}). Retry, or raise "
-            "MemoryConfig.lock_timeout if writers are slow."
-        )
-    if isinstance(exc, (errors.DataCorrupted, errors.IndexCorrupted)):
-        return StoreCorrupt(f"PostgreSQL reports damaged data in {where} ({message}); restore it from a backup.")
-    if isinstance(exc, (errors.UndefinedTable, errors.UndefinedColumn, errors.InvalidSchemaName)):
-        return StoreCorrupt(
-            f"{where} lacks fourfold's tables ({message}): was the schema dropped or changed by hand?"
-        )
-    if isinstance(exc, errors.InsufficientPrivilege):
-        return StoreUnavailable(f"PostgreSQL refused an operation on {where} ({message}); grant the user rights on it.")
-    if isinstance(exc, (psycopg.DataError, errors.CharacterNotInRepertoire, errors.UntranslatableCharacter)):
-        return InvalidInput(f"PostgreSQL cannot store this value ({message})")
-    if isinstance(exc, psycopg.OperationalError):
-        return StoreUnavailable(f"cannot reach PostgreSQL at {where}: {message}")
-    return StoreUnavailable(f"PostgreSQL error on {where}: {message}")
