@@ -197,3 +197,16 @@ def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: s
         assert memory.forget_scope("shared") == 600 and not store.is_large("shared")
     finally:
         db.close()
+
+
+def test_doctor_checks_a_postgresql_database(
+    postgres_server: PostgresServer, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fourfold.cli import main
+
+    assert main(["--store", postgres_url, "doctor"]) == 0
+    assert "healthy" in capsys.readouterr().out
+    wrong = postgres_url.replace(postgres_server.password, "N0tThePassw0rd")
+    assert main(["--store", wrong, "doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "problem:" in out and "cannot reach PostgreSQL" in out and "N0tThePassw0rd" not in out
