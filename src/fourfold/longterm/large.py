@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -47,6 +47,9 @@ class CandidateStore(Protocol):
 
     def sample(self, scope: str | None, size: int) -> Features:
         """About `size` records drawn at random, with their features."""
+
+    def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
+        """How many records of the scope hold each term (themselves or through neighbours)."""
 
 
 #: Records, their blended vectors and their term weights (see `ScopeIndex.features`).
@@ -87,7 +90,10 @@ class LargeScopes:
         features = self.store.candidates(scope, query_vector, query_text, dense=self.dense, lexical=self.lexical)
         if not features[0]:
             return []
-        stats = self._stats(sample, size, tokenize(query_text))
+        tokens = tokenize(query_text)
+        stats = CollectionStats(
+            n_docs=size, avgdl=sample.avgdl or 1.0, df=self.store.document_frequencies(scope, tokens)
+        )
         index = ScopeIndex.of_features(*features, weights=weights)
         return index.search(query_vector, query_text, k=k, keep=keep, weights=weights, stats=stats)
 
@@ -106,12 +112,3 @@ class LargeScopes:
         with self._lock:
             self._samples[key] = sample
         return sample
-
-    @staticmethod
-    def _stats(sample: _Sample, size: int, tokens: list[str]) -> CollectionStats:
-        """BM25 statistics of the whole scope: its size, and the sample's mean length and
-        document frequencies scaled up (a term rarer than the sample shows takes the candidates')."""
-        n = max(len(sample.rows), 1)
-        core = {str(i) for i in sample.rows.tolist()}
-        df = {t: len(core.intersection(sample.index.bm25.scores([t]))) * size / n for t in set(tokens)}
-        return CollectionStats(n_docs=size, avgdl=sample.avgdl or 1.0, df=df)

@@ -58,6 +58,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         self.large_at = large_at
         self._large: dict[str | None, bool | Hashable] = {}  # True, or the version found small at
         self._stats: dict[str | None, tuple[float, int]] = {}
+        self._df: dict[tuple[str | None, str], tuple[float, float]] = {}
         self._guard = threading.Lock()
         self.ann = self._prepare_ann()
 
@@ -114,12 +115,25 @@ class PostgresVectorStore(SQLiteVectorStore):
         for i, record in enumerate(index.records):
             if record.id in targets:
                 blended, counts = index.features(i)
-                rows.append((_vector_text(blended), " ".join(counts), json.dumps(counts), record.id))
-        if rows:
+                # The terms as lexemes verbatim: a query names them exactly (no parser in between).
+                rows.append((_vector_text(blended), list(counts), json.dumps(counts), record.id))
+        if len(rows) < 100:
             conn.executemany(
-                "UPDATE memories SET ann = CAST(? AS vector), terms = to_tsvector('simple', ?), context = ? WHERE id = ?",
+                "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])), context = ?"
+                " WHERE id = ?",
                 rows,
             )
+            return
+        # Many rows (a promotion): COPY them into a temporary table and update in one statement.
+        conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], context TEXT, id TEXT)"
+                     " ON COMMIT DELETE ROWS")
+        with conn.raw.cursor().copy("COPY promoted (ann, words, context, id) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        conn.execute(
+            "UPDATE memories AS m SET ann = CAST(p.ann AS vector), terms = array_to_tsvector(p.words),"
+            " context = p.context FROM promoted AS p WHERE m.id = p.id"
+        )
 
     def delete_scope(self, scope: str) -> int:
         with self.writing(), self.db.write() as conn:
@@ -179,6 +193,30 @@ class PostgresVectorStore(SQLiteVectorStore):
                 self._index_rows(conn, list(window.values()), {r.id for r in batch})
                 after = (batch[-1].created_at, batch[-1].seq)
 
+    def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
+        """How many records of a large scope hold each term, themselves or through their
+        neighbours (exactly BM25's document frequency); cached like the scope's size."""
+        now = time.monotonic()
+        out: dict[str, float] = {}
+        with self._guard:
+            for term in terms:
+                cached = self._df.get((scope, term))
+                if cached is not None and now - cached[0] < _STATS_TTL:
+                    out[term] = cached[1]
+        missing = sorted(set(terms) - set(out))
+        if missing:
+            with self.db.read() as conn:
+                for term in missing:
+                    out[term] = float(conn.execute(
+                        "SELECT count(*) FROM memories WHERE scope = ? AND terms @@ CAST(? AS tsquery)",
+                        (scope_key(scope), _lexeme(term)),
+                    ).fetchone()[0])
+            with self._guard:
+                if len(self._df) > 100_000:
+                    self._df.clear()
+                self._df.update({(scope, term): (now, out[term]) for term in missing})
+        return out
+
     def scope_size(self, scope: str | None) -> int:
         """How many records the scope holds (recounted at most every few seconds)."""
         now = time.monotonic()
@@ -205,14 +243,25 @@ class PostgresVectorStore(SQLiteVectorStore):
                 "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector) LIMIT ?",
                 (key, _vector_text(query_vector), int(dense)),
             )]
-            words = " ".join(tokenize(query_text))
+            words = self._telling(scope, tokenize(query_text))
             if words:
                 ids += [r[0] for r in conn.execute(
-                    "SELECT id FROM memories, to_tsquery('simple', replace(plainto_tsquery('simple', ?)::text, '&', '|')) AS q"
+                    "SELECT id FROM memories, CAST(? AS tsquery) AS q"
                     " WHERE scope = ? AND terms @@ q ORDER BY ts_rank(terms, q) DESC LIMIT ?",
-                    (words, key, int(lexical)),
+                    (" | ".join(_lexeme(w) for w in words), key, int(lexical)),
                 )]
             return self._features(conn, sorted(set(ids)))
+
+    def _telling(self, scope: str | None, words: list[str]) -> list[str]:
+        """The query's words that can tell records apart: those in at most a tenth of the scope
+        (their BM25 weight is highest), or else the two rarest. Ranking every record that holds a
+        common word would read much of the scope for candidates that word hardly ranks."""
+        if not words:
+            return []
+        df = self.document_frequencies(scope, words)
+        limit = 0.1 * max(self.scope_size(scope), 1)
+        rare = [w for w in dict.fromkeys(words) if 0 < df[w] <= limit]
+        return rare or sorted((w for w in dict.fromkeys(words) if df[w] > 0), key=lambda w: df[w])[:2]
 
     def sample(self, scope: str | None, size: int) -> Features:
         """About `size` records of the scope drawn at random (ids are hashes: a random range of
@@ -229,6 +278,11 @@ class PostgresVectorStore(SQLiteVectorStore):
             ids = sorted(r[0] for r in conn.execute(
                 f"SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL AND ({where})", (key, *bounds)
             ))
+            if len(ids) < min(size, n) // 4:  # ids that are not hashes (written by hand): draw by row
+                ids = sorted(r[0] for r in conn.execute(
+                    "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL AND random() < ?",
+                    (key, min(1.0, size / n)),
+                ))
             return self._features(conn, ids)
 
     def _features(self, conn: Any, ids: list[str]) -> Features:
@@ -260,6 +314,11 @@ class PostgresVectorStore(SQLiteVectorStore):
 
 
 _OUTER = ", ".join(f"w.{column}" for column in _COLUMNS.split(", "))
+
+
+def _lexeme(term: str) -> str:
+    """A term as a tsquery lexeme (quoted, so no character of it is read as an operator)."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _vector_text(vector: Vectors) -> str:

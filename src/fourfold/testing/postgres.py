@@ -64,6 +64,7 @@ class PostgresServer:
         self._parent = parent
         self.root: Path | None = None
         self._run_as: int | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -103,8 +104,22 @@ class PostgresServer:
         with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as out:
             out.write("\n" + "\n".join(conf) + "\n")
         self._ctl("start", "-w", "-t", "60", "-l", str(self.root / "server.log"))
+        self._watch(bin_dir)
         self._create_database(bin_dir)
         return self
+
+    def _watch(self, bin_dir: Path) -> None:
+        """Stop the server and remove its files if this process dies without `stop()` (a test
+        run killed by a timeout): a throwaway server must not outlive its owner."""
+        script = (
+            'while [ -d "/proc/$0" ]; do sleep 1; done; '
+            '"$1" -D "$2" stop -m immediate >/dev/null 2>&1; rm -rf "$3"'
+        )
+        self._watchdog = subprocess.Popen(
+            ["sh", "-c", script, str(os.getpid()), str(bin_dir / "pg_ctl"), str(self.data_dir), str(self._root())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=self._demote(), start_new_session=True,
+        )
 
     def _create_database(self, bin_dir: Path) -> None:
         env = {**os.environ, "PGPASSWORD": self.password}
@@ -124,6 +139,10 @@ class PostgresServer:
         """Stop the server (fast shutdown) and, unless `remove=False`, delete its files."""
         if self.root is None:
             return
+        if self._watchdog is not None and remove:
+            self._watchdog.kill()
+            self._watchdog.wait()
+            self._watchdog = None
         if (self.data_dir / "postmaster.pid").exists():
             try:
                 self._ctl("stop", "-w", "-m", "fast")
@@ -162,18 +181,22 @@ class PostgresServer:
     def _ctl(self, *args: str) -> None:
         self._run([str(binaries() / "pg_ctl"), "-D", str(self.data_dir), *args])
 
+    def _demote(self) -> Callable[[], None] | None:
+        """What a child runs before exec to become the server's user (None: stay who we are)."""
+        if self._run_as is None:
+            return None
+        uid, gid = self._run_as, pwd.getpwuid(self._run_as).pw_gid
+
+        def demote() -> None:
+            os.setgid(gid)
+            os.setuid(uid)
+
+        return demote
+
     def _run(self, argv: list[str], *, env: dict[str, str] | None = None) -> None:
-        demote: Callable[[], None] | None = None
-        if self._run_as is not None:
-            uid, gid = self._run_as, pwd.getpwuid(self._run_as).pw_gid
-
-            def demote() -> None:
-                os.setgid(gid)
-                os.setuid(uid)
-
         done = subprocess.run(
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=self.root,
-            preexec_fn=demote, check=False, timeout=120,
+            preexec_fn=self._demote(), check=False, timeout=120,
         )
         if done.returncode:
             log = ""
