@@ -1,4 +1,5 @@
-"""Shared fixtures: the fast hash embedder, and vector-store backends for the conformance suite."""
+"""Shared fixtures: the fast hash embedder, the database engines, and vector-store backends
+for the conformance suite."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +16,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from fourfold.embeddings import HashEmbedder
+
+if TYPE_CHECKING:
+    from fourfold.testing.postgres import PostgresServer
 
 
 @pytest.fixture
@@ -30,6 +35,46 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.url
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL 18 + pgvector on 127.0.0.1 for the whole session."""
+    from fourfold.testing.postgres import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A URL naming a fresh schema of the session's PostgreSQL: a new, empty fourfold database."""
+    return f"{postgres_server.url}?schema=t_{uuid.uuid4().hex[:12]}"
+
+
+#: The database engines every store runs on.
+ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def database_target(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    """Where a store opened by path keeps its data: a SQLite file, or a fresh PostgreSQL schema."""
+    if engine == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return tmp_path / "fourfold.sqlite3"
+
+
+@pytest.fixture
+def memory_target(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    """What `Memory.open` opens: a data dir, or a fresh PostgreSQL schema."""
+    if engine == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return tmp_path / "data"
+
+
 def make_store(kind: str, tmp_path: Path, embedder: HashEmbedder, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     if kind == "memory":
         from fourfold.stores import InMemoryVectorStore
@@ -41,6 +86,13 @@ def make_store(kind: str, tmp_path: Path, embedder: HashEmbedder, request: pytes
         db = SQLiteDatabase(tmp_path / "fourfold.sqlite3")
         request.addfinalizer(db.close)
         return SQLiteVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
+    if kind == "postgres":
+        from fourfold.stores.postgres import PostgresDatabase
+        from fourfold.stores.sqlite import SQLiteVectorStore
+
+        pg = PostgresDatabase(request.getfixturevalue("postgres_url"))
+        request.addfinalizer(pg.close)
+        return SQLiteVectorStore(pg, embedder_identity=embedder.identity, dimension=embedder.dimension)
     from fourfold.stores.chroma import ChromaVectorStore
 
     if kind == "chroma":
@@ -50,7 +102,13 @@ def make_store(kind: str, tmp_path: Path, embedder: HashEmbedder, request: pytes
     return ChromaVectorStore.http(url, embedder, collection=f"t_{uuid.uuid4().hex[:12]}")
 
 
-BACKENDS = ["memory", "sqlite", "chroma", pytest.param("chroma-server", marks=pytest.mark.server)]
+BACKENDS = [
+    "memory",
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    "chroma",
+    pytest.param("chroma-server", marks=pytest.mark.server),
+]
 
 
 @pytest.fixture(params=BACKENDS)

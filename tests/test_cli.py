@@ -14,9 +14,12 @@ from fourfold.cli import main
 
 
 @pytest.fixture
-def run(tmp_path: Path, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+def run(memory_target: Path | str, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """The CLI on a data dir, or on PostgreSQL with --store."""
+    where = ["--data-dir", str(memory_target)] if isinstance(memory_target, Path) else ["--store", memory_target]
+
     def _run(*args: str) -> tuple[int, str, str]:
-        code = main(["--data-dir", str(tmp_path / "d"), "--embedder", "hash", *args])
+        code = main([*where, "--embedder", "hash", *args])
         out = capsys.readouterr()
         return code, out.out, out.err
 
@@ -87,3 +90,26 @@ def test_help_does_not_import_heavy_dependencies() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out and "remember" in out
+
+
+def test_store_takes_a_postgresql_url_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["--store", str(tmp_path), "--embedder", "hash", "recall", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --store takes a postgresql:// URL") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.postgres
+def test_fourfold_store_env_points_every_process_at_postgresql(postgres_url: str, tmp_path: Path) -> None:
+    """FOURFOLD_STORE in the environment: a command in another process writes, this one reads."""
+    env = {**os.environ, "FOURFOLD_STORE": postgres_url, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fourfold.cli", "--embedder", "hash", "--json", "remember", "Ships to Oslo", "--scope", "c:9"],
+        capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    from fourfold import Memory
+    from fourfold.embeddings import HashEmbedder
+
+    with Memory.open(postgres_url, embedder=HashEmbedder()) as mem:
+        assert [r.id for r in mem.long_term.recall("Oslo", scope="c:9")] == [json.loads(proc.stdout)["id"]]
+    assert not any(tmp_path.iterdir())  # nothing written to a data dir

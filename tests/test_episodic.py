@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import re
 import tempfile
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import fourfold.episodic as episodic_pkg
+from engines import assert_erased, on_disk
 from fourfold.embeddings import HashEmbedder, Vectors
 from fourfold.episodic import EpisodeLog, render_episode, render_episodes
 from fourfold.errors import InvalidInput, LockTimeout, NotFound
@@ -34,12 +36,13 @@ class CountingEmbedder(HashEmbedder):
 
 
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "fourfold.sqlite3"
+def path(database_target: Path | str) -> Path | str:
+    """A SQLite file, or a fresh PostgreSQL schema: every test here runs on both engines."""
+    return database_target
 
 
 @pytest.fixture
-def log(path: Path) -> EpisodeLog:
+def log(path: Path | str) -> EpisodeLog:
     return EpisodeLog(path, HashEmbedder())
 
 
@@ -62,7 +65,7 @@ def test_episodic_package_exports_exactly_the_public_names() -> None:
 # -- writing and reading back -------------------------------------------------------------
 
 
-def test_round_trip_through_a_fresh_instance(log: EpisodeLog, path: Path) -> None:
+def test_round_trip_through_a_fresh_instance(log: EpisodeLog, path: Path | str) -> None:
     ep = log.record(
         goal="deploy 502",
         actions=["checked logs", "restarted worker"],
@@ -94,7 +97,7 @@ def test_episodes_are_listed_oldest_first_and_filtered(log: EpisodeLog) -> None:
     assert log.episodes(success=True) == [a, c]
 
 
-def test_record_many_appends_all_in_one_go(log: EpisodeLog, path: Path) -> None:
+def test_record_many_appends_all_in_one_go(log: EpisodeLog, path: Path | str) -> None:
     items = [
         {"goal": f"goal {i}", "actions": ["a"], "outcome": "ok", "success": i % 2 == 0}
         for i in range(5)
@@ -112,14 +115,14 @@ def test_get_unknown_id_is_not_found(log: EpisodeLog) -> None:
         log.get("0" * 32)
 
 
-def test_secrets_are_redacted_before_they_reach_the_disk(log: EpisodeLog, path: Path) -> None:
+def test_secrets_are_redacted_before_they_reach_the_disk(log: EpisodeLog, path: Path | str) -> None:
     ep = log.record(
         goal="login fails, password=hunter2",
         actions=["used key AKIAIOSFODNN7EXAMPLE"],
         outcome="card 4111 1111 1111 1111 refunded",
         success=True,
     )
-    raw = _on_disk(path)
+    raw = on_disk(path)
     for secret in ("hunter2", "AKIAIOSFODNN7EXAMPLE", "4111 1111 1111 1111"):
         assert secret.encode() not in raw
     assert ep.goal == "login fails, password=[REDACTED:password]"
@@ -147,7 +150,7 @@ def test_secrets_are_redacted_before_they_reach_the_disk(log: EpisodeLog, path: 
     ],
 )
 def test_invalid_episodes_are_refused_and_nothing_is_written(
-    log: EpisodeLog, path: Path, override: dict[str, object]
+    log: EpisodeLog, path: Path | str, override: dict[str, object]
 ) -> None:
     item: dict[str, object] = {
         "goal": "g",
@@ -176,22 +179,29 @@ def test_similar_successes_rejects_bad_k(log: EpisodeLog, k: object) -> None:
         log.similar_successes("deploy", k=k)  # type: ignore[arg-type]
 
 
-def test_a_held_lock_ends_in_lock_timeout(path: Path) -> None:
-    import sqlite3
+def test_a_held_lock_ends_in_lock_timeout(path: Path | str) -> None:
+    from fourfold.stores.database import open_database
 
     slow = EpisodeLog(path, HashEmbedder(), lock_timeout=0.05)
-    other = sqlite3.connect(path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")  # another process's write in progress
-    with pytest.raises(LockTimeout):
-        _record(slow, "blocked")
-    other.execute("ROLLBACK")
-    other.close()
+    other = open_database(path)  # another process's write in progress, on a connection of its own
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with other.write():
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    held.wait(10)
+    try:
+        with pytest.raises(LockTimeout):
+            _record(slow, "blocked")
+    finally:
+        release.set()
+        thread.join()
+        other.close()
     _record(slow, "free again")
-
-
-def _on_disk(path: Path) -> bytes:
-    """Every byte fourfold keeps beside `path` (the database and its log)."""
-    return b"".join(p.read_bytes() for p in sorted(path.parent.iterdir()) if p.is_file())
 
 
 # -- several writers and readers -------------------------------------------------------------
@@ -205,7 +215,7 @@ def _append_worker(path: str, worker: int, count: int) -> None:
         )
 
 
-def test_four_processes_appending_at_once_lose_nothing(path: Path) -> None:
+def test_four_processes_appending_at_once_lose_nothing(path: Path | str) -> None:
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_append_worker, args=(str(path), w, 50)) for w in range(4)]
     for proc in procs:
@@ -219,7 +229,7 @@ def test_four_processes_appending_at_once_lose_nothing(path: Path) -> None:
     assert sorted(goals) == sorted(f"worker {w} episode {i}" for w in range(4) for i in range(50))
 
 
-def test_another_instance_sees_appends_incrementally(path: Path) -> None:
+def test_another_instance_sees_appends_incrementally(path: Path | str) -> None:
     writer, reader = EpisodeLog(path, HashEmbedder()), EpisodeLog(path, HashEmbedder())
     assert len(reader) == 0
     first = _record(writer, "deploy returns 502", scope="acme")
@@ -231,7 +241,7 @@ def test_another_instance_sees_appends_incrementally(path: Path) -> None:
     assert reader.similar_successes("refund stuck", scope="globex")[0] == second
 
 
-def test_a_reader_reloads_after_another_instance_forgets_a_scope(path: Path) -> None:
+def test_a_reader_reloads_after_another_instance_forgets_a_scope(path: Path | str) -> None:
     writer, reader = EpisodeLog(path, HashEmbedder()), EpisodeLog(path, HashEmbedder())
     _record(writer, "acme deploy broke", scope="acme")
     keep = _record(writer, "globex refund", scope="globex")
@@ -322,7 +332,7 @@ def test_equal_scores_come_newest_first(log: EpisodeLog) -> None:
     assert log.similar_successes("vpn drops", k=2) == [newer, older]
 
 
-def test_vectors_are_stored_and_not_recomputed(path: Path) -> None:
+def test_vectors_are_stored_and_not_recomputed(path: Path | str) -> None:
     first = CountingEmbedder()
     log = EpisodeLog(path, first)
     for i in range(5):
@@ -336,7 +346,7 @@ def test_vectors_are_stored_and_not_recomputed(path: Path) -> None:
     assert second.seen == ["deploy issue"]
 
 
-def test_vectors_of_another_embedder_are_not_used(path: Path) -> None:
+def test_vectors_of_another_embedder_are_not_used(path: Path | str) -> None:
     log = EpisodeLog(path, HashEmbedder(dimension=256))
     target = _record(log, "deploy returns 502", outcome="restarted worker")
     _record(log, "password reset email missing")
@@ -350,7 +360,7 @@ def test_vectors_of_another_embedder_are_not_used(path: Path) -> None:
 
 
 def test_forget_scope_removes_the_text_from_disk_and_keeps_the_rest(
-    log: EpisodeLog, path: Path
+    log: EpisodeLog, path: Path | str
 ) -> None:
     gone = log.record(
         goal="Zanzibar-7 account closure",
@@ -363,8 +373,7 @@ def test_forget_scope_removes_the_text_from_disk_and_keeps_the_rest(
     shared = _record(log, "generic printer advice")
     log.similar_successes("Zanzibar-7 account", scope="acme")  # stores its vector
     assert log.forget_scope("acme") == 1
-    assert b"Zanzibar" not in _on_disk(path)
-    assert gone.id.encode() not in _on_disk(path)
+    assert_erased(path, "episodes", "Zanzibar", gone.id)
     assert log.episodes() == [kept, shared]
     assert EpisodeLog(path, HashEmbedder()).episodes() == [kept, shared]
     with pytest.raises(NotFound):
@@ -383,7 +392,7 @@ def test_forget_scope_on_an_empty_log_removes_nothing(log: EpisodeLog) -> None:
     assert log.forget_scope("acme") == 0
 
 
-def test_forget_erases_one_episode_everywhere(path: Path) -> None:
+def test_forget_erases_one_episode_everywhere(path: Path | str) -> None:
     log, reader = EpisodeLog(path, HashEmbedder()), EpisodeLog(path, HashEmbedder())
     gone = _record(log, "Quetzal-9 refund mixup", scope="acme")
     kept = _record(log, "Quetzal-9 is fine now", scope="acme")
@@ -391,7 +400,7 @@ def test_forget_erases_one_episode_everywhere(path: Path) -> None:
     log.forget(gone.id)
     assert reader.episodes() == [kept]
     assert reader.similar_successes("Quetzal-9 refund mixup", scope="acme") == [kept]
-    assert b"refund mixup" not in _on_disk(path)
+    assert_erased(path, "episodes", "refund mixup")
     with pytest.raises(NotFound):
         log.forget(gone.id)
 
@@ -441,7 +450,7 @@ def test_any_unicode_round_trips_or_is_refused_cleanly(
         assert EpisodeLog(path, HashEmbedder(dimension=16)).episodes() == [ep]
 
 
-def test_nul_bytes_and_newlines_are_stored_safely(log: EpisodeLog, path: Path) -> None:
+def test_nul_bytes_and_newlines_are_stored_safely(log: EpisodeLog, path: Path | str) -> None:
     ep = _record(log, "nul \x00 and\nnew\rline \u2028 here")
     assert EpisodeLog(path, HashEmbedder()).get(ep.id).goal == "nul \x00 and\nnew\rline \u2028 here"
 
@@ -495,7 +504,7 @@ def test_render_episodes_puts_one_episode_per_line() -> None:
     assert render_episodes([]) == ""
 
 
-def test_embed_pending_embeds_new_successes_once_and_searches_then_embed_only_the_query(path: Path) -> None:
+def test_embed_pending_embeds_new_successes_once_and_searches_then_embed_only_the_query(path: Path | str) -> None:
     embedder = CountingEmbedder()
     log = EpisodeLog(path, embedder)
     log.record(goal="refund a damaged parcel", actions=["checked photos"], outcome="refunded", success=True)

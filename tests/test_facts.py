@@ -29,12 +29,18 @@ from fourfold.types import Fact
 
 
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
+def sqlite_path(tmp_path: Path) -> Path:
     return tmp_path / "data" / "facts.sqlite3"
 
 
 @pytest.fixture
-def facts(path: Path) -> Iterator[FactStore]:
+def path(database_target: Path | str, sqlite_path: Path) -> Path | str:
+    """A SQLite file, or a fresh PostgreSQL schema: the behaviour tests run on both engines."""
+    return sqlite_path if isinstance(database_target, Path) else database_target
+
+
+@pytest.fixture
+def facts(path: Path | str) -> Iterator[FactStore]:
     with FactStore(path) as store:
         yield store
 
@@ -68,7 +74,7 @@ json_values = st.recursive(
     "value",
     [30, "30", 30.0, 0.1, -0.0, True, False, None, "", [1, "a", None], {"a": {"b": [1.5]}}, []],
 )
-def test_round_trip_keeps_value_and_type(facts: FactStore, path: Path, value: Any) -> None:
+def test_round_trip_keeps_value_and_type(facts: FactStore, path: Path | str, value: Any) -> None:
     facts.set("k", value)
     assert same_json(facts.get("k").value, value)
     with FactStore(path) as fresh:  # from disk, not from the cache
@@ -180,7 +186,7 @@ def test_history_keeps_replaced_and_deleted_values(facts: FactStore) -> None:
         facts.get("k")
 
 
-def test_history_survives_reopen(facts: FactStore, path: Path) -> None:
+def test_history_survives_reopen(facts: FactStore, path: Path | str) -> None:
     facts.set("k", 1)
     facts.set("k", 2)
     facts.close()
@@ -260,7 +266,7 @@ def test_invalid_descriptions(facts: FactStore, description: Any) -> None:
         facts.set("k", 1, description=description)
 
 
-def test_closed_store_raises(path: Path) -> None:
+def test_closed_store_raises(path: Path | str) -> None:
     store = FactStore(path)
     store.close()
     store.close()
@@ -381,7 +387,7 @@ def test_handler_bad_calls_are_unknown(facts: FactStore, tool_input: Any) -> Non
 # --- concurrency and files -----------------------------------------------------------------
 
 
-def test_two_instances_see_each_others_writes(path: Path) -> None:
+def test_two_instances_see_each_others_writes(path: Path | str) -> None:
     with FactStore(path) as a, FactStore(path) as b:
         assert b.lookup("k") == UNKNOWN  # b now caches "absent"
         a.set("k", 1)
@@ -393,7 +399,7 @@ def test_two_instances_see_each_others_writes(path: Path) -> None:
         assert b.lookup("k") == UNKNOWN
 
 
-def test_another_process_write_is_seen(facts: FactStore, path: Path) -> None:
+def test_another_process_write_is_seen(facts: FactStore, path: Path | str) -> None:
     assert facts.lookup("limit") == UNKNOWN
     code = (
         "import sys; from fourfold.semantic.facts import FactStore\n"
@@ -411,7 +417,7 @@ def _write_many(path: str, worker: int, count: int) -> None:
             store.set(f"own.{worker}", i)
 
 
-def test_concurrent_processes_lose_no_writes(path: Path) -> None:
+def test_concurrent_processes_lose_no_writes(path: Path | str) -> None:
     workers, count = 4, 25
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_write_many, args=(str(path), w, count)) for w in range(workers)]
@@ -448,8 +454,10 @@ def test_threads_share_one_store(facts: FactStore) -> None:
     assert [facts.get(f"t{n}").value for n in range(4)] == [49] * 4
 
 
-def test_uses_wal_and_records_schema_version(facts: FactStore, path: Path) -> None:
-    facts.set("k", 1)
+def test_uses_wal_and_records_schema_version(sqlite_path: Path) -> None:
+    path = sqlite_path
+    with FactStore(path) as facts:
+        facts.set("k", 1)
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -462,7 +470,8 @@ def test_uses_wal_and_records_schema_version(facts: FactStore, path: Path) -> No
         conn.close()
 
 
-def test_damaged_file_is_store_corrupt(path: Path) -> None:
+def test_damaged_file_is_store_corrupt(sqlite_path: Path) -> None:
+    path = sqlite_path
     path.parent.mkdir(parents=True)
     path.write_bytes(os.urandom(8192))
     with pytest.raises(StoreCorrupt) as info:
@@ -472,9 +481,10 @@ def test_damaged_file_is_store_corrupt(path: Path) -> None:
     assert "backup" in message and "move it aside" in message
 
 
-def test_newer_schema_version_is_store_corrupt(facts: FactStore, path: Path) -> None:
-    facts.set("k", 1)
-    facts.close()
+def test_newer_schema_version_is_store_corrupt(sqlite_path: Path) -> None:
+    path = sqlite_path
+    with FactStore(path) as facts:
+        facts.set("k", 1)
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("UPDATE meta SET value = '2' WHERE name = 'schema_version'")
@@ -483,7 +493,8 @@ def test_newer_schema_version_is_store_corrupt(facts: FactStore, path: Path) -> 
         FactStore(path)
 
 
-def test_foreign_sqlite_database_is_refused(path: Path) -> None:
+def test_foreign_sqlite_database_is_refused(sqlite_path: Path) -> None:
+    path = sqlite_path
     path.parent.mkdir(parents=True)
     conn = sqlite3.connect(path)
     with conn:

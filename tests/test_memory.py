@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fourfold
+from engines import assert_erased
 from fourfold import EmbedderMismatch, InvalidInput, Memory, StoreCorrupt
 from fourfold.embeddings import HashEmbedder
 from fourfold.shortterm.threads import Thread
@@ -36,8 +37,8 @@ def test_import_is_light() -> None:
     assert out == "[]"
 
 
-def test_seed_style_api_round_trip(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def test_seed_style_api_round_trip(memory_target: Path | str) -> None:
+    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
         mid = mem.long_term.remember("Prefers email", scope="customer:42", kind="preference", metadata={"src": "t"})
         assert mem.long_term.recall("email", scope="customer:42", k=3, kinds=("preference",))[0].id == mid
         ep = mem.episodes.record(goal="deploy 502", actions=["restart worker"], outcome="fixed", success=True)
@@ -53,18 +54,18 @@ def test_seed_style_api_round_trip(tmp_path: Path) -> None:
         assert all(h.source == "refunds.md" for h in mem.docs.search("email", k=10))
 
 
-def test_docs_ingest_a_file_and_reingest_is_idempotent(tmp_path: Path) -> None:
+def test_docs_ingest_a_file_and_reingest_is_idempotent(tmp_path: Path, memory_target: Path | str) -> None:
     doc = tmp_path / "manual.md"
     doc.write_text("# Setup\n\nInstall the app.\n\n## Login\n\nUse SSO to log in. " + "More detail. " * 200)
-    with Memory.open(tmp_path / "d", embedder=HashEmbedder()) as mem:
+    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
         first = mem.docs.ingest(doc)
         assert mem.docs.ingest(doc) == first and len(first) > 1
         hit = mem.docs.search("log in with SSO", k=1)[0]
         assert (hit.source, hit.heading) == ("manual.md", "Setup > Login")
 
 
-def test_forget_scope_erases_every_store_and_the_bytes_on_disk(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def test_forget_scope_erases_every_store_and_the_bytes_on_disk(memory_target: Path | str) -> None:
+    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
         mem.long_term.remember("Zanzibar shipping address", scope="A")
         mem.long_term.remember("Reykjavik shipping address", scope="B")
         mem.episodes.record(goal="Zanzibar parcel", actions=[], outcome="sent", success=True, scope="A")
@@ -75,16 +76,20 @@ def test_forget_scope_erases_every_store_and_the_bytes_on_disk(tmp_path: Path) -
         assert counts == {"memories": 2, "episodes": 1, "conversations": 1}
         assert mem.long_term.recall("shipping address", scope="A", k=5) == []
         assert [r.text for r in mem.long_term.recall("shipping address", scope="B", k=5)] == ["Reykjavik shipping address"]
-        for path in tmp_path.rglob("*"):  # no byte of the scope is left in any file, log included
-            assert not path.is_file() or b"Zanzibar" not in path.read_bytes(), path
+        if isinstance(memory_target, Path):
+            for path in memory_target.rglob("*"):  # no byte of the scope is left in any file, log included
+                assert not path.is_file() or b"Zanzibar" not in path.read_bytes(), path
+        else:
+            for table in ("memories", "episodes", "threads"):
+                assert_erased(memory_target, table)
         with pytest.raises(InvalidInput):
             mem.forget_scope(None)  # type: ignore[arg-type]
 
 
-def test_reopen_with_another_embedder_is_a_clear_error(tmp_path: Path) -> None:
-    Memory.open(tmp_path, embedder=HashEmbedder()).close()
+def test_reopen_with_another_embedder_is_a_clear_error(memory_target: Path | str) -> None:
+    Memory.open(memory_target, embedder=HashEmbedder()).close()
     with pytest.raises(EmbedderMismatch, match="hash-v1:256"):
-        Memory.open(tmp_path, embedder=HashEmbedder(dimension=64))
+        Memory.open(memory_target, embedder=HashEmbedder(dimension=64))
 
 
 def test_data_dir_from_a_newer_version_is_refused(tmp_path: Path) -> None:
@@ -111,18 +116,18 @@ def _writer(data_dir: str, worker: int, n: int) -> None:
             mem.long_term.remember(_distinct_text(worker, i), scope=f"w{worker}")
 
 
-def test_several_processes_write_one_embedded_store_safely(tmp_path: Path) -> None:
-    """Embedded Chroma silently damages its index with concurrent writers; fourfold serializes them."""
-    Memory.open(tmp_path, embedder=HashEmbedder()).close()
+def test_several_processes_write_one_store_safely(memory_target: Path | str) -> None:
+    """Four processes write one data dir (or one PostgreSQL schema) at once: nothing is lost."""
+    Memory.open(memory_target, embedder=HashEmbedder()).close()
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, 40)) for w in range(4)]
+    procs = [ctx.Process(target=_writer, args=(str(memory_target), w, 40)) for w in range(4)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
     embedder = HashEmbedder()
-    with Memory.open(tmp_path, embedder=embedder) as mem:
+    with Memory.open(memory_target, embedder=embedder) as mem:
         store = mem.long_term.store
         assert store.count() == 160
         # Every memory comes back from its scope with the vector its text was given (fourfold
@@ -136,14 +141,17 @@ def test_several_processes_write_one_embedded_store_safely(tmp_path: Path) -> No
             assert [h.text for h in hits] == [_distinct_text(w, 7)]
 
 
-def test_delete_source_removes_every_chunk_and_only_that_source(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def test_delete_source_removes_every_chunk_and_only_that_source(memory_target: Path | str) -> None:
+    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
         long_doc = "# Returns\n\n" + "Returns are accepted within thirty days of delivery. " * 60
         n = len(mem.docs.ingest_text(long_doc, source="returns.md"))
         mem.docs.ingest_text("# Shipping\n\nParcels ship in two days.", source="shipping.md")
         assert n > 1 and mem.docs.delete_source("returns.md") == n
         assert mem.docs.sources() == ["shipping.md"]
-    for path in tmp_path.rglob("*"):  # nothing on disk still holds the deleted text
+    if isinstance(memory_target, str):
+        assert_erased(memory_target, "memories")
+        return
+    for path in memory_target.rglob("*"):  # nothing on disk still holds the deleted text
         assert not path.is_file() or b"thirty days" not in path.read_bytes(), path
 
 
@@ -210,3 +218,51 @@ def test_folder_ingest_is_bounded_and_an_empty_folder_is_an_error(tmp_path: Path
     monkeypatch.setattr(docs, "MAX_FILES", 3)
     with pytest.raises(TooLarge, match="more than 3 documents"):
         docs.find_documents([tmp_path / "many"])
+
+
+def test_two_memories_on_one_database_see_each_others_writes_at_once(memory_target: Path | str) -> None:
+    """Two processes' worth of Memory objects on one data dir (or PostgreSQL schema): each sees
+    the other's remember, forget, episode, fact and thread on its next read."""
+    with Memory.open(memory_target, embedder=HashEmbedder()) as a, Memory.open(memory_target, embedder=HashEmbedder()) as b:
+        assert b.long_term.recall("parcel to Oslo", scope="c1") == []  # b caches the empty scope
+        mid = a.long_term.remember("ships parcels to Oslo", scope="c1")
+        assert [r.id for r in b.long_term.recall("parcel to Oslo", scope="c1")] == [mid]
+        b.long_term.forget(mid)
+        assert a.long_term.recall("parcel to Oslo", scope="c1") == []
+        ep = a.episodes.record(goal="reset 2FA", actions=["sent link"], outcome="done", success=True, scope="c1")
+        assert b.episodes.episodes(scope="c1") == [ep]
+        b.facts.set("refund_window_days", 30)
+        assert a.facts.lookup("refund_window_days") == "30"
+        a.conversations.save(Thread("c1", messages=({"role": "user", "content": "hello"},)))
+        assert b.conversations.load("c1").messages == ({"role": "user", "content": "hello"},)
+        assert b.forget_scope("c1") == {"memories": 0, "episodes": 1, "conversations": 1}
+        assert a.episodes.episodes(scope="c1") == [] and a.conversations.load("c1").messages == ()
+
+
+def test_a_turn_lock_is_held_against_another_memory(memory_target: Path | str) -> None:
+    """The conversation lock of one Memory keeps another (another process, another machine) out."""
+    from fourfold.errors import LockTimeout
+
+    with Memory.open(memory_target, embedder=HashEmbedder()) as a, Memory.open(memory_target, embedder=HashEmbedder()) as b:
+        with a.conversations.lock("c1").hold():
+            with a.conversations.lock("c1").hold():  # re-entrant in its own thread
+                pass
+            import threading
+
+            caught: list[BaseException] = []
+
+            def other() -> None:
+                try:
+                    with b.conversations.lock("c1").hold(timeout=0.2):
+                        pass
+                except BaseException as exc:
+                    caught.append(exc)
+
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join()
+            assert len(caught) == 1 and isinstance(caught[0], LockTimeout)
+            with b.conversations.lock("c2").hold(timeout=0.2):  # another scope is free
+                pass
+        with b.conversations.lock("c1").hold(timeout=1):  # released
+            pass

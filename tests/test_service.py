@@ -485,10 +485,10 @@ def test_services_on_one_sqlite_data_dir_see_each_others_writes_and_forgets(tmp_
 # -- the key store ---------------------------------------------------------------------
 
 
-def test_key_store_create_list_revoke(tmp_path: Path) -> None:
+def test_key_store_create_list_revoke(database_target: Path | str) -> None:
     from fourfold.errors import InvalidInput, NotFound
 
-    keys = KeyStore(tmp_path / "fourfold.sqlite3")
+    keys = KeyStore(database_target)
     assert not keys.has_keys()
     record, secret = keys.create("acme", label="ci")
     assert secret.startswith("ffk_") and keys.authenticate(secret) == "acme"
@@ -501,7 +501,7 @@ def test_key_store_create_list_revoke(tmp_path: Path) -> None:
         with pytest.raises(InvalidInput):
             keys.create(bad)
     # another process (the CLI) sees the same keys
-    assert KeyStore(tmp_path / "fourfold.sqlite3").authenticate(keys.create("beta")[1]) == "beta"
+    assert KeyStore(database_target).authenticate(keys.create("beta")[1]) == "beta"
 
 
 def test_group_commit_answers_each_request_as_remember_would(tmp_path: Path) -> None:

@@ -6,9 +6,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "MemoryConfig", "default_data_dir"]
+__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "STORE_ENV", "MemoryConfig", "default_data_dir"]
 
 DATA_DIR_ENV = "FOURFOLD_DATA_DIR"
+#: A postgresql:// URL: keep everything in PostgreSQL instead of the data dir.
+STORE_ENV = "FOURFOLD_STORE"
 DEFAULT_DATA_DIR = "./agent_memory"
 
 

@@ -47,7 +47,7 @@ class Finding:
 
 @dataclass(slots=True)
 class Report:
-    data_dir: Path
+    data_dir: Path | str
     findings: list[Finding] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
@@ -58,7 +58,11 @@ class Report:
 
 
 def check(data_dir: str | os.PathLike[str]) -> Report:
-    """Look at every file fourfold keeps in data_dir; change nothing."""
+    """Look at every file fourfold keeps in data_dir (or at a postgresql:// database); change nothing."""
+    from fourfold.stores.database import is_url
+
+    if is_url(data_dir):
+        return _check_database(str(data_dir))
     root = _root(data_dir)
     report = Report(root)
     for checker in (_check_manifest, _check_legacy, _check_facts, _check_vectors, _check_conversations, _check_tmp):
@@ -68,6 +72,10 @@ def check(data_dir: str | os.PathLike[str]) -> Report:
 
 def repair(data_dir: str | os.PathLike[str]) -> Report:
     """Repair what `check` marks repairable, then check again; the report lists both."""
+    from fourfold.stores.database import is_url
+
+    if is_url(data_dir):
+        return check(data_dir)  # nothing in a PostgreSQL database is repaired from here
     root = _root(data_dir)
     done: list[str] = []
     for finding in check(root).findings:
@@ -75,6 +83,32 @@ def repair(data_dir: str | os.PathLike[str]) -> Report:
             done.extend(_REPAIRS[_kind(finding)](root, finding))
     report = check(root)
     report.repaired = done
+    return report
+
+
+def _check_database(url: str) -> Report:
+    """Can fourfold open this PostgreSQL database, and does it have pgvector for large scopes?"""
+    from fourfold.errors import FourfoldError, StoreUnavailable
+    from fourfold.stores.postgres import PostgresDatabase, redact_url
+
+    report = Report(redact_url(url), checked=["connection", "schema", "pgvector"])
+    try:
+        db = PostgresDatabase(url, timeout=10.0)
+    except FourfoldError as exc:
+        action = ("check that the server runs and accepts this URL's user and password"
+                  if isinstance(exc, StoreUnavailable) else "see the message")
+        report.findings.append(Finding(redact_url(url), str(exc), action, False))
+        return report
+    try:
+        with db.read() as conn:
+            vector = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+    finally:
+        db.close()
+    if vector is None:
+        report.findings.append(Finding(
+            db.where, "the pgvector extension is not installed: scopes past 50,000 records are read whole",
+            "run CREATE EXTENSION vector as a superuser (or install pgvector on the server)", False,
+        ))
     return report
 
 

@@ -20,7 +20,7 @@ from fourfold.longterm.store import DOC_KIND
 from fourfold.semantic.docs import DocumentStore
 from fourfold.semantic.facts import FactStore
 from fourfold.shortterm.threads import ConversationStore
-from fourfold.stores.database import Database
+from fourfold.stores.database import Database, is_url
 from fourfold.stores.sqlite import DATABASE, SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import VectorStore
 
@@ -35,7 +35,7 @@ class Memory:
 
     def __init__(
         self,
-        data_dir: Path,
+        data_dir: Path | None,
         *,
         long_term: LongTermMemory,
         episodes: EpisodeLog,
@@ -43,14 +43,15 @@ class Memory:
         config: MemoryConfig,
         database: Database,
     ) -> None:
+        #: The data dir; None when everything lives in PostgreSQL.
         self.data_dir = data_dir
-        #: The SQLite file the stores share.
+        #: The database the stores share (the data dir's SQLite file, or a PostgreSQL schema).
         self.database = database
         self.long_term = long_term
         self.episodes = episodes
         self.facts = facts
         self.docs = DocumentStore(long_term)
-        self.conversations = ConversationStore(database, data_dir / "locks", lock_timeout=config.lock_timeout)
+        self.conversations = ConversationStore(database)
         self.config = config
 
     @classmethod
@@ -71,7 +72,9 @@ class Memory:
         `create=False` opens only an existing data dir (`StoreUnavailable` otherwise), so a
         reader with a mistyped path gets an error instead of a new, empty store.
 
-        `store="chroma"` keeps long-term memory (and documents) on embedded Chroma under
+        A `postgresql://user:password@host/dbname` URL keeps all of it in PostgreSQL instead
+        (in the schema `fourfold`, or the one `?schema=NAME` names), shared by any number of
+        processes on any number of machines. `store="chroma"` keeps long-term memory (and documents) on embedded Chroma under
         `vectors/` instead, and `chroma_url` on a Chroma server; a data dir remembers the
         choice. `vector_store` injects any backend. The embedder defaults to the bundled
         all-MiniLM-L6-v2. A data dir of fourfold 0.1 must first be moved with `fourfold migrate`.
@@ -81,13 +84,13 @@ class Memory:
             raise InvalidInput(f"config must be a MemoryConfig, not {type(config).__name__}")
         if store not in (None, "sqlite", "chroma"):
             raise InvalidInput(f"store must be 'sqlite' or 'chroma', not {store!r}")
+        if is_url(path):
+            if store is not None or chroma_url is not None:
+                raise InvalidInput("a PostgreSQL URL keeps everything in PostgreSQL: open it without store= or chroma_url=")
+            return cls._open_database(str(path), embedder=embedder, vector_store=vector_store, config=config,
+                                      enricher=enricher)
         data_dir = _data_dir(path, create=create)
-        if embedder is None:
-            from fourfold.embeddings.minilm import default_embedder
-
-            embedder = default_embedder()
-        if not isinstance(embedder, Embedder):
-            raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
+        embedder = _embedder(embedder)
         manifest = check_manifest(data_dir, embedder.identity, create=False)
         if manifest is not None and int(manifest.get("format", 1)) < 2:  # type: ignore[call-overload]
             raise StoreUnavailable(
@@ -105,9 +108,40 @@ class Memory:
             elif vector_store is None:
                 vector_store = SQLiteVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
             check_manifest(data_dir, embedder.identity, store=kind)  # written only once the stores agreed
-            long_term = LongTermMemory(vector_store, embedder, max_chars=config.max_memory_chars, enricher=enricher)
-            return cls(data_dir, long_term=long_term, episodes=EpisodeLog(db, embedder), facts=FactStore(db),
-                       config=config, database=db)
+            return cls._assemble(data_dir, db, vector_store, embedder, config, enricher)
+        except BaseException:
+            db.close()
+            raise
+
+    @classmethod
+    def _assemble(
+        cls, data_dir: Path | None, db: Database, vector_store: VectorStore, embedder: Embedder,
+        config: MemoryConfig, enricher: Enricher | None,
+    ) -> Memory:
+        long_term = LongTermMemory(vector_store, embedder, max_chars=config.max_memory_chars, enricher=enricher)
+        return cls(data_dir, long_term=long_term, episodes=EpisodeLog(db, embedder), facts=FactStore(db),
+                   config=config, database=db)
+
+    @classmethod
+    def _open_database(
+        cls,
+        url: str,
+        *,
+        embedder: Embedder | None,
+        vector_store: VectorStore | None,
+        config: MemoryConfig,
+        enricher: Enricher | None,
+    ) -> Memory:
+        """Open every store in one PostgreSQL schema (created on first use)."""
+        from fourfold.stores.pgvector import PostgresVectorStore
+        from fourfold.stores.postgres import PostgresDatabase
+
+        embedder = _embedder(embedder)
+        db = PostgresDatabase(url, timeout=config.lock_timeout)
+        try:
+            if vector_store is None:
+                vector_store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
+            return cls._assemble(None, db, vector_store, embedder, config, enricher)
         except BaseException:
             db.close()
             raise
@@ -169,7 +203,19 @@ class Memory:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Memory({str(self.data_dir)!r})"
+        where = str(self.data_dir) if self.data_dir is not None else self.database.where
+        return f"Memory({where!r})"
+
+
+def _embedder(embedder: Embedder | None) -> Embedder:
+    """The embedder given, checked, or the bundled all-MiniLM-L6-v2."""
+    if embedder is None:
+        from fourfold.embeddings.minilm import default_embedder
+
+        embedder = default_embedder()
+    if not isinstance(embedder, Embedder):
+        raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
+    return embedder
 
 
 def _data_dir(path: object, *, create: bool) -> Path:

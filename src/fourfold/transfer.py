@@ -329,7 +329,7 @@ def _migrate_home(home: Path, chroma: Any, embedder: Embedder, *, keys: bool) ->
         current, history = _legacy_facts(home / "facts.sqlite3")
         FactStore(db).restore(current, history)
         counts.facts, counts.fact_history = len(current), len(history)
-        threads = ConversationStore(db, home / "locks")
+        threads = ConversationStore(db)
         for path in sorted((home / "conversations").glob("*.json")):
             try:
                 raw = json.loads(path.read_text(encoding="utf-8"))

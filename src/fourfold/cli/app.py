@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup, TyperOption
 
 from fourfold._manifest import MANIFEST
-from fourfold.config import DATA_DIR_ENV, DEFAULT_DATA_DIR, default_data_dir
+from fourfold.config import DATA_DIR_ENV, DEFAULT_DATA_DIR, STORE_ENV, default_data_dir
 from fourfold.embeddings.spec import EMBEDDER_ENV
 from fourfold.errors import InvalidInput
 from fourfold.models.spec import MODEL_ENV
@@ -86,6 +86,8 @@ class State:
     """The global options of one invocation (reset by `fourfold.cli.main` before each)."""
 
     data_dir: Path = field(default_factory=default_data_dir)
+    #: A postgresql:// URL that replaces the data dir (None: the data dir).
+    store: str | None = None
     embedder: str | None = None
     model: str | None = None
     as_json: bool = False
@@ -114,8 +116,27 @@ def _options(
                      "ollama:MODEL..."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts (errors too).")] = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", envvar=STORE_ENV, help="Keep everything in PostgreSQL: postgresql://user:pass@host/db[?schema=NAME]."
+    )] = None,
 ) -> None:
     state.data_dir, state.embedder, state.model, state.as_json = data_dir, embedder, model, as_json
+    state.store = _store_url(store)
+
+
+def _store_url(store: str | None) -> str | None:
+    from fourfold.stores.database import is_url
+
+    if not store:
+        return None
+    if not is_url(store):
+        raise InvalidInput(f"--store takes a postgresql:// URL, not {store[:40]!r} (a data dir is --data-dir)")
+    return store
+
+
+def _where() -> Path | str:
+    """What the commands open: the PostgreSQL URL of --store, else the data dir."""
+    return state.store or state.data_dir
 
 
 @contextmanager
@@ -126,8 +147,8 @@ def _memory(*, create: bool = False) -> Iterator[Memory]:
     """
     from fourfold.memory import Memory
 
-    fresh = create and not (state.data_dir / MANIFEST).exists()
-    with Memory.open(state.data_dir, embedder=_embedder(), create=create) as mem:
+    fresh = create and state.store is None and not (state.data_dir / MANIFEST).exists()
+    with Memory.open(_where(), embedder=_embedder(), create=create) as mem:
         yield mem
     if fresh:
         typer.echo(f"fourfold: created a new data dir at {state.data_dir.absolute()} "

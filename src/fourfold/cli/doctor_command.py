@@ -18,15 +18,16 @@ def doctor(
     from fourfold import doctor as doc
     from fourfold.cli.app import _out, state
 
-    where = data_dir or state.data_dir
+    where = data_dir or state.store or state.data_dir
     report = doc.repair(where) if repair else doc.check(where)
     human = [f"repaired: {line}" for line in report.repaired]
     human += [f"problem: {finding}" for finding in report.findings]
-    human.append(f"{where}: {'healthy' if report.ok else f'{len(report.findings)} problem(s)'} "
+    shown = report.data_dir  # a database's URL without its password
+    human.append(f"{shown}: {'healthy' if report.ok else f'{len(report.findings)} problem(s)'} "
                  f"(checked {', '.join(report.checked)})")
     if report.findings and not repair and any(f.repairable for f in report.findings):
         human.append(f"run `fourfold doctor {where} --repair` to repair what is marked repairable")
-    _out({"data_dir": str(where), "ok": report.ok, "repaired": report.repaired,
+    _out({"data_dir": str(shown), "ok": report.ok, "repaired": report.repaired,
           "findings": [{"file": f.file, "problem": f.problem, "action": f.action, "repairable": f.repairable}
                        for f in report.findings]}, "\n".join(human))
     if not report.ok:

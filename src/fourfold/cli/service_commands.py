@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fourfold.cli.app import _embedder, _model, _out, state
+from fourfold.cli.app import _embedder, _model, _out, _store_url, _where, state
 from fourfold.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -43,8 +43,13 @@ def serve(
         typer.Option(help="Embed recall queries with the stored model (exact) or its int8 approximation "
                      "(int8: ~40% of the CPU per query; LoCoMo R@10 0.807 against 0.810)."),
     ] = "int8",
+    store: Annotated[str | None, typer.Option(
+        "--store", help="Serve from PostgreSQL (postgresql://...): any number of replicas share it."
+    )] = None,
 ) -> None:
     """Serve the data dir over HTTP (REST at /v1, MCP at /mcp, OpenAPI at /openapi.json)."""
+    if store:
+        state.store = _store_url(store)
     import uvicorn
 
     from fourfold.service.app import create_app
@@ -58,12 +63,12 @@ def serve(
             "`fourfold keys create --tenant NAME`, or bind 127.0.0.1"
         )
     embedder = _embedder()
-    tenants = Tenants(state.data_dir, embedder=embedder, query_embedder=_query_embedder(embedder, query_model))
+    tenants = Tenants(_where(), embedder=embedder, query_embedder=_query_embedder(embedder, query_model))
     try:
         tenants.warm_up()  # /healthz answers once the models are loaded, not on the first requests
         app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body, model=_model())
         auth = "API keys" if keys.has_keys() else "none until a key is created (loopback only)"
-        typer.echo(f"fourfold serving {state.data_dir} on http://{_url_host(host)}:{port} (auth: {auth})", err=True)
+        typer.echo(f"fourfold serving {tenants.where} on http://{_url_host(host)}:{port} (auth: {auth})", err=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
     finally:
         tenants.close()
@@ -80,7 +85,7 @@ def mcp(
     from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
 
     check_scope(scope)
-    tenants = Tenants(state.data_dir, embedder=_embedder())
+    tenants = Tenants(_where(), embedder=_embedder())
     try:
         memory = tenants.get(tenant or DEFAULT_TENANT)
         build_mcp_server(lambda _request: memory, scope=scope).run("stdio")
@@ -119,7 +124,7 @@ def _keys() -> KeyStore:
     from fourfold.service.keys import KeyStore
     from fourfold.stores.sqlite import DATABASE
 
-    return KeyStore(state.data_dir / DATABASE)
+    return KeyStore(state.store or state.data_dir / DATABASE)
 
 
 class _closing:

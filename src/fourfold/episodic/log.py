@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,8 +25,8 @@ from fourfold.episodic._codec import build_episode
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.ranking import Fusion, lexical_share, rank
-from fourfold.stores.database import Database
-from fourfold.stores.sqlite import SQLiteDatabase, chunked_ids, scope_key, scope_of
+from fourfold.stores.database import Database, open_database
+from fourfold.stores.sqlite import chunked_ids, scope_key, scope_of
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
@@ -45,15 +44,15 @@ _COLUMNS = "id, scope, ts, success, goal, actions, outcome, tags, seq"
 class EpisodeLog:
     """Episodes (goal, actions, outcome, success) in the `episodes` table of a database.
 
-    A path opens a database of the log's own; a `SQLiteDatabase` is shared with the other
-    stores of a data dir.
+    A path (or a postgresql:// URL) opens a database of the log's own; a `Database` is shared
+    with the other stores of a data dir.
     """
 
     def __init__(self, db: Database | str | os.PathLike[str], embedder: Embedder, *, lock_timeout: float = 30.0) -> None:
         if not isinstance(embedder, Embedder):
             raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
         self._owns = not isinstance(db, Database)
-        self.db = db if isinstance(db, Database) else SQLiteDatabase(Path(db), timeout=lock_timeout)
+        self.db = open_database(db, timeout=lock_timeout)
         self.path = self.db.where
         self.embedder = embedder
         self._mutex = threading.RLock()  # one thread at a time touches the in-memory index

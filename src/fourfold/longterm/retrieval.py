@@ -29,6 +29,7 @@ from fourfold.embeddings.base import Vectors
 from fourfold.ranking import Fusion, lexical_share, rank
 from fourfold.stores.vector import VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
+from fourfold.text.bm25 import CollectionStats
 
 __all__ = ["THREAD_KEYS", "ScopeIndex", "Weights", "matches_where"]
 
@@ -104,6 +105,34 @@ class ScopeIndex:
         for i, record in enumerate(self.records):
             self._index_speaker(i, record)
 
+    @classmethod
+    def of_features(
+        cls, records: Sequence[VectorRecord], matrix: Vectors, counts: Sequence[dict[str, float]], *,
+        weights: Weights | None = None,
+    ) -> ScopeIndex:
+        """An index of records whose `features` were computed in their whole scope (a large
+        scope's candidates): searched with the scope's `stats`, they score as in its index."""
+        out = cls.__new__(cls)
+        out.weights = weights or Weights()
+        out._dimension = matrix.shape[1]
+        out.records = [replace(r, embedding=_NO_VECTOR) for r in records]
+        out._ids = {r.id for r in records}
+        out._own = matrix
+        out._neighbours = [[] for _ in records]
+        out.matrix = matrix
+        out._token_lists = []
+        out.bm25 = BM25Index()
+        for i, weighted in enumerate(counts):
+            out.bm25.add_weighted(str(i), weighted)
+        out._by_speaker = {}
+        for i, record in enumerate(out.records):
+            out._index_speaker(i, record)
+        return out
+
+    def features(self, i: int) -> tuple[Vectors, dict[str, float]]:
+        """Record i's vector with its neighbours' context and its term weights, as ranked."""
+        return self.matrix[i], self._counts(i)
+
     def _counts(self, i: int) -> dict[str, float]:
         """Record i's term weights: its own words, and its neighbours' at their shares."""
         counts: dict[str, float] = {}
@@ -171,11 +200,13 @@ class ScopeIndex:
         k: int,
         keep: Callable[[VectorRecord], bool],
         weights: Weights | None = None,
+        stats: CollectionStats | None = None,
     ) -> list[tuple[VectorRecord, float]]:
         """The k best records that pass `keep`, best first, with their relevance in [0, 1].
 
         `weights` may change the fusion (lexical, speaker); the context and date fields take
-        effect when the index is built.
+        effect when the index is built. An index of candidates from a larger scope scores them
+        with that scope's BM25 `stats`, so they score as in an index of the whole scope.
         """
         w = weights or self.weights
         candidates = np.fromiter((i for i, r in enumerate(self.records) if keep(r)), dtype=np.int64)
@@ -183,7 +214,7 @@ class ScopeIndex:
             return []
         query_tokens = tokenize(query_text)
         dense = (self.matrix[candidates] @ query_vector).astype(np.float64)
-        lexical_by_doc = self.bm25.scores(query_tokens)
+        lexical_by_doc = self.bm25.scores(query_tokens, stats=stats)
         lexical = np.array([lexical_by_doc.get(str(i), 0.0) for i in candidates], dtype=np.float64)
         named: Floats | None = None
         if w.speaker:
@@ -193,7 +224,7 @@ class ScopeIndex:
             named = named[candidates]
         ranked = rank(
             dense,
-            lexical_share(lexical, self.bm25.best_possible(query_tokens)),
+            lexical_share(lexical, self.bm25.best_possible(query_tokens, stats=stats)),
             k=k,
             fusion=w.fusion,
             boost=named,

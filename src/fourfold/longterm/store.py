@@ -22,6 +22,7 @@ from fourfold._validate import (
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.enrich import Enricher
+from fourfold.longterm.large import CandidateStore, LargeScopes
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.text import is_chatter, redact
@@ -88,6 +89,8 @@ class LongTermMemory:
         self._indexes: OrderedDict[str | None, tuple[Hashable, ScopeIndex]] = OrderedDict()
         self.max_cached_records = max_cached_records
         self._lock = threading.RLock()
+        # Scopes too large to read whole are ranked from the store's candidates (PostgreSQL).
+        self._large = LargeScopes(store) if isinstance(store, CandidateStore) else None
 
     # -- writing --------------------------------------------------------------------------
 
@@ -256,16 +259,17 @@ class LongTermMemory:
         keep_kind = _kind_filter(kinds)
         where = check_metadata(where) if where else {}
         check_min_score(min_score)
+
+        def keep(r: VectorRecord) -> bool:
+            return bool(keep_kind(r.kind)) and (not where or matches_where(r.metadata, where))
+
+        if self._large is not None and self._large.store.is_large(scope):
+            hits = self._large.search(scope, self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
+            return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
         index = self._index(scope)
         if not len(index):
             return []
-        hits = index.search(
-            self.embedder.embed(query),
-            query,
-            k=k,
-            keep=lambda r: keep_kind(r.kind) and (not where or matches_where(r.metadata, where)),
-            weights=self.weights,
-        )
+        hits = index.search(self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
         return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
 
     def warm(self, scopes: Iterable[str | None]) -> None:

@@ -20,8 +20,7 @@ from fourfold.errors import (
     StoreCorrupt,
     StoreUnavailable,
 )
-from fourfold.stores.database import Connection, Database
-from fourfold.stores.sqlite import SQLiteDatabase
+from fourfold.stores.database import Connection, Database, open_database
 from fourfold.types import Fact
 
 __all__ = [
@@ -77,9 +76,9 @@ class FactStore:
     """Key -> JSON value facts in one SQLite file, safe across threads and processes."""
 
     def __init__(self, path: str | Path | Database, *, timeout: float = 30.0) -> None:
-        """A path opens a database of the fact store's own; a `SQLiteDatabase` is shared."""
+        """A path (or a postgresql:// URL) opens a database of the store's own; a `Database` is shared."""
         self._owns = not isinstance(path, Database)
-        self.db = SQLiteDatabase(path, timeout=timeout) if not isinstance(path, Database) else path
+        self.db = open_database(path, timeout=timeout)
         self.path = self.db.where
         self.timeout = timeout
         self._lock = threading.Lock()

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.service.tenancy import check_tenant
-from fourfold.stores.database import Connection, Database
-from fourfold.stores.sqlite import SQLiteDatabase
+from fourfold.stores.database import Connection, Database, open_database
 
 __all__ = ["KEY_PREFIX", "ApiKey", "KeyStore"]
 
@@ -39,12 +38,12 @@ class KeyStore:
     """Keys in the `keys` table of the data dir's database, shared by the CLI and the service.
 
     The service reads it on every request, so a key created or revoked with the CLI takes
-    effect at once without a restart. A path opens a database of the store's own.
+    effect at once without a restart. A path (or a postgresql:// URL) opens a database of its own.
     """
 
     def __init__(self, path: str | Path | Database) -> None:
         self._owns = not isinstance(path, Database)
-        self.db = path if isinstance(path, Database) else SQLiteDatabase(path)
+        self.db = open_database(path)
         self.path = self.db.where
         with self._db() as conn:
             conn.execute("INSERT INTO meta (name, value) VALUES ('salt', ?) ON CONFLICT (name) DO NOTHING",

@@ -11,6 +11,14 @@ A tenant is a whole `Memory`, not a scope prefix, so the library's semantics hol
 unchanged: scope=None is the tenant's own unscoped space, unscoped episodes are shared only
 within the tenant, and `lookup_policy` lists only the tenant's facts.
 
+On PostgreSQL (`Tenants("postgresql://...")`) each tenant is a PostgreSQL *schema* of one
+database: `fourfold` (or the URL's `?schema=`) for `default`, `<that>_t_<name>` for another
+tenant; API keys live in the default tenant's schema. A schema rather than a tenant column,
+because the stores' SQL then stays tenant-unaware (no query can forget a tenant predicate),
+each tenant has its own clock row (one tenant's writes never wait on another's), and a whole
+tenant is erased with one DROP SCHEMA. The cost, a dozen tables per tenant in the catalog, is
+small for the hundreds to thousands of tenants a deployment serves.
+
 On SQLite (the default) any number of processes may serve, and use from the CLI, one data dir
 at once. A data dir that keeps long-term memory on embedded Chroma (fourfold 0.1's layout)
 has one Chroma under `vectors/`, a collection per tenant, and one writer: the service lock.
@@ -80,12 +88,17 @@ class Tenants:
         query_lanes: int = QUERY_LANES,
         query_embedder: Embedder | None = None,
     ) -> None:
-        self.data_dir = Path(data_dir)
+        from fourfold.stores.database import is_url
+
+        #: The PostgreSQL URL of the default tenant, or None for a data dir.
+        self.url: str | None = str(data_dir) if is_url(data_dir) else None
+        self.data_dir = Path(data_dir) if self.url is None else Path()
+        self.where = str(self.data_dir) if self.url is None else _redacted(self.url)
         self._config = config
         self._vector_store = vector_store
         self._memories: dict[str, Memory] = {check_tenant(k): v for k, v in (memories or {}).items()}
         self._lock = threading.Lock()
-        self._chroma = vector_store is None and _on_chroma(self.data_dir)
+        self._chroma = vector_store is None and self.url is None and _on_chroma(self.data_dir)
         # Embedded Chroma is damaged by two writers; SQLite serializes them itself.
         self._lock_fd = _hold_service_lock(self.data_dir) if self._chroma else None
         if embedder is None:
@@ -124,6 +137,9 @@ class Tenants:
         from fourfold.memory import Memory
 
         config = self._config or MemoryConfig()
+        if self.url is not None:
+            store = self._vector_store(tenant) if self._vector_store is not None else None
+            return Memory.open(_tenant_url(self.url, tenant), embedder=self.embedder, vector_store=store, config=config)
         home = self.data_dir if tenant == DEFAULT_TENANT else self.data_dir / "tenants" / tenant
         if self._vector_store is not None:
             return Memory.open(home, embedder=self.embedder, vector_store=self._vector_store(tenant), config=config)
@@ -148,6 +164,20 @@ class Tenants:
             if self._lock_fd is not None:
                 os.close(self._lock_fd)  # closing the descriptor releases the flock
                 self._lock_fd = None
+
+
+def _tenant_url(url: str, tenant: str) -> str:
+    """The URL of a tenant's schema: the URL's own schema for `default`, `<it>_t_<tenant>` else."""
+    from fourfold.stores.postgres import DEFAULT_SCHEMA, split_schema, with_schema
+
+    base = split_schema(url)[1] or DEFAULT_SCHEMA
+    return url if tenant == DEFAULT_TENANT else with_schema(url, f"{base}_t_{tenant}")
+
+
+def _redacted(url: str) -> str:
+    from fourfold.stores.postgres import redact_url
+
+    return redact_url(url)
 
 
 def _on_chroma(data_dir: Path) -> bool:

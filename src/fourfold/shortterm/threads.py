@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from fourfold._locks import FileLock
 from fourfold._validate import check_scope
 from fourfold.errors import InvalidInput, StoreCorrupt
-from fourfold.stores.database import Database
+from fourfold.stores.database import Database, Lock
 from fourfold.text import redact
 
 __all__ = ["ConversationStore", "Thread", "thread_payload"]
@@ -36,19 +32,17 @@ class Thread:
 class ConversationStore:
     """Threads in the `threads` table of the data dir's database, one row per scope.
 
-    A turn holds the scope's lock (a file under `lock_dir`) from load to save, so two
-    processes never interleave one customer's thread.
+    A turn holds the scope's lock (`Database.lock`: a lock file beside a SQLite database, an
+    advisory lock on PostgreSQL) from load to save, so two processes, on one machine or on
+    several, never interleave one customer's thread.
     """
 
-    def __init__(self, db: Database, lock_dir: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
-        self.lock_dir = Path(lock_dir)
-        self._lock_timeout = lock_timeout
 
-    def lock(self, scope: str) -> FileLock:
+    def lock(self, scope: str) -> Lock:
         """The lock a turn holds so two processes never interleave one customer's thread."""
-        digest = hashlib.blake2b(_checked(scope).encode("utf-8"), digest_size=16).hexdigest()
-        return FileLock(self.lock_dir / f"{digest}.lock", timeout=self._lock_timeout)
+        return self.db.lock(f"thread/{_checked(scope)}")
 
     def load(self, scope: str) -> Thread:
         with self.db.read() as conn:

@@ -10,12 +10,18 @@ row instead of dropping everything whenever anyone wrote.
 
 from __future__ import annotations
 
+import os
+import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-__all__ = ["Connection", "Cursor", "Database"]
+__all__ = ["Connection", "Cursor", "Database", "Lock", "is_url", "open_database"]
+
+#: URL schemes that name a PostgreSQL database rather than a file.
+URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 class Cursor(Protocol):
@@ -37,6 +43,12 @@ class Connection(Protocol):
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor: ...
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
+
+
+class Lock(Protocol):
+    """A named lock shared by every process using the database; re-entrant within a thread."""
+
+    def hold(self, timeout: float | None = None) -> AbstractContextManager[None]: ...
 
 
 class Database(ABC):
@@ -64,6 +76,25 @@ class Database(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections; further use raises StoreUnavailable."""
+
+    def lock(self, name: str) -> Lock:
+        """A lock named `name`, held across transactions (a conversation turn), by whichever
+        process of whichever machine uses this database; released if its holder dies.
+
+        Re-entrant within a thread: the same object comes back for a name while anyone holds it.
+        """
+        with _NAMED_GUARD:
+            named: weakref.WeakValueDictionary[str, Lock] = self.__dict__.setdefault(
+                "_named_locks", weakref.WeakValueDictionary()
+            )
+            found = named.get(name)
+            if found is None:
+                found = named[name] = self._new_lock(name)
+            return found
+
+    @abstractmethod
+    def _new_lock(self, name: str) -> Lock:
+        """A new lock object for `name` (`lock` hands out one per name)."""
 
     def version(self, name: str) -> int:
         """The version of `name` (0: never written, or erased); changes with every write to it."""
@@ -94,3 +125,24 @@ class Database(ABC):
             )
             changes[name] = (before, after)
         return changes
+
+
+_NAMED_GUARD = threading.Lock()
+
+
+def is_url(target: object) -> bool:
+    """Whether `target` names a PostgreSQL database (postgresql://...) rather than a path."""
+    return isinstance(target, str) and target.lower().startswith(URL_SCHEMES)
+
+
+def open_database(target: Database | str | os.PathLike[str], *, timeout: float = 30.0) -> Database:
+    """A database as given, a PostgreSQL one for a postgresql:// URL, else a SQLite file."""
+    if isinstance(target, Database):
+        return target
+    if is_url(target):
+        from fourfold.stores.postgres import PostgresDatabase
+
+        return PostgresDatabase(str(target), timeout=timeout)
+    from fourfold.stores.sqlite import SQLiteDatabase
+
+    return SQLiteDatabase(target, timeout=timeout)

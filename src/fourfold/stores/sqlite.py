@@ -12,6 +12,7 @@ frees, and after an erasure the write-ahead log is checkpointed and truncated.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fourfold._files import private_dir, private_file
+from fourfold._locks import FileLock
 from fourfold.errors import (
     EmbedderMismatch,
     FourfoldError,
@@ -189,6 +191,11 @@ class SQLiteDatabase(Database):
                 return True
             time.sleep(0.005 * (attempt + 1))
         return False
+
+    def _new_lock(self, name: str) -> FileLock:
+        """A lock file under `locks/` beside the database: every process on this machine."""
+        digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        return FileLock(self.path.parent / "locks" / f"{digest}.lock", timeout=self.timeout)
 
     def close(self) -> None:
         """Close every connection (after a last checkpoint); further use raises StoreUnavailable."""

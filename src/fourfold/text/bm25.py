@@ -6,18 +6,30 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from fourfold.errors import InvalidInput
 
-__all__ = ["BM25Index", "bm25_idf"]
+__all__ = ["BM25Index", "CollectionStats", "bm25_idf"]
 
 #: Okapi BM25 parameters: term-frequency saturation and length normalisation.
 K1, B = 0.9, 0.4
 
 
-def bm25_idf(n_docs: int, df: int) -> float:
+def bm25_idf(n_docs: float, df: float) -> float:
     """Okapi BM25's inverse document frequency, never negative (Lucene's form)."""
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionStats:
+    """A collection's BM25 statistics, for an index that holds only part of it (a large
+    scope's candidates): scores then equal those of an index of the whole collection."""
+
+    n_docs: int
+    avgdl: float
+    #: Documents holding each term (at least those of the index itself are counted).
+    df: Mapping[str, float]
 
 
 class BM25Index:
@@ -109,32 +121,41 @@ class BM25Index:
                 del self._postings[term]
         self._total_len -= self._doc_len.pop(doc_id)
 
-    def idf(self, term: str) -> float:
+    def idf(self, term: str, *, stats: CollectionStats | None = None) -> float:
         """The term's inverse document frequency (as high as it gets for a term no document has)."""
-        n_docs = len(self._doc_len)
-        df = len(self._postings.get(term, ()))
-        return bm25_idf(n_docs, df)
+        df: float = len(self._postings.get(term, ()))
+        if stats is None:
+            return bm25_idf(len(self._doc_len), df)
+        return bm25_idf(stats.n_docs, max(stats.df.get(term, 0.0), df))
 
-    def best_possible(self, query_tokens: Sequence[str]) -> float:
+    def best_possible(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> float:
         """An upper bound of any document's score for this query: every term matched, saturated.
 
         Scores divided by it are shares in [0, 1) that mean the same for long and short queries.
         """
-        return (self.k1 + 1.0) * sum(self.idf(term) for term in query_tokens)
+        return (self.k1 + 1.0) * sum(self.idf(term, stats=stats) for term in query_tokens)
 
-    def scores(self, query_tokens: Sequence[str]) -> dict[str, float]:
-        """BM25 score of every document sharing a term with the query (all scores > 0)."""
+    def length(self, doc_id: str) -> float:
+        """A document's length (the sum of its term weights); 0 if it is not indexed."""
+        return self._doc_len.get(doc_id, 0.0)
+
+    def scores(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> dict[str, float]:
+        """BM25 score of every document sharing a term with the query (all scores > 0).
+
+        `stats` scores with a larger collection's statistics (its size, mean length, document
+        frequencies) instead of this index's own.
+        """
         n_docs = len(self._doc_len)
         if not n_docs or not self._total_len:
             return {}
-        avgdl = self._total_len / n_docs
+        avgdl = self._total_len / n_docs if stats is None else stats.avgdl
         k1, b = self.k1, self.b
         out: dict[str, float] = {}
         for term in query_tokens:  # a repeated query term counts once per occurrence
             posting = self._postings.get(term)
             if not posting:
                 continue
-            idf = bm25_idf(n_docs, len(posting))
+            idf = self.idf(term, stats=stats) if stats is not None else bm25_idf(n_docs, len(posting))
             for doc_id, tf in posting.items():
                 norm = k1 * (1.0 - b + b * self._doc_len[doc_id] / avgdl)
                 out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)

@@ -1,0 +1,338 @@
+"""Memories in PostgreSQL, with candidates for large scopes from pgvector and full-text search.
+
+Small scopes are read whole and ranked exactly by fourfold (`ScopeIndex`), as on SQLite. A
+scope that reaches `large_at` records is *promoted*: each of its rows gets the features
+fourfold ranks it by, computed among its neighbours in the scope (`ScopeIndex.features`): its
+vector blended with its neighbours' (`ann`, pgvector, in an HNSW index), its weighted terms
+(`context`, JSON) and those terms as full text (`terms`, in a GIN index). Only promoted rows
+are in those indexes, so small scopes' writes never pay for them; a write to a large scope
+recomputes the features of the rows it becomes a neighbour of. A recall in a large scope then
+reads candidates, not the scope: the nearest blended vectors (HNSW with the scope as a filter,
+iterative scans) and the best full-text matches, which `fourfold.longterm.large` ranks with
+the scope's statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fourfold.embeddings.base import Vectors
+from fourfold.errors import StoreUnavailable
+from fourfold.longterm.large import Features
+from fourfold.longterm.retrieval import ScopeIndex
+from fourfold.stores.postgres import PostgresDatabase
+from fourfold.stores.sqlite import _COLUMNS, SQLiteVectorStore
+from fourfold.stores.vector import VectorRecord, scope_key
+from fourfold.text import tokenize
+
+__all__ = ["LARGE_AT", "PostgresVectorStore"]
+
+log = logging.getLogger("fourfold.stores")
+
+#: Records from which a scope is searched through its candidates rather than read whole: a
+#: scope this large no longer fits the reader's cache (`LongTermMemory.max_cached_records`).
+LARGE_AT = 50_000
+#: Records read on each side of a candidate: its neighbours lend it context (`Weights`).
+WINDOW = 4
+_PROMOTE_BATCH = 2_000
+#: How long a large scope's size stays trusted while others write to it.
+_STATS_TTL = 30.0
+
+
+class PostgresVectorStore(SQLiteVectorStore):
+    """Memories and document chunks in a `PostgresDatabase`; large scopes get ANN candidates."""
+
+    def __init__(
+        self, db: PostgresDatabase, *, embedder_identity: str, dimension: int, large_at: int = LARGE_AT
+    ) -> None:
+        super().__init__(db, embedder_identity=embedder_identity, dimension=dimension)
+        self.pg = db
+        self.large_at = large_at
+        self._large: dict[str | None, bool | Hashable] = {}  # True, or the version found small at
+        self._stats: dict[str | None, tuple[float, int]] = {}
+        self._df: dict[tuple[str | None, str], tuple[float, float]] = {}
+        self._guard = threading.Lock()
+        self.ann = self._prepare_ann()
+
+    # -- schema -------------------------------------------------------------------------------
+
+    def _prepare_ann(self) -> bool:
+        """Add the ANN column and indexes once; without pgvector every scope is ranked exactly."""
+        with self.db.write() as conn:
+            columns = {
+                r[0] for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = 'memories'",
+                    (self.pg.schema,),
+                )
+            }
+            if {"ann", "terms", "context"} <= columns:
+                return True
+            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+                conn.execute("SAVEPOINT ext")
+                try:
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                except StoreUnavailable as exc:
+                    conn.execute("ROLLBACK TO SAVEPOINT ext")
+                    log.warning("pgvector is not available in %s (%s): large scopes are read whole", self.db.where, exc)
+                    return False
+            conn.execute(f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS ann vector({self.dimension})")
+            conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS terms tsvector")
+            conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS context TEXT")
+            conn.execute("CREATE TABLE IF NOT EXISTS large_scopes (scope TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL)")
+            conn.execute("CREATE INDEX IF NOT EXISTS memories_ann ON memories USING hnsw (ann vector_cosine_ops)")
+            conn.execute("CREATE INDEX IF NOT EXISTS memories_terms ON memories USING gin (terms) WHERE terms IS NOT NULL")
+        return True
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def add(self, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        with self.writing(), self.db.write() as conn:
+            super().add(records)
+            if self.ann:
+                scopes = sorted({scope_key(r.scope) for r in records})
+                marks = ",".join("?" * len(scopes))
+                large = {r[0] for r in conn.execute(f"SELECT scope FROM large_scopes WHERE scope IN ({marks})", scopes)}
+                for key in large:
+                    added = sorted(r.id for r in records if scope_key(r.scope) == key)
+                    # The new rows and those within WINDOW of them: their neighbours changed.
+                    near = {r.id for r in self._windows(conn, key, added, span=WINDOW)}
+                    self._index_rows(conn, self._windows(conn, key, sorted(near), span=WINDOW), near)
+
+    def _index_rows(self, conn: Any, window: Sequence[VectorRecord], targets: set[str]) -> None:
+        """Store the ranking features of the `targets` among `window` (which holds their neighbours)."""
+        index = ScopeIndex(window, self.dimension)
+        rows = []
+        for i, record in enumerate(index.records):
+            if record.id in targets:
+                blended, counts = index.features(i)
+                # The terms as lexemes verbatim: a query names them exactly (no parser in between).
+                rows.append((_vector_text(blended), list(counts), json.dumps(counts), record.id))
+        if len(rows) < 100:
+            conn.executemany(
+                "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])), context = ?"
+                " WHERE id = ?",
+                rows,
+            )
+            return
+        # Many rows (a promotion): COPY them into a temporary table and update in one statement.
+        conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], context TEXT, id TEXT)"
+                     " ON COMMIT DELETE ROWS")
+        with conn.raw.cursor().copy("COPY promoted (ann, words, context, id) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        conn.execute(
+            "UPDATE memories AS m SET ann = CAST(p.ann AS vector), terms = array_to_tsvector(p.words),"
+            " context = p.context FROM promoted AS p WHERE m.id = p.id"
+        )
+
+    def delete_scope(self, scope: str) -> int:
+        with self.writing(), self.db.write() as conn:
+            removed = super().delete_scope(scope)
+            if self.ann:
+                conn.execute("DELETE FROM large_scopes WHERE scope = ?", (scope_key(scope),))
+        with self._guard:
+            self._large.pop(scope, None)
+            self._stats.pop(scope, None)
+        return removed
+
+    # -- large scopes -------------------------------------------------------------------------
+
+    def is_large(self, scope: str | None) -> bool:
+        """Whether the scope is searched through candidates; a scope that just grew past
+        `large_at` is promoted now (once, by whichever process sees it first)."""
+        if not self.ann:
+            return False
+        version = self.version(scope)
+        with self._guard:
+            known = self._large.get(scope)
+        if known is True or (known is not None and known == version):
+            return known is True
+        key = scope_key(scope)
+        with self.db.read() as conn:
+            large = conn.execute("SELECT 1 FROM large_scopes WHERE scope = ?", (key,)).fetchone() is not None
+            if not large:
+                n = conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = ? LIMIT ?) AS s", (key, self.large_at)
+                ).fetchone()[0]
+        if not large and n >= self.large_at:
+            self.promote(scope)
+            large = True
+        with self._guard:
+            self._large[scope] = True if large else version
+        return large
+
+    def promote(self, scope: str | None) -> None:
+        """Compute and index a scope's ranking features, in write order, a batch per transaction
+        (each batch read with WINDOW rows on either side: their neighbours)."""
+        key = scope_key(scope)
+        after: tuple[float, int] = (float("-inf"), -1)
+        while True:
+            with self.db.write() as conn:
+                batch = self._records(conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND (created_at, seq) > (?, ?)"
+                    " ORDER BY created_at, seq LIMIT ?", (key, *after, _PROMOTE_BATCH),
+                ).fetchall())
+                if not batch:  # done: from now on, writes index their own rows
+                    conn.execute(
+                        "INSERT INTO large_scopes (scope, since) VALUES (?, ?) ON CONFLICT (scope) DO NOTHING",
+                        (key, time.time()),
+                    )
+                    return
+                ends = [batch[0].id, batch[-1].id]
+                window = {r.id: r for r in [*self._windows(conn, key, ends, span=WINDOW), *batch]}
+                self._index_rows(conn, list(window.values()), {r.id for r in batch})
+                after = (batch[-1].created_at, batch[-1].seq)
+
+    def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
+        """How many records of a large scope hold each term, themselves or through their
+        neighbours (exactly BM25's document frequency); cached like the scope's size."""
+        now = time.monotonic()
+        out: dict[str, float] = {}
+        with self._guard:
+            for term in terms:
+                cached = self._df.get((scope, term))
+                if cached is not None and now - cached[0] < _STATS_TTL:
+                    out[term] = cached[1]
+        missing = sorted(set(terms) - set(out))
+        if missing:
+            with self.db.read() as conn:
+                for term in missing:
+                    out[term] = float(conn.execute(
+                        "SELECT count(*) FROM memories WHERE scope = ? AND terms @@ CAST(? AS tsquery)",
+                        (scope_key(scope), _lexeme(term)),
+                    ).fetchone()[0])
+            with self._guard:
+                if len(self._df) > 100_000:
+                    self._df.clear()
+                self._df.update({(scope, term): (now, out[term]) for term in missing})
+        return out
+
+    def scope_size(self, scope: str | None) -> int:
+        """How many records the scope holds (recounted at most every few seconds)."""
+        now = time.monotonic()
+        with self._guard:
+            cached = self._stats.get(scope)
+        if cached is not None and now - cached[0] < _STATS_TTL:
+            return cached[1]
+        with self.db.read() as conn:
+            n = int(conn.execute("SELECT count(*) FROM memories WHERE scope = ?", (scope_key(scope),)).fetchone()[0])
+        with self._guard:
+            self._stats[scope] = (now, n)
+        return n
+
+    def candidates(
+        self, scope: str | None, query_vector: Vectors, query_text: str, *, dense: int, lexical: int
+    ) -> Features:
+        """The `dense` nearest records (by blended vector) and the `lexical` best word matches of
+        a large scope, with their ranking features."""
+        key = scope_key(scope)
+        with self.db.read() as conn:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(dense), 40)}")
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector) LIMIT ?",
+                (key, _vector_text(query_vector), int(dense)),
+            )]
+            words = self._telling(scope, tokenize(query_text))
+            if words:
+                ids += [r[0] for r in conn.execute(
+                    "SELECT id FROM memories, CAST(? AS tsquery) AS q"
+                    " WHERE scope = ? AND terms @@ q ORDER BY ts_rank(terms, q) DESC LIMIT ?",
+                    (" | ".join(_lexeme(w) for w in words), key, int(lexical)),
+                )]
+            return self._features(conn, sorted(set(ids)))
+
+    def _telling(self, scope: str | None, words: list[str]) -> list[str]:
+        """The query's words that can tell records apart: those in at most a tenth of the scope
+        (their BM25 weight is highest), or else the two rarest. Ranking every record that holds a
+        common word would read much of the scope for candidates that word hardly ranks."""
+        if not words:
+            return []
+        df = self.document_frequencies(scope, words)
+        limit = 0.1 * max(self.scope_size(scope), 1)
+        rare = [w for w in dict.fromkeys(words) if 0 < df[w] <= limit]
+        return rare or sorted((w for w in dict.fromkeys(words) if df[w] > 0), key=lambda w: df[w])[:2]
+
+    def sample(self, scope: str | None, size: int) -> Features:
+        """About `size` records of the scope drawn at random (ids are hashes: a random range of
+        them), with their ranking features."""
+        n = max(self.scope_size(scope), 1)
+        key = scope_key(scope)
+        width = min(size / n, 1.0)
+        start = int.from_bytes(secrets.token_bytes(4), "big") / 2**32
+        ranges = _hex_ranges(start, width)
+        # Memories' and document chunks' ids: a prefix, then a hash.
+        bounds = [f"{prefix}_{bound}" for prefix in ("mem", "doc") for lo_hi in ranges for bound in lo_hi]
+        where = " OR ".join("(id >= ? AND id < ?)" for _ in range(len(bounds) // 2))
+        with self.db.read() as conn:
+            ids = sorted(r[0] for r in conn.execute(
+                f"SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL AND ({where})", (key, *bounds)
+            ))
+            if len(ids) < min(size, n) // 4:  # ids that are not hashes (written by hand): draw by row
+                ids = sorted(r[0] for r in conn.execute(
+                    "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL AND random() < ?",
+                    (key, min(1.0, size / n)),
+                ))
+            return self._features(conn, ids)
+
+    def _features(self, conn: Any, ids: list[str]) -> Features:
+        if not ids:
+            return [], np.zeros((0, self.dimension), dtype=np.float32), []
+        rows = conn.execute(
+            f"SELECT {_COLUMNS}, CAST(ann AS real[]), context FROM memories WHERE id = ANY(CAST(? AS text[]))"
+            " AND ann IS NOT NULL ORDER BY created_at, seq",
+            (ids,),
+        ).fetchall()
+        records = self._records([row[:-2] for row in rows])
+        matrix = np.array([row[-2] for row in rows], dtype=np.float32).reshape(len(rows), self.dimension)
+        return records, matrix, [json.loads(row[-1]) for row in rows]
+
+    def _windows(self, conn: Any, key: str, ids: list[str], *, span: int) -> list[VectorRecord]:
+        """These records and the `span` records before and after each in write order."""
+        if not ids:
+            return []
+        rows = conn.execute(
+            f"SELECT {_OUTER} FROM unnest(CAST(? AS text[])) AS c(cid) JOIN memories m0 ON m0.id = c.cid,"
+            f" LATERAL ((SELECT {_COLUMNS} FROM memories m WHERE m.scope = ?"
+            " AND (m.created_at, m.seq) < (m0.created_at, m0.seq) ORDER BY m.created_at DESC, m.seq DESC LIMIT ?)"
+            f" UNION ALL (SELECT {_COLUMNS} FROM memories m WHERE m.scope = ?"
+            " AND (m.created_at, m.seq) >= (m0.created_at, m0.seq) ORDER BY m.created_at, m.seq LIMIT ?)) AS w",
+            (ids, key, span, key, span + 1),
+        ).fetchall()
+        unique = list({row[0]: row for row in rows}.values())
+        return self._records(unique)
+
+
+_OUTER = ", ".join(f"w.{column}" for column in _COLUMNS.split(", "))
+
+
+def _lexeme(term: str) -> str:
+    """A term as a tsquery lexeme (quoted, so no character of it is read as an operator)."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _vector_text(vector: Vectors) -> str:
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
+def _hex_ranges(start: float, width: float) -> list[tuple[str, str]]:
+    """Id ranges (of the 32 hex digits after the prefix) covering `width` of all ids from `start`."""
+    def hexat(x: float) -> str:
+        return format(min(int(x * 16**8), 16**8 - 1), "08x")
+
+    end = start + width
+    if width >= 1.0:
+        return [("0", "g")]
+    if end <= 1.0:
+        return [(hexat(start), hexat(end))]
+    return [(hexat(start), "g"), ("0", hexat(end - 1.0))]

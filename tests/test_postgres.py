@@ -1,0 +1,212 @@
+"""What only the PostgreSQL engine has: URLs and schemas, its errors, a server that goes away,
+tenants as schemas, and a service replica per process on one database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from fourfold import Memory, StoreCorrupt, StoreUnavailable
+from fourfold.embeddings import HashEmbedder
+from fourfold.errors import InvalidInput
+from fourfold.stores.postgres import PostgresDatabase, redact_url, split_schema, with_schema
+from fourfold.testing.postgres import PostgresServer
+
+pytestmark = pytest.mark.postgres
+
+
+def test_urls_keep_the_password_out_and_name_a_schema() -> None:
+    url = "postgresql://app:s3cret@db.example:5432/mem?sslmode=require&schema=agent2"
+    assert redact_url(url) == "postgresql://app:***@db.example:5432/mem?sslmode=require&schema=agent2"
+    assert split_schema(url) == ("postgresql://app:s3cret@db.example:5432/mem?sslmode=require", "agent2")
+    assert split_schema(with_schema(url, "fourfold_t_acme"))[1] == "fourfold_t_acme"
+    with pytest.raises(InvalidInput):
+        with_schema(url, 'x"; DROP TABLE memories; --')
+
+
+def test_a_wrong_password_is_store_unavailable_without_the_password(postgres_server: PostgresServer) -> None:
+    wrong = postgres_server.url.replace(postgres_server.password, "Wr0ngPassw0rd-zq")
+    with pytest.raises(StoreUnavailable) as info:
+        PostgresDatabase(wrong)
+    assert "Wr0ngPassw0rd-zq" not in str(info.value) and postgres_server.password not in str(info.value)
+    assert "***" in str(info.value)
+
+
+def test_no_server_is_store_unavailable_at_once() -> None:
+    from fourfold.testing.chroma_server import free_port
+
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="cannot reach PostgreSQL") as info:
+        Memory.open(f"postgresql://app:Sekr1t-pw@127.0.0.1:{free_port()}/mem", embedder=HashEmbedder())
+    assert "Sekr1t-pw" not in str(info.value)
+    assert time.monotonic() - started < 10  # refused, not waited out
+
+
+def test_a_schema_of_a_newer_fourfold_or_of_another_program_is_refused(postgres_url: str) -> None:
+    PostgresDatabase(postgres_url).close()
+    conninfo, schema = split_schema(postgres_url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'UPDATE "{schema}".meta SET value = %s WHERE name = %s', ("99", "schema_version"))
+        conn.execute('CREATE SCHEMA "someone_else"')
+        conn.execute('CREATE TABLE IF NOT EXISTS "someone_else".invoices (id INT)')
+    with pytest.raises(StoreCorrupt, match="newer fourfold"):
+        PostgresDatabase(postgres_url)
+    with pytest.raises(StoreCorrupt, match="not fourfold's"):
+        PostgresDatabase(with_schema(postgres_url, "someone_else"))
+
+
+def test_memories_hold_any_text_and_forgetting_is_vacuumed(postgres_url: str) -> None:
+    from engines import assert_erased
+
+    with Memory.open(postgres_url, embedder=HashEmbedder()) as mem:
+        odd = "nul \x00 inside, and the escape \ufdd0 itself, \ufdd00 too"
+        mid = mem.long_term.remember(odd, scope="c1")
+        assert mem.long_term.get(mid).text == odd
+        mem.long_term.forget(mid)
+        assert_erased(postgres_url, "memories")
+
+
+def test_a_restarted_server_is_an_error_then_recovers(tmp_path: Path) -> None:
+    """Clients get a typed error while the server is down, and carry on once it is back."""
+    with PostgresServer() as server, Memory.open(server.url, embedder=HashEmbedder()) as mem:
+        mem.long_term.remember("before the outage", scope="c1")
+        server.pause()
+        with pytest.raises(StoreUnavailable):
+            mem.long_term.remember("during the outage", scope="c1")
+        with pytest.raises(StoreUnavailable):
+            mem.facts.set("k", 1)
+        server.resume()
+        mem.long_term.remember("after the outage", scope="c1")
+        assert {r.text for r in mem.long_term.all(scope="c1")} == {"before the outage", "after the outage"}
+        server.restart()  # idle pooled connections all break at once
+        assert mem.facts.lookup("k") == "UNKNOWN — escalate to a human"
+        assert len(mem.long_term.recall("outage", scope="c1", k=5)) == 2
+
+
+def test_tenants_are_schemas_of_one_database(postgres_url: str) -> None:
+    from fourfold.service.tenancy import Tenants
+
+    base = split_schema(postgres_url)[1]
+    tenants = Tenants(postgres_url, embedder=HashEmbedder())
+    try:
+        tenants.get("acme").long_term.remember("acme ships by sea", scope="c1")
+        tenants.get("globex").facts.set("refund_window_days", 14)
+        assert tenants.get("globex").long_term.recall("ships by sea", scope="c1") == []
+        assert tenants.get("acme").facts.lookup("refund_window_days").startswith("UNKNOWN")
+        assert tenants.get("default").database.schema == base  # type: ignore[attr-defined]
+        assert tenants.get("acme").database.schema == f"{base}_t_acme"  # type: ignore[attr-defined]
+        assert split_schema(postgres_url)[0].split("@")[0].split(":")[-1] not in tenants.where  # no password
+    finally:
+        tenants.close()
+    with Memory.open(with_schema(postgres_url, f"{base}_t_acme"), embedder=HashEmbedder()) as acme:
+        assert [r.text for r in acme.long_term.all(scope="c1")] == ["acme ships by sea"]
+
+
+def _serve(url: str, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "fourfold.cli", "--embedder", "hash", "serve", "--store", url, "--port", str(port),
+         "--query-model", "exact"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+
+
+def _call(port: int, method: str, path: str, body: object | None = None) -> object:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read() or b"null")
+
+
+def _wait(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read().decode() if proc.stderr else "exited")
+        try:
+            _call(port, "GET", "/healthz")
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the service did not start")
+
+
+@pytest.mark.slow
+def test_two_service_replicas_on_one_database_read_each_others_writes(postgres_url: str) -> None:
+    from fourfold.testing.chroma_server import free_port
+
+    ports = [free_port(), free_port()]
+    procs = [_serve(postgres_url, port) for port in ports]
+    try:
+        for port, proc in zip(ports, procs, strict=True):
+            _wait(port, proc)
+        written = _call(ports[0], "POST", "/v1/memories", {"text": "prefers parcels to Oslo", "scope": "c1"})
+        mid = written["id"]  # type: ignore[index]
+        hits = _call(ports[1], "POST", "/v1/memories/search", {"query": "parcels Oslo", "scope": "c1"})
+        assert [h["id"] for h in hits["results"]] == [mid]  # type: ignore[index]
+        _call(ports[1], "DELETE", f"/v1/memories/{mid}")
+        hits = _call(ports[0], "POST", "/v1/memories/search", {"query": "parcels Oslo", "scope": "c1"})
+        assert hits["results"] == []  # type: ignore[index]
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(30)
+
+
+def _topic_text(i: int) -> str:
+    words = ["invoice", "parcel", "refund", "login", "printer", "router", "courier", "password", "warranty", "upgrade"]
+    return f"customer {i} asked about the {words[i % 10]} and the {words[(i * 7) % 10]} on day {i % 31} of case {i}"
+
+
+def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: str) -> None:
+    """Past `large_at` records a scope is searched through pgvector and full-text candidates;
+    fourfold's ranking of them agrees with an exact search of the whole scope."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.longterm.retrieval import ScopeIndex
+    from fourfold.stores.pgvector import PostgresVectorStore
+
+    embedder = HashEmbedder()
+    db = PostgresDatabase(postgres_url)
+    try:
+        store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=400)
+        memory = LongTermMemory(store, embedder)
+        memory.remember_many([{"text": _topic_text(i), "scope": "shared"} for i in range(600)])
+        memory.remember_many([{"text": _topic_text(i), "scope": "small"} for i in range(50)])
+        assert store.is_large("shared") and not store.is_large("small")
+        late = memory.remember("customer 9999 asked about the zeppelin", scope="shared")  # after promotion
+        exact = ScopeIndex(store.scan("shared"), embedder.dimension)
+        queries = ["refund for the parcel", "login password reset", "printer warranty on day 3", "zeppelin"]
+        overlap = 0
+        for query in queries:
+            got = [r.id for r in memory.recall(query, scope="shared", k=10)]
+            want = [r.id for r, _ in exact.search(embedder.embed(query), query, k=10, keep=lambda r: True)]
+            overlap += len(set(got) & set(want))
+        assert overlap >= 0.9 * 10 * len(queries)
+        assert memory.recall("zeppelin", scope="shared", k=1)[0].id == late
+        memory.forget(late)
+        assert all(r.id != late for r in memory.recall("zeppelin", scope="shared", k=10))
+        assert memory.forget_scope("shared") == 600 and not store.is_large("shared")
+    finally:
+        db.close()
+
+
+def test_doctor_checks_a_postgresql_database(
+    postgres_server: PostgresServer, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fourfold.cli import main
+
+    assert main(["--store", postgres_url, "doctor"]) == 0
+    assert "healthy" in capsys.readouterr().out
+    wrong = postgres_url.replace(postgres_server.password, "N0tThePassw0rd")
+    assert main(["--store", wrong, "doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "problem:" in out and "cannot reach PostgreSQL" in out and "N0tThePassw0rd" not in out
