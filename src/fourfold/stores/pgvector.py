@@ -4,7 +4,7 @@ Small scopes are read whole and ranked exactly by fourfold (`ScopeIndex`), as on
 scope that reaches `large_at` records is *promoted*: each of its rows gets the features
 fourfold ranks it by, computed among its neighbours in the scope (`ScopeIndex.features`): its
 vector blended with its neighbours' (`ann`, pgvector, in an HNSW index), its weighted terms
-(`context`, JSON) and those terms as full text (`terms`, in a GIN index). Only promoted rows
+(`context`, JSONB) and those terms as full text (`terms`, in a GIN index). Only promoted rows
 are in those indexes, so small scopes' writes never pay for them; a write to a large scope
 recomputes the features of the rows it becomes a neighbour of. A recall in a large scope then
 reads candidates, not the scope: the nearest blended vectors (HNSW with the scope as a filter,
@@ -32,6 +32,7 @@ from fourfold.stores.postgres import PostgresDatabase
 from fourfold.stores.sqlite import _COLUMNS, SQLiteVectorStore
 from fourfold.stores.vector import VectorRecord, scope_key
 from fourfold.text import tokenize
+from fourfold.text.bm25 import bm25_idf
 
 __all__ = ["LARGE_AT", "PostgresVectorStore"]
 
@@ -85,7 +86,7 @@ class PostgresVectorStore(SQLiteVectorStore):
                     return False
             conn.execute(f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS ann vector({self.dimension})")
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS terms tsvector")
-            conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS context TEXT")
+            conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS context JSONB")
             conn.execute("CREATE TABLE IF NOT EXISTS large_scopes (scope TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_ann ON memories USING hnsw (ann vector_cosine_ops)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_terms ON memories USING gin (terms) WHERE terms IS NOT NULL")
@@ -119,8 +120,8 @@ class PostgresVectorStore(SQLiteVectorStore):
                 rows.append((_vector_text(blended), list(counts), json.dumps(counts), record.id))
         if len(rows) < 100:
             conn.executemany(
-                "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])), context = ?"
-                " WHERE id = ?",
+                "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])),"
+                " context = CAST(? AS jsonb) WHERE id = ?",
                 rows,
             )
             return
@@ -132,7 +133,7 @@ class PostgresVectorStore(SQLiteVectorStore):
                 copy.write_row(row)
         conn.execute(
             "UPDATE memories AS m SET ann = CAST(p.ann AS vector), terms = array_to_tsvector(p.words),"
-            " context = p.context FROM promoted AS p WHERE m.id = p.id"
+            " context = CAST(p.context AS jsonb) FROM promoted AS p WHERE m.id = p.id"
         )
 
     def delete_scope(self, scope: str) -> int:
@@ -237,31 +238,39 @@ class PostgresVectorStore(SQLiteVectorStore):
         a large scope, with their ranking features."""
         key = scope_key(scope)
         with self.db.read() as conn:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(dense), 40)}")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(2 * int(dense), 40), 1000)}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             ids = [r[0] for r in conn.execute(
                 "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector) LIMIT ?",
                 (key, _vector_text(query_vector), int(dense)),
             )]
-            words = self._telling(scope, tokenize(query_text))
-            if words:
+            idf = self._telling(scope, tokenize(query_text))
+            if idf:
+                # Ordered by each telling word's BM25 weight times its saturated weight in the
+                # record (its own and its neighbours' occurrences), length aside.
                 ids += [r[0] for r in conn.execute(
-                    "SELECT id FROM memories, CAST(? AS tsquery) AS q"
-                    " WHERE scope = ? AND terms @@ q ORDER BY ts_rank(terms, q) DESC LIMIT ?",
-                    (" | ".join(_lexeme(w) for w in words), key, int(lexical)),
+                    "SELECT id FROM memories WHERE scope = ? AND terms @@ CAST(? AS tsquery) ORDER BY"
+                    " (SELECT sum(w.value::float8 * t.tf / (t.tf + 0.9)) FROM jsonb_each_text(CAST(? AS jsonb)) AS w,"
+                    " LATERAL (SELECT (context ->> w.key)::float8 AS tf) AS t WHERE t.tf IS NOT NULL) DESC LIMIT ?",
+                    (key, " | ".join(_lexeme(w) for w in idf), json.dumps(idf), int(lexical)),
                 )]
             return self._features(conn, sorted(set(ids)))
 
-    def _telling(self, scope: str | None, words: list[str]) -> list[str]:
-        """The query's words that can tell records apart: those in at most a tenth of the scope
-        (their BM25 weight is highest), or else the two rarest. Ranking every record that holds a
-        common word would read much of the scope for candidates that word hardly ranks."""
+    def _telling(self, scope: str | None, words: list[str]) -> dict[str, float]:
+        """The query's words that can tell records apart, with their BM25 weights (idf): those
+        in at most a tenth of the scope, or else the two rarest. Ranking every record that holds
+        a common word would read much of the scope for candidates that word hardly ranks."""
         if not words:
-            return []
+            return {}
         df = self.document_frequencies(scope, words)
-        limit = 0.1 * max(self.scope_size(scope), 1)
-        rare = [w for w in dict.fromkeys(words) if 0 < df[w] <= limit]
-        return rare or sorted((w for w in dict.fromkeys(words) if df[w] > 0), key=lambda w: df[w])[:2]
+        n = max(self.scope_size(scope), 1)
+        rare = [w for w in dict.fromkeys(words) if 0 < df[w] <= 0.1 * n]
+        chosen = rare or sorted((w for w in dict.fromkeys(words) if df[w] > 0), key=lambda w: df[w])[:2]
+        weights: dict[str, float] = {}
+        for w in words:  # a repeated query word counts once per occurrence, as in BM25
+            if w in chosen:
+                weights[w] = weights.get(w, 0.0) + bm25_idf(n, df[w])
+        return weights
 
     def sample(self, scope: str | None, size: int) -> Features:
         """About `size` records of the scope drawn at random (ids are hashes: a random range of
@@ -295,7 +304,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         ).fetchall()
         records = self._records([row[:-2] for row in rows])
         matrix = np.array([row[-2] for row in rows], dtype=np.float32).reshape(len(rows), self.dimension)
-        return records, matrix, [json.loads(row[-1]) for row in rows]
+        return records, matrix, [row[-1] for row in rows]
 
     def _windows(self, conn: Any, key: str, ids: list[str], *, span: int) -> list[VectorRecord]:
         """These records and the `span` records before and after each in write order."""
