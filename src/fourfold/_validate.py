@@ -97,6 +97,8 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidInput(f"metadata must be a mapping, not {type(metadata).__name__}")
+    if not metadata:
+        return {}
     for key in metadata:
         if not isinstance(key, str) or not key:
             raise InvalidInput(f"metadata keys must be non-empty strings, got {_show(key)}")

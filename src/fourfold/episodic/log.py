@@ -131,11 +131,12 @@ class EpisodeLog:
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM episodes WHERE seq > ? ORDER BY seq, pos", (self._seq,)
             ).fetchall()
-        for row in rows:
-            ep = _episode(row)
-            if ep.id not in self._index.rows:
-                self._index.add(ep)
-            self._seq = max(self._seq, int(row[-1]))
+        if not rows:
+            return
+        # A cold start loads the whole log: one step for the index, not one per episode.
+        known = self._index.rows
+        self._index.add_many([ep for ep in _episodes(rows) if ep.id not in known])
+        self._seq = max(self._seq, int(rows[-1][-1]))  # rows come in seq order
 
     def episodes(self, *, scope: str | None = None, success: bool | None = None) -> list[Episode]:
         """Episodes oldest first; scope=None lists every scope, a scope lists exactly that one."""
@@ -318,12 +319,21 @@ def _row(ep: Episode, seq: int, pos: int) -> tuple[Any, ...]:
     )
 
 
-def _episode(row: tuple[Any, ...]) -> Episode:
-    episode_id, scope, ts, success, goal, actions, outcome, tags, _ = row
-    return Episode(
-        goal=goal, actions=tuple(json.loads(actions)), outcome=outcome, success=bool(success), ts=ts,
-        id=episode_id, scope=scope_of(scope), tags=tuple(json.loads(tags)),
-    )
+def _episodes(rows: Sequence[tuple[Any, ...]]) -> list[Episode]:
+    """Episodes from rows. Tags (a few labels used over and over) are decoded once per
+    distinct value: decoding JSON was most of the time of loading a large log."""
+    decode = json.JSONDecoder().decode
+    tag_sets: dict[str, tuple[str, ...]] = {}
+    out = []
+    for episode_id, scope, ts, success, goal, actions, outcome, tags, _ in rows:
+        tag_set = tag_sets.get(tags)
+        if tag_set is None:
+            tag_set = tag_sets[tags] = tuple(decode(tags))
+        out.append(Episode(
+            goal=goal, actions=tuple(decode(actions)), outcome=outcome, success=bool(success), ts=ts,
+            id=episode_id, scope=scope_of(scope), tags=tag_set,
+        ))
+    return out
 
 
 def _newest_order(ts: Floats, rows: npt.NDArray[np.int64]) -> Floats:

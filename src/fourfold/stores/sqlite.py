@@ -356,7 +356,8 @@ class SQLiteVectorStore(VectorStore):
             out.append(
                 VectorRecord(
                     id=id_, text=text, embedding=vector, scope=_unkey(scope), kind=kind, created_at=created_at,
-                    metadata=json.loads(metadata), seq=seq, extra=tuple(json.loads(extra)),
+                    metadata=json.loads(metadata) if metadata != "{}" else {}, seq=seq,
+                    extra=tuple(json.loads(extra)) if extra != "[]" else (),
                 )
             )
         return out

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from stdnum import iban, luhn
-
 __all__ = ["find_cards", "find_ibans", "is_card_context"]
 
 _RUN = re.compile(r"(?<![\w\-])(?<!\d[ -])\d(?:[ -]?\d){11,18}(?![\w])(?![ -]\d)")
@@ -74,6 +72,10 @@ def is_card_context(before: str) -> bool | None:
 
 def find_cards(text: str) -> Iterator[tuple[int, int]]:
     """Spans of card numbers: Luhn-valid, card-grouped, and a card by context or issuer range."""
+    # python-stdnum is imported on first use: it pulls in ssl and pydoc, which a cold command
+    # checking a scope name for secrets (where no long digit run occurs) need not pay for.
+    from stdnum import luhn
+
     for match in _RUN.finditer(text):
         candidate = match.group()
         digits = re.sub(r"\D", "", candidate)
@@ -93,6 +95,8 @@ _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{1,4}){3,9}\b", re.I)
 
 def find_ibans(text: str) -> Iterator[tuple[int, int]]:
     """Spans of IBANs whose country format and mod-97 checksum are valid (python-stdnum)."""
+    from stdnum import iban
+
     for match in _IBAN.finditer(text):
         parts = match.group().split(" ")
         for n in range(len(parts), 0, -1):  # the run may have swallowed a word after the IBAN

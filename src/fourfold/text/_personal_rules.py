@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-import phonenumbers
-
 from fourfold.text._names import GIVEN_NAMES, NOT_A_NAME
 from fourfold.text._rules import Rule, regex_rule
 
@@ -24,6 +22,10 @@ _NAME_WORD = r"[A-Z][a-zà-ÿ'’\-]+"
 
 
 def _find_phones(text: str) -> Iterator[tuple[int, int]]:
+    # Imported on first use: its metadata tables cost a cold command (`fourfold recall`)
+    # about 60 ms, and only the "personal" policy looks for phone numbers.
+    import phonenumbers
+
     for region in _PHONE_REGIONS:
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
             yield match.start, match.end

@@ -72,6 +72,12 @@ class BM25Index:
         """
         if isinstance(weights, str) or not isinstance(weights, Mapping):
             raise InvalidInput("weights must be a mapping of term to weight")
+        values = weights.values()
+        # Fast path (an index builds a scope from thousands of these): all floats whose sum is
+        # finite are all finite. Anything else takes the checking loop below.
+        if all(type(w) is float for w in values) and math.isfinite(sum(values)):
+            self._store(doc_id, {term: w for term, w in weights.items() if w > 0})
+            return
         counts: dict[str, float] = {}
         for term, weight in weights.items():
             if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight):

@@ -30,6 +30,8 @@ _PHRASES: frozenset[tuple[str, ...]] = frozenset(
     if phrase.strip()
 )
 _MAX_WORDS = max(len(p) for p in _PHRASES)
+#: Every word of a phrase: a message with any other word is not chatter.
+_VOCABULARY = frozenset(word for phrase in _PHRASES for word in phrase)
 _REPEATS = re.compile(r"(.)\1{2,}")  # "thanksss" -> "thanks", "okkk" -> "ok"
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _LAUGH = re.compile(r"(?:a?h[aeiu])+h?|(?:lo)+l|(?:xd)+")
@@ -40,9 +42,20 @@ def _normal_word(word: str) -> str:
     return "haha" if _LAUGH.fullmatch(word) else word
 
 
-def _words(text: str) -> list[str]:
+def _words(text: str) -> list[str] | None:
+    """The message's normalized words; None as soon as one is in no phrase (then it has content).
+
+    Stopping at the first such word matters: every memory written is checked, and most
+    start with a word no pleasantry has.
+    """
     normal = unicodedata.normalize("NFKC", text).replace("\u2019", "'").lower()
-    return [_normal_word(w) for w in _WORD.findall(normal)]
+    words = []
+    for match in _WORD.finditer(normal):
+        word = _normal_word(match.group())
+        if word not in _VOCABULARY:
+            return None
+        words.append(word)
+    return words
 
 
 def _is_phrase_sequence(words: list[str]) -> bool:
@@ -62,6 +75,8 @@ def is_chatter(text: str) -> bool:
     if len(text) > 200:
         return False
     words = _words(text)
+    if words is None:
+        return False
     if not words:
         return True  # empty, emoji-only or punctuation-only
     return _is_phrase_sequence(words)

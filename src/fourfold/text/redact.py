@@ -14,7 +14,6 @@ import re
 from collections.abc import Iterator
 
 from fourfold.errors import InvalidInput
-from fourfold.text._personal_rules import PERSONAL_RULES
 from fourfold.text._rules import Policy, Rule
 from fourfold.text._secret_rules import SECRET_RULES
 from fourfold.types import Redaction
@@ -22,18 +21,19 @@ from fourfold.types import Redaction
 __all__ = ["POLICIES", "Policy", "detect", "redact", "rules"]
 
 POLICIES: tuple[Policy, ...] = ("secrets", "personal")
-_RULES: dict[Policy, tuple[Rule, ...]] = {
-    "secrets": SECRET_RULES,
-    "personal": SECRET_RULES + PERSONAL_RULES,
-}
 
 
 def rules(policy: Policy = "secrets") -> tuple[Rule, ...]:
     """The rules a policy applies, most specific first."""
-    try:
-        return _RULES[policy]
-    except (KeyError, TypeError):
-        raise InvalidInput(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}") from None
+    if policy == "secrets":
+        return SECRET_RULES
+    if policy == "personal":
+        # Loaded on first use: compiling its patterns would cost every cold command (a
+        # `fourfold recall` checks its scope for secrets only) tens of milliseconds.
+        from fourfold.text._personal_rules import PERSONAL_RULES
+
+        return SECRET_RULES + PERSONAL_RULES
+    raise InvalidInput(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
 
 
 class _Plan:
@@ -64,7 +64,14 @@ class _Plan:
         return chosen
 
 
-_PLANS = {policy: _Plan(_RULES[policy]) for policy in POLICIES}
+_PLANS: dict[Policy, _Plan] = {"secrets": _Plan(SECRET_RULES)}  # the personal plan joins on first use
+
+
+def _plan(policy: Policy) -> _Plan:
+    plan = _PLANS.get(policy)
+    if plan is None:
+        plan = _PLANS.setdefault(policy, _Plan(rules(policy)))
+    return plan
 
 
 def _candidates(text: str, plan: _Plan, prefilter: bool) -> Iterator[tuple[int, int, int, str]]:
@@ -83,8 +90,7 @@ def _select(
 
     `active` replaces the policy's rules (tests use it to check that no trigger is redundant).
     """
-    rules(policy)  # refuses an unknown policy
-    plan = _PLANS[policy] if active is None else _Plan(active)
+    plan = _plan(policy) if active is None else _Plan(active)  # an unknown policy is refused
     chosen: list[tuple[int, int, str]] = []
     last_end = -1
     for start, end, _, kind in sorted(_candidates(text, plan, prefilter), key=lambda c: (c[0], -c[1], c[2])):
