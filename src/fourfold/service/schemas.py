@@ -145,6 +145,7 @@ class DeletedCount(BaseModel):
 class ScopeCounts(BaseModel):
     memories: int
     episodes: int
+    cases: int = Field(0, description="Shared cases derived from the scope's tickets, erased with it.")
     conversations: int
 
 
