@@ -267,6 +267,12 @@ PERSONAL: list[Case] = [
     Case("postal_address", "Postcode SW1A 1AA on the label.", "SW1A 1AA"),
     Case("postal_address", "The label says CA 94043 only.", "CA 94043"),
     Case("order_number", "We found ORD-2024-5531 in the system.", "ORD-2024-5531"),
+    Case("preference", "The PDF fails. Please always contact me by email, never by phone.", "contact me by email, never by phone"),
+    Case("preference", "Fine. I'd rather get invoices on paper from now on.", "rather get invoices on paper"),
+    Case("preference", "Thanks, text me instead of calling.", "text me instead of calling"),
+    Case("preference", "Also please reply in Spanish if you can.", "reply in Spanish"),
+    Case("preference", "My preferred carrier is DHL for parcels.", "preferred carrier is DHL"),
+    Case("preference", "Oh and never call before 10am, I work nights.", "never call before 10am"),
     Case("ticket_number", "Escalated INC-20391 to tier two.", "INC-20391"),
     Case("account_number", "Merged CUST-10021 into the other profile.", "CUST-10021"),
     *[

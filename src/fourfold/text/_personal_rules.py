@@ -1,7 +1,8 @@
 """The personal-details policy: what identifies a customer, removed from anything shared.
 
 Names, email addresses, phone numbers (Google's libphonenumber rules, any common format),
-postal addresses, and order, account and ticket numbers. Card numbers and IBANs are
+postal addresses, order, account and ticket numbers, and the customer's stated preferences
+("please always contact me by email"). Card numbers and IBANs are
 secrets, removed from everything stored, so this policy applies the secret rules too.
 """
 
@@ -134,6 +135,20 @@ _IDENTIFIERS = (
     regex_rule("card_number", r"\b(?:card|visa|mastercard|amex)\s+(?:ending|ends)\s+(?:in|with)\s+(\d{4})\b", triggers=("ending", "ends"), group=1, flags=_I, policy="personal"),
 )
 
+_CHANNEL = r"(?:contact|call|e-?mail|text|phone|ring|message|write|send|reach|mail|use|reply|answer)"
+# A stated preference runs from its cue to the end of the clause: "please always contact me by
+# email, never by phone". It says how to treat this one customer, so it is never shared.
+_PREFERENCE_CUE = (
+    r"(?i:\bI(?:'d|’d| would)? (?:prefer|rather)\b|\bmy (?:preferred|favou?rite)\b|\bI (?:always|only) (?:use|want)\b"
+    rf"|\b(?:always|only|never|don't|don’t|do not) (?:\w+ ){{0,2}}?{_CHANNEL}\b"
+    rf"|\b{_CHANNEL} me (?:only |instead |always )?(?:by|via|through|over|on|in|instead)\b"
+    r"|\b(?:reply|answer|respond|write|speak|talk)(?: to me)? (?:only |always )?in (?:english|spanish|french|german"
+    r"|italian|portuguese|dutch|polish|turkish|arabic|chinese|japanese|korean|russian|hindi|swedish|danish)\b)"
+)
+_PREFERENCES = (
+    regex_rule("preference", _PREFERENCE_CUE + r"[^.!?\n;]*", gate=_PREFERENCE_CUE, policy="personal"),
+)
+
 PERSONAL_RULES: tuple[Rule, ...] = (
     regex_rule("email", r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b", triggers=("@",), policy="personal"),
     Rule("phone", _find_phones, "personal", gate=re.compile(r"\d(?:\D{0,3}\d){6}")),
@@ -146,4 +161,5 @@ PERSONAL_RULES: tuple[Rule, ...] = (
     *_ADDRESSES,
     *_IDENTIFIERS,
     Rule("name", _find_names, "personal"),
+    *_PREFERENCES,
 )
