@@ -273,6 +273,7 @@ PERSONAL: list[Case] = [
     Case("preference", "Also please reply in Spanish if you can.", "reply in Spanish"),
     Case("preference", "My preferred carrier is DHL for parcels.", "preferred carrier is DHL"),
     Case("preference", "Oh and never call before 10am, I work nights.", "never call before 10am"),
+    Case("preference", "Please only email me at ann.lee@example.com, thanks.", "ann.lee@example.com"),
     Case("ticket_number", "Escalated INC-20391 to tier two.", "INC-20391"),
     Case("account_number", "Merged CUST-10021 into the other profile.", "CUST-10021"),
     *[

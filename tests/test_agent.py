@@ -118,11 +118,13 @@ def test_resolve_with_an_llm_distills_through_the_model(mem: Memory) -> None:
         "Sure.",
         json.dumps({"memories": [{"text": "Prefers invoices as PDF by email", "kind": "preference"},
                                  {"text": "ok", "kind": "resolution"}]}),
+        json.dumps({"problem": "Invoices should arrive as PDF", "fix": "Set invoice delivery to PDF in the billing settings"}),
     ])
     agent = SupportAgent(mem, model)
     agent.turn("ann", "Send invoices as PDF by email please")
     res = agent.resolve("ann", "Set invoice delivery to PDF by email")
     assert [mem.long_term.get(i).text for i in res.remembered] == ["Prefers invoices as PDF by email"]  # "ok" is chatter
+    assert res.case is not None and res.case.outcome == "Set invoice delivery to PDF in the billing settings"
 
 
 def test_long_threads_are_compacted_with_a_marked_summary(mem: Memory) -> None:

@@ -140,13 +140,14 @@ _CHANNEL = r"(?:contact|call|e-?mail|text|phone|ring|message|write|send|reach|ma
 # email, never by phone". It says how to treat this one customer, so it is never shared.
 _PREFERENCE_CUE = (
     r"(?i:\bI(?:'d|’d| would)? (?:prefer|rather)\b|\bmy (?:preferred|favou?rite)\b|\bI (?:always|only) (?:use|want)\b"
-    rf"|\b(?:always|only|never|don't|don’t|do not) (?:\w+ ){{0,2}}?{_CHANNEL}\b"
+    rf"|\b(?:please )?(?:always|only|never|don't|don’t|do not) (?:\w+ ){{0,2}}?{_CHANNEL}\b"
     rf"|\b{_CHANNEL} me (?:only |instead |always )?(?:by|via|through|over|on|in|instead)\b"
     r"|\b(?:reply|answer|respond|write|speak|talk)(?: to me)? (?:only |always )?in (?:english|spanish|french|german"
     r"|italian|portuguese|dutch|polish|turkish|arabic|chinese|japanese|korean|russian|hindi|swedish|danish)\b)"
 )
 _PREFERENCES = (
-    regex_rule("preference", _PREFERENCE_CUE + r"[^.!?\n;]*", gate=_PREFERENCE_CUE, policy="personal"),
+    # To the clause's end: a "." inside a word (an email address, "v2.1") does not end it.
+    regex_rule("preference", _PREFERENCE_CUE + r"(?:[^.!?\n;]|[.!?](?=\w))*", gate=_PREFERENCE_CUE, policy="personal"),
 )
 
 PERSONAL_RULES: tuple[Rule, ...] = (
