@@ -167,3 +167,14 @@ def test_the_prompt_shows_each_memory_and_episode_with_its_date(mem: Memory) -> 
     assert "[2024-03-01] Prefers email" in lines
     dated = [line for line in lines if line.endswith("Prefers text messages now") or "email bounced" in line]
     assert len(dated) == 2 and all(re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\] ", line) for line in dated)
+
+
+def test_the_demo_checks_that_bob_gets_alices_fix_and_nothing_of_hers(mem: Memory) -> None:
+    from fourfold.agent.demo import ALICE_FIX, run_demo
+
+    outcome = run_demo(mem, OfflineModel())
+    checks = dict(outcome.checks)
+    assert checks["bob's prompt carries alice's fix, de-identified"]
+    assert all(checks.values()) and len(checks) == 5
+    bob = outcome.steps[-1].reply
+    assert bob is not None and ALICE_FIX in bob.text and "no relevant memory" not in bob.text
