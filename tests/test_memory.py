@@ -72,7 +72,7 @@ def test_forget_scope_erases_every_store_and_the_bytes_on_disk(tmp_path: Path) -
         mem.conversations.save(Thread("A", messages=({"role": "user", "content": "I live in Zanzibar"},)))
         mem.docs.ingest_text("Zanzibar depot opening hours: nine to five.", source="depot.md", scope="A")
         counts = mem.forget_scope("A")
-        assert counts == {"memories": 2, "episodes": 1, "conversations": 1}
+        assert counts == {"memories": 2, "episodes": 1, "cases": 0, "conversations": 1}
         assert mem.long_term.recall("shipping address", scope="A", k=5) == []
         assert [r.text for r in mem.long_term.recall("shipping address", scope="B", k=5)] == ["Reykjavik shipping address"]
         for path in tmp_path.rglob("*"):  # no byte of the scope is left in any file, log included

@@ -51,11 +51,12 @@ class CaseBase:
 
     def deidentify(self, ticket: Ticket) -> Case:
         """The case a ticket makes: the model's (checked), else the extracted one."""
+        shared = self.shared_words() if self.min_customers is not None else None
         if self.model is not None:
-            written = case_from_model(self.model, ticket)
+            written = case_from_model(self.model, ticket, shared=shared)
             if written is not None:
                 return written
-        return extract_case(ticket, shared=self.shared_words() if self.min_customers is not None else None)
+        return extract_case(ticket, shared=shared)
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""

@@ -27,7 +27,7 @@ from typing import Literal
 from fourfold.models.base import ChatModel
 from fourfold.text import STOPWORDS, detect, redact, tokenize
 
-__all__ = ["Case", "Ticket", "case_from_model", "copies", "extract_case", "personal_words"]
+__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words"]
 
 #: Kinds whose words taint the rest of a case (a preference's words are ordinary: "email").
 _TAINTING = frozenset(
@@ -78,6 +78,16 @@ def personal_words(texts: Iterable[str]) -> frozenset[str]:
     return frozenset(w for w in words if w not in STOPWORDS)
 
 
+def echoed_names(customer: Iterable[str], shared_text: str, common: Callable[[str], bool]) -> frozenset[str]:
+    """Capitalized words of the customer's that the text to share repeats capitalized, unless
+    they are common ground: most often the customer's name ("Thandiwe confirmed on ...")."""
+    def titled(text: str) -> set[str]:
+        return {w.lower() for w in _WORD.findall(text) if len(w) > 2 and w.istitle()}
+
+    repeated = set().union(*(titled(t) for t in customer)) & titled(shared_text)
+    return frozenset(w for w in repeated if w not in STOPWORDS and not all(common(s) for s in tokenize(w)))
+
+
 def _mask(text: str, keep: Callable[[str], bool]) -> tuple[str, int]:
     """Replace each word `keep` refuses (placeholders untouched) by "…", one per run of them."""
     protected = [m.span() for m in _PLACEHOLDER.finditer(text)]
@@ -121,6 +131,8 @@ def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None)
     lever); None lets every word the detector and the taint leave through.
     """
     tainted = personal_words((ticket.goal, *ticket.messages, ticket.outcome))
+    if shared is not None:
+        tainted |= echoed_names((ticket.goal, *ticket.messages), ticket.outcome, shared)
     outcome_stems = set(tokenize(ticket.outcome))
 
     def allowed(word: str) -> bool:
@@ -144,9 +156,12 @@ _CASE_PROMPT = (
 )
 
 
-def case_from_model(model: ChatModel, ticket: Ticket) -> Case | None:
+def case_from_model(model: ChatModel, ticket: Ticket, *, shared: Callable[[str], bool] | None = None) -> Case | None:
     """The model writes the case; the detector and the taint check it. None when the model's
-    answer is unusable or copies the customer (the caller then extracts the case offline)."""
+    answer is unusable or copies the customer (the caller then extracts the case offline).
+
+    With `shared`, a capitalized word of the customer's that the model repeats is masked
+    unless it is common ground (see `echoed_names`)."""
     messages = "\n".join(f"- {m}" for m in (ticket.goal, *ticket.messages[-MAX_MESSAGES:]) if m)
     response = model.chat([{"role": "user", "content": _CASE_PROMPT.format(messages=messages, outcome=ticket.outcome)}],
                           max_tokens=300)
@@ -161,6 +176,8 @@ def case_from_model(model: ChatModel, ticket: Ticket) -> Case | None:
     if copies(f"{problem} {fix}", (ticket.goal, *ticket.messages), exempt=ticket.outcome):
         return None
     tainted = personal_words((ticket.goal, *ticket.messages, ticket.outcome))
+    if shared is not None:
+        tainted |= echoed_names((ticket.goal, *ticket.messages), f"{problem} {fix}", shared)
     problem, n1 = _scrub(problem, tainted, None)
     fix, n2 = _scrub(fix, tainted, None)
     actions = [_scrub(a, tainted, None) for a in ticket.actions]

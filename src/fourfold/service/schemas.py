@@ -286,6 +286,7 @@ class ReportOut(BaseModel):
     model: str
     memories: list[MemoryOut]
     episodes: list[EpisodeOut]
+    cases: list[EpisodeOut] = Field(default_factory=list, description="De-identified cases of other customers' tickets.")
     docs: list[DocHitOut]
     tool_uses: list[ToolUseOut]
     input_tokens: int
@@ -309,6 +310,7 @@ class ResolveIn(BaseModel):
 class ResolveOut(BaseModel):
     episode: EpisodeOut
     remembered: list[str]
+    case: EpisodeOut | None = Field(None, description="The de-identified case shared with every customer, if any.")
 
 
 class WhoAmIOut(BaseModel):
