@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case
+from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
 from fourfold.episodic import SHARED_SCOPE
 from fourfold.episodic._codec import build_episode
 from fourfold.errors import InvalidInput
@@ -75,7 +75,7 @@ class CaseBase:
         """The k cases most like `situation` (at least `min_score` relevant), without those made
         from `exclude_source`'s tickets (that customer sees its own episodes) and without repeats."""
         found = self.memory.episodes.similar_successes(
-            situation, k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
+            problem_query(situation), k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
         )
         own = self.memory.episodes.sources([e.id for e in found]) if exclude_source else {}
         kept: list[Episode] = []

@@ -27,7 +27,7 @@ from typing import Literal
 from fourfold.models.base import ChatModel
 from fourfold.text import STOPWORDS, detect, redact, tokenize
 
-__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words"]
+__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query"]
 
 #: Kinds whose words taint the rest of a case (a preference's words are ordinary: "email").
 _TAINTING = frozenset(
@@ -195,10 +195,21 @@ def copies(text: str, sources: Sequence[str], *, exempt: str = "", run: int = CO
 
 
 def _informative(text: str) -> str:
-    """The sentences that still say something (two words or more) once details are gone."""
-    sentences = _SENTENCE.split(text)
-    kept = [s for s in sentences if len(tokenize(_PLACEHOLDER.sub(" ", s))) >= 2]
-    return " ".join(kept) if kept else text
+    """The sentences that describe the problem: those that still say something (two words or
+    more) once details are gone, and of those the ones that held no personal detail ("My
+    account number is [REDACTED:account_number]" is about the customer, not the problem)."""
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    pool = [s for s in sentences if not _PLACEHOLDER.search(s)] or sentences
+    kept = [s for s in pool if len(tokenize(_PLACEHOLDER.sub(" ", s))) >= 2]
+    return " ".join(kept or pool) or text
+
+
+def problem_query(message: str) -> str:
+    """A customer's message as a query for the case base: what describes the problem, with
+    the same details removed as from the cases (the customer's order number and card would
+    otherwise match whichever case mentions orders or cards)."""
+    redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redact(message, policy="personal")[0]))
+    return _informative(" ".join(redacted.split())) or message
 
 
 def _clip(text: str) -> str:

@@ -52,10 +52,12 @@ _NAME_AFTER_CUE = re.compile(
     r"regards,?|cheers,?|best,?|signed,?)\s+)"
     rf"{_TITLE}?({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})"
 )
-# "Thandiwe confirmed ...": a capitalized word reporting something is a person, known name or not.
+# "Thandiwe confirmed ...", "Oluwaseun Adeyemi here.": a capitalized word reporting something,
+# or introducing themselves, is a person, known name or not.
 _NAME_BEFORE_VERB = re.compile(
     rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})\s+(?:confirmed|said|says|reported|wrote|asked|replied|agreed|"
-    r"mentioned|emailed|phoned|told|explained|noticed|complained|tried|prefers|wants|needs)\b"
+    r"mentioned|emailed|phoned|told|explained|noticed|complained|tried|prefers|wants|needs)\b|"
+    rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})\s+here[.,!:]"  # "Oluwaseun Adeyemi here."
 )
 _CAPITALIZED_RUN = re.compile(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}")
 
@@ -80,7 +82,7 @@ def _find_names(text: str) -> Iterator[tuple[int, int]]:
         if span:
             yield span
     for match in _NAME_BEFORE_VERB.finditer(text):
-        span = _name_span(text, *match.span(1), need_given=False)
+        span = _name_span(text, *match.span(match.lastindex or 1), need_given=False)
         if span:
             yield span
     for match in _CAPITALIZED_RUN.finditer(text):
