@@ -272,6 +272,7 @@ PERSONAL: list[Case] = [
     Case("phone", "Text 5550123456 with the code.", "5550123456"),
     Case("name", "Spoke with Ms. O'Sullivan about the order.", "O'Sullivan"),
     Case("name", "Thandiwe confirmed on the phone: it works.", "Thandiwe"),
+    Case("name", "Emailed Bartholomew O'Sullivan the new link.", "Bartholomew O'Sullivan"),
     Case("name", "Oluwaseun Adeyemi here, my parcel is late.", "Oluwaseun Adeyemi"),
     Case("name", "Hello, this is Maria Vasquez-Lindqvist again.", "Vasquez-Lindqvist"),
     Case("postal_address", "I live at 671 Mill Way, Leeds LS1 4DY now.", "4DY"),

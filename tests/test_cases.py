@@ -131,6 +131,12 @@ def test_the_operators_outcome_is_scrubbed_with_the_customers_own_details(mem: M
     assert "Okonkwo" not in case.fix and "555-0100" not in case.fix and "new export link" in case.fix
 
 
+def test_a_name_is_masked_when_only_the_email_address_gives_it_away(mem: Memory) -> None:
+    ticket = Ticket("My export fails", (), (), "Sent the new link to bart.osullivan@example.com; the reply came from O'Sullivan")
+    fix = extract_case(ticket).fix
+    assert "Sullivan" not in fix and "new link" in fix
+
+
 def test_with_a_model_the_case_is_written_by_it_and_checked_by_the_detector(mem: Memory) -> None:
     written = {"problem": "Invoice PDF download fails with error 502",
                "fix": "Clear the browser cache; Alice Okonkwo confirmed at alice.okonkwo@example.com"}

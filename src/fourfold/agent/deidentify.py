@@ -38,6 +38,7 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
 _PREFERENCE_LEFT = re.compile(r"[,;]?\s*\[REDACTED:preference\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_JOINERS = re.compile(r"['’\-]")
 _DOUBLE_STOP = re.compile(r"([.!?])(?:\s*[.!?,;])+")
 _MASK = "…"
 #: A model's case that repeats this many consecutive words of the customer is refused.
@@ -74,8 +75,13 @@ def personal_words(texts: Iterable[str]) -> frozenset[str]:
     for text in texts:
         for found in detect(text, policy="personal"):
             if found.kind in _TAINTING:
-                words.update(w.lower() for w in _WORD.findall(text[found.start : found.end]))
+                words.update(_key(w) for w in _WORD.findall(text[found.start : found.end]))
     return frozenset(w for w in words if w not in STOPWORDS)
+
+
+def _key(word: str) -> str:
+    """A word as the taint compares it: "O'Sullivan" is the "osullivan" of an email address."""
+    return _JOINERS.sub("", word.lower())
 
 
 def echoed_names(customer: Iterable[str], shared_text: str, common: Callable[[str], bool]) -> frozenset[str]:
@@ -84,7 +90,7 @@ def echoed_names(customer: Iterable[str], shared_text: str, common: Callable[[st
     def titled(text: str) -> set[str]:
         return {w.lower() for w in _WORD.findall(text) if len(w) > 2 and w.istitle()}
 
-    repeated = set().union(*(titled(t) for t in customer)) & titled(shared_text)
+    repeated = {_key(w) for w in set().union(*(titled(t) for t in customer)) & titled(shared_text)}
     return frozenset(w for w in repeated if w not in STOPWORDS and not all(common(s) for s in tokenize(w)))
 
 
@@ -116,7 +122,7 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | 
 
     def keep(word: str) -> bool:
         lowered = word.lower()
-        if lowered in tainted:
+        if _key(word) in tainted:
             return False
         return allowed is None or lowered in STOPWORDS or allowed(word)
 
@@ -130,20 +136,32 @@ def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None)
     `shared(word)` says whether a word of the customer's is common ground (the shared-words
     lever); None lets every word the detector and the taint leave through.
     """
-    tainted = personal_words((ticket.goal, *ticket.messages, ticket.outcome))
-    if shared is not None:
-        tainted |= echoed_names((ticket.goal, *ticket.messages), ticket.outcome, shared)
+    tainted = _tainted(ticket, ticket.outcome, shared)
     outcome_stems = set(tokenize(ticket.outcome))
 
     def allowed(word: str) -> bool:
         stems = tokenize(word)
         return all(s in outcome_stems or (shared is not None and shared(s)) for s in stems)
 
-    problem, n1 = _scrub(ticket.goal, tainted, allowed if shared is not None else None)
-    problem = _informative(problem)
-    fix, n2 = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
+    problem, n = _scrub(ticket.goal, tainted, allowed if shared is not None else None)
+    fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
+    return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
+
+
+def _tainted(ticket: Ticket, shared_text: str, shared: Callable[[str], bool] | None) -> frozenset[str]:
+    """The words to mask wherever they occur: inside the ticket's details, and (with the
+    shared-words lever) the customer's capitalized words that `shared_text` repeats."""
+    tainted = personal_words((ticket.goal, *ticket.messages, ticket.outcome))
+    if shared is not None:
+        tainted |= echoed_names((ticket.goal, *ticket.messages), shared_text, shared)
+    return tainted
+
+
+def _case(problem: tuple[str, int], fix: tuple[str, int], ticket: Ticket, tainted: frozenset[str],
+          written_by: Literal["model", "extraction"]) -> Case:
     actions = [_scrub(a, tainted, None) for a in ticket.actions]
-    return Case(_clip(problem), tuple(a for a, _ in actions), fix, "extraction", n1 + n2 + sum(n for _, n in actions))
+    removed = problem[1] + fix[1] + sum(n for _, n in actions)
+    return Case(_clip(problem[0]), tuple(a for a, _ in actions), fix[0], written_by, removed)
 
 
 _CASE_PROMPT = (
@@ -175,13 +193,8 @@ def case_from_model(model: ChatModel, ticket: Ticket, *, shared: Callable[[str],
         return None
     if copies(f"{problem} {fix}", (ticket.goal, *ticket.messages), exempt=ticket.outcome):
         return None
-    tainted = personal_words((ticket.goal, *ticket.messages, ticket.outcome))
-    if shared is not None:
-        tainted |= echoed_names((ticket.goal, *ticket.messages), f"{problem} {fix}", shared)
-    problem, n1 = _scrub(problem, tainted, None)
-    fix, n2 = _scrub(fix, tainted, None)
-    actions = [_scrub(a, tainted, None) for a in ticket.actions]
-    return Case(_clip(problem), tuple(a for a, _ in actions), fix, "model", n1 + n2 + sum(n for _, n in actions))
+    tainted = _tainted(ticket, f"{problem} {fix}", shared)
+    return _case(_scrub(problem, tainted, None), _scrub(fix, tainted, None), ticket, tainted, "model")
 
 
 def copies(text: str, sources: Sequence[str], *, exempt: str = "", run: int = COPIED_RUN) -> bool:

@@ -48,6 +48,7 @@ def _find_phone_shapes(text: str) -> Iterator[tuple[int, int]]:
 
 _NAME_AFTER_CUE = re.compile(
     r"(?i:\b(?:my name is|name:|i am|i'm|this is|call(?:ed)?|spoke (?:to|with)|talked to|ask(?:ed)? for|"
+    r"e-?mailed|texted|messaged|wrote to|replied to|rang|phoned|"
     r"hi|hello|hey|dear|thanks|thank you|mr\.?|mrs\.?|ms\.?|miss|dr\.?|customer|contact|cc|"
     r"regards,?|cheers,?|best,?|signed,?)\s+)"
     rf"{_TITLE}?({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})"
