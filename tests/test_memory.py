@@ -178,7 +178,7 @@ def test_scopes_count_and_forget_scope_can_refuse_unknown_scopes(tmp_path: Path)
         }
         with pytest.raises(NotFound, match="did you mean 'customer:alice'"):
             mem.forget_scope("alice", missing_ok=False)
-        assert mem.forget_scope("alice") == {"memories": 0, "episodes": 0, "conversations": 0}  # default: idempotent
+        assert mem.forget_scope("alice") == {"memories": 0, "episodes": 0, "cases": 0, "conversations": 0}  # default: idempotent
         assert mem.forget_scope("customer:alice", missing_ok=False)["memories"] == 2
         assert list(mem.scopes()) == ["customer:bob"]
 
