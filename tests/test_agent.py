@@ -118,11 +118,13 @@ def test_resolve_with_an_llm_distills_through_the_model(mem: Memory) -> None:
         "Sure.",
         json.dumps({"memories": [{"text": "Prefers invoices as PDF by email", "kind": "preference"},
                                  {"text": "ok", "kind": "resolution"}]}),
+        json.dumps({"problem": "Invoices should arrive as PDF", "fix": "Set invoice delivery to PDF in the billing settings"}),
     ])
     agent = SupportAgent(mem, model)
     agent.turn("ann", "Send invoices as PDF by email please")
     res = agent.resolve("ann", "Set invoice delivery to PDF by email")
     assert [mem.long_term.get(i).text for i in res.remembered] == ["Prefers invoices as PDF by email"]  # "ok" is chatter
+    assert res.case is not None and res.case.outcome == "Set invoice delivery to PDF in the billing settings"
 
 
 def test_long_threads_are_compacted_with_a_marked_summary(mem: Memory) -> None:
@@ -228,7 +230,7 @@ def test_demo_runs_on_any_messages_api_server(tmp_path: Path) -> None:
         paths = {r.path for r in server.requests}
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "model claude-sonnet-4-6" in proc.stdout and "Refund window: 30 days." in proc.stdout
-    assert proc.stdout.count("PASS") == 4 and paths == {"/v1/messages", "/v1/messages/count_tokens"}
+    assert proc.stdout.count("PASS") == 5 and "FAIL" not in proc.stdout and paths == {"/v1/messages", "/v1/messages/count_tokens"}
 
 
 def test_what_is_irrelevant_to_the_message_stays_out_of_the_prompt(mem: Memory) -> None:

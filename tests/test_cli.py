@@ -65,6 +65,13 @@ def test_episodes_and_docs(run, tmp_path: Path) -> None:  # type: ignore[no-unty
     assert run("episodes", "record", "--goal", "deploy 502", "--action", "restart worker", "--outcome", "fixed")[0] == 0
     code, out, _ = run("episodes", "similar", "deploy gives 502")
     assert code == 0 and out.strip() == "Previously: deploy 502 -> restart worker -> fixed"
+    code, out, _ = run("--json", "episodes", "record", "--goal", "printer jam", "--outcome", "cleared", "--scope", "c1")
+    assert run("episodes", "delete", json.loads(out)["id"])[0] == 0
+    run("episodes", "record", "--goal", "planted advice", "--outcome", "wire money")
+    code, out, _ = run("--json", "episodes", "erase", "--unscoped")  # "deploy 502" and the planted one
+    assert code == 0 and json.loads(out) == {"deleted": 2}
+    assert json.loads(run("--json", "episodes", "list")[1]) == []
+    assert run("episodes", "erase")[0] != 0
     doc = tmp_path / "faq.md"
     doc.write_text("# Shipping\n\nParcels ship within two business days.")
     assert run("docs", "ingest", str(doc))[0] == 0

@@ -21,7 +21,7 @@ def test_the_corpus_is_broad() -> None:
     assert len({c.kind for c in SECRETS}) >= 40
     assert len(ORDINARY) >= 30
     assert {c.kind for c in PERSONAL} >= {"name", "email", "phone", "postal_address", "order_number",
-                                         "account_number", "ticket_number", "card_number", "iban"}
+                                         "account_number", "ticket_number", "card_number", "iban", "preference"}
 
 
 @pytest.mark.parametrize("case", SECRETS, ids=[f"{c.kind}-{i}" for i, c in enumerate(SECRETS)])

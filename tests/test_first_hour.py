@@ -115,7 +115,7 @@ def test_scopes_lists_counts_and_forget_scope_erases(cli: Run) -> None:
     assert json.loads(r.stdout) == {"customer:42": {"memories": 2, "docs": 0, "episodes": 1, "conversations": 0}}
     assert cli("scopes").stdout.strip() == "customer:42  2 memories, 1 episodes"
     r = cli("forget-scope", "customer:42")  # not a terminal: no question asked
-    assert r.returncode == 0 and r.stdout.strip() == "2 memories, 1 episodes, 0 conversations removed from customer:42"
+    assert r.returncode == 0 and r.stdout.strip() == "2 memories, 1 episodes, 0 cases, 0 conversations removed from customer:42"
     assert cli("scopes").stdout.strip() == "(no scopes)"
 
 
@@ -136,7 +136,7 @@ def test_forget_scope_asks_on_a_terminal(tmp_path: Path) -> None:
     child = pexpect.spawn(base[0], [*base[1:], "forget-scope", "customer:7"], env=_env(), encoding="utf-8", timeout=60)
     child.expect("cannot be undone")
     child.sendline("y")
-    child.expect("1 memories, 0 episodes, 0 conversations removed from customer:7")
+    child.expect("1 memories, 0 episodes, 0 cases, 0 conversations removed from customer:7")
     child.expect(pexpect.EOF)
 
 

@@ -73,7 +73,7 @@ def test_forget_scope_erases_every_store_and_the_bytes_on_disk(memory_target: Pa
         mem.conversations.save(Thread("A", messages=({"role": "user", "content": "I live in Zanzibar"},)))
         mem.docs.ingest_text("Zanzibar depot opening hours: nine to five.", source="depot.md", scope="A")
         counts = mem.forget_scope("A")
-        assert counts == {"memories": 2, "episodes": 1, "conversations": 1}
+        assert counts == {"memories": 2, "episodes": 1, "cases": 0, "conversations": 1}
         assert mem.long_term.recall("shipping address", scope="A", k=5) == []
         assert [r.text for r in mem.long_term.recall("shipping address", scope="B", k=5)] == ["Reykjavik shipping address"]
         if isinstance(memory_target, Path):
@@ -186,7 +186,7 @@ def test_scopes_count_and_forget_scope_can_refuse_unknown_scopes(tmp_path: Path)
         }
         with pytest.raises(NotFound, match="did you mean 'customer:alice'"):
             mem.forget_scope("alice", missing_ok=False)
-        assert mem.forget_scope("alice") == {"memories": 0, "episodes": 0, "conversations": 0}  # default: idempotent
+        assert mem.forget_scope("alice") == {"memories": 0, "episodes": 0, "cases": 0, "conversations": 0}  # default: idempotent
         assert mem.forget_scope("customer:alice", missing_ok=False)["memories"] == 2
         assert list(mem.scopes()) == ["customer:bob"]
 
@@ -235,7 +235,7 @@ def test_two_memories_on_one_database_see_each_others_writes_at_once(memory_targ
         assert a.facts.lookup("refund_window_days") == "30"
         a.conversations.save(Thread("c1", messages=({"role": "user", "content": "hello"},)))
         assert b.conversations.load("c1").messages == ({"role": "user", "content": "hello"},)
-        assert b.forget_scope("c1") == {"memories": 0, "episodes": 1, "conversations": 1}
+        assert b.forget_scope("c1") == {"memories": 0, "episodes": 1, "cases": 0, "conversations": 1}
         assert a.episodes.episodes(scope="c1") == [] and a.conversations.load("c1").messages == ()
 
 

@@ -100,6 +100,21 @@ def test_episodes_parity(memory: Any) -> None:
         memory.episodes.similar_successes("x", k=0)
 
 
+def test_episode_erasure_parity(memory: Any) -> None:
+    gone = memory.episodes.record(goal="printer jam", actions=[], outcome="ok", success=True, scope="c1")
+    memory.episodes.record(goal="scanner jam", actions=[], outcome="ok", success=True, scope="c1")
+    memory.episodes.record(goal="planted", actions=[], outcome="ok", success=True)
+    memory.episodes.forget(gone.id)
+    with pytest.raises(NotFound):
+        memory.episodes.forget(gone.id)
+    assert memory.episodes.forget_scope("c1") == 1 and memory.episodes.forget_unscoped() == 1
+    assert len(memory.episodes) == 0
+    with pytest.raises(InvalidInput):
+        memory.episodes.forget_scope(None)
+    with pytest.raises(InvalidInput):
+        memory.episodes.record(goal="g", actions=[], outcome="o", success=True, scope="shared:cases")
+
+
 def test_facts_parity(memory: Any) -> None:
     fact = memory.facts.set("refund.window_days", 30, description="days")
     assert memory.facts.get("refund.window_days") == fact
@@ -145,7 +160,7 @@ def test_docs_parity(memory: Any, tmp_path: Path) -> None:
 def test_forget_scope_parity(memory: Any) -> None:
     memory.long_term.remember("A likes tea", scope="A")
     memory.episodes.record(goal="g", actions=[], outcome="o", success=True, scope="A")
-    assert memory.forget_scope("A") == {"memories": 1, "episodes": 1, "conversations": 0}
+    assert memory.forget_scope("A") == {"memories": 1, "episodes": 1, "cases": 0, "conversations": 0}
     with pytest.raises(InvalidInput):
         memory.forget_scope("")
 

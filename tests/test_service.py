@@ -199,7 +199,7 @@ def test_another_tenants_data_is_404_never_403_and_stays_intact(svc: Service) ->
                          ("DELETE", "/v1/facts/refund.days"), ("DELETE", "/v1/docs/sources/refunds.md")]:
         assert error(svc.call("beta", method, path)) == (404, "not_found"), path
     assert svc.call("beta", "POST", "/v1/facts/lookup", {"key": "refund.days"}).json() == {"text": UNKNOWN}
-    assert svc.call("beta", "DELETE", "/v1/scopes/c").json() == {"memories": 0, "episodes": 0, "conversations": 0}
+    assert svc.call("beta", "DELETE", "/v1/scopes/c").json() == {"memories": 0, "episodes": 0, "cases": 0, "conversations": 0}
     assert svc.call("beta", "POST", "/v1/docs/search", {"query": "refunds"}).json() == {"results": []}
     # acme's data is untouched by everything beta tried
     assert svc.call("acme", "GET", f"/v1/memories/{mid}").json()["text"] == "Acme ships to Lyon"
@@ -257,6 +257,42 @@ def test_episodes_routes(svc: Service) -> None:
     assert [e["id"] for e in similar["results"]] == [made.json()["id"]]
     assert svc.call("acme", "POST", "/v1/episodes/similar", {"situation": "cannot log in", "scope": "c2"}).json() == {"results": []}
     assert svc.call("acme", "GET", f"/v1/episodes/{made.json()['id']}").json() == made.json()
+
+
+def test_episodes_are_erased_one_by_one_by_scope_and_unscoped(svc: Service) -> None:
+    def record(scope: str | None, goal: str) -> str:
+        body = {"goal": goal, "actions": [], "outcome": "ok", "success": True, "scope": scope}
+        return str(svc.call("acme", "POST", "/v1/episodes", body).json()["id"])
+
+    one, _, _, kept = record("c1", "printer jam"), record("c1", "scanner jam"), record(None, "planted"), record("c2", "fax")
+    assert svc.call("acme", "DELETE", f"/v1/episodes/{one}").json() == {"deleted": one}
+    assert error(svc.call("acme", "DELETE", f"/v1/episodes/{one}")) == (404, "not_found")
+    assert svc.call("acme", "DELETE", "/v1/episodes", params={"scope": "c1"}).json() == {"deleted": 1}
+    assert svc.call("acme", "DELETE", "/v1/episodes", params={"unscoped": "true"}).json() == {"deleted": 1}
+    assert [e["id"] for e in svc.call("acme", "GET", "/v1/episodes").json()["results"]] == [kept]
+    assert error(svc.call("acme", "DELETE", "/v1/episodes")) == (422, "invalid_input")
+    shared = {"goal": "g", "actions": [], "outcome": "o", "success": True, "scope": "shared:cases"}
+    assert error(svc.call("acme", "POST", "/v1/episodes", shared)) == (422, "invalid_input")
+
+
+def test_shared_cases_stay_in_their_tenant(tmp_path: Path) -> None:
+    from fourfold.models import OfflineModel
+
+    service = Service(tmp_path, model=OfflineModel())
+    try:
+        service.call("acme", "POST", "/v1/agent/turn", {"customer_id": "alice", "message": "Invoice PDF fails with error 502"})
+        res = service.call("acme", "POST", "/v1/agent/resolve",
+                           {"customer_id": "alice", "outcome": "Invoice PDF 502 fixed by clearing the browser cache"}).json()
+        assert res["case"]["scope"] == "shared:cases"
+        ask = {"customer_id": "bob", "message": "invoice PDF error 502"}
+        same = service.call("acme", "POST", "/v1/agent/turn", ask).json()
+        assert [c["id"] for c in same["report"]["cases"]] == [res["case"]["id"]] and "browser cache" in same["text"]
+        other = service.call("beta", "POST", "/v1/agent/turn", ask).json()
+        assert other["report"]["cases"] == [] and "browser cache" not in other["text"]
+        counts = service.call("acme", "DELETE", "/v1/scopes/customer:alice").json()
+        assert counts["cases"] == 1 and counts["episodes"] == 1
+    finally:
+        service.close()
 
 
 def test_facts_routes(svc: Service) -> None:

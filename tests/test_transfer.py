@@ -77,6 +77,23 @@ def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(tmp_path: P
         assert _dump(second) == dump
 
 
+def test_a_shared_case_keeps_its_link_to_its_customer_through_export_and_import(tmp_path: Path) -> None:
+    from fourfold.agent import SupportAgent
+    from fourfold.models import OfflineModel
+
+    with Memory.open(tmp_path / "a", embedder=HashEmbedder()) as first:
+        agent = SupportAgent(first, OfflineModel())
+        agent.turn("alice", "Invoice PDF fails with error 502")
+        case = agent.resolve("alice", "Invoice PDF 502 fixed by clearing the browser cache").case
+        assert case is not None
+        out = io.StringIO()
+        export_memory(first, out)
+    with Memory.open(tmp_path / "b", embedder=HashEmbedder()) as second:
+        import_memory(second, out.getvalue().splitlines())
+        assert second.episodes.sources([case.id]) == {case.id: "customer:alice"}
+        assert SupportAgent(second, OfflineModel()).forget_customer("alice")["cases"] == 1
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.text(min_size=1, max_size=60).filter(lambda t: t.strip() and "\x00" not in t),
                       min_size=1, max_size=6, unique=True),

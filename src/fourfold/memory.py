@@ -172,7 +172,8 @@ class Memory:
         return dict(sorted(found.items()))
 
     def forget_scope(self, scope: str, *, missing_ok: bool = True) -> dict[str, int]:
-        """Erase one scope from every store; other scopes are untouched. Returns counts.
+        """Erase one scope from every store, with the shared cases derived from it; other scopes
+        are untouched. Returns counts.
 
         `missing_ok=False` raises `NotFound` (naming the likely scope) when nothing is stored
         under `scope`: erasing "alice" when the data is under "customer:alice" is a mistake.
@@ -185,11 +186,12 @@ class Memory:
             if checked not in known:
                 raise NotFound(f"nothing is stored under scope {checked!r}{_did_you_mean(checked, known)}")
         memories = self.long_term.forget_scope(checked)
+        cases = self.episodes.forget_derived(checked)
         episodes = self.episodes.forget_scope(checked)
         # The thread's lock: a turn running in another process cannot save it back afterwards.
         with self.conversations.lock(checked).hold():
             conversations = int(self.conversations.delete(checked))
-        return {"memories": memories, "episodes": episodes, "conversations": conversations}
+        return {"memories": memories, "episodes": episodes, "cases": cases, "conversations": conversations}
 
     def close(self) -> None:
         self.facts.close()

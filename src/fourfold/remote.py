@@ -154,9 +154,7 @@ class RemoteLongTermMemory:
         self._http.call("DELETE", f"/v1/memories/{_segment(memory_id, 'memory_id')}")
 
     def forget_scope(self, scope: str) -> int:
-        if not isinstance(scope, str):
-            raise InvalidInput("forget_scope needs a scope name")
-        return int(self._http.call("DELETE", "/v1/memories", params={"scope": scope})["deleted"])
+        return _forget_scope(self._http, "/v1/memories", scope)
 
     def get(self, memory_id: str) -> Recalled:
         return _recalled(self._http.call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}"))
@@ -167,7 +165,7 @@ class RemoteLongTermMemory:
 
 
 class RemoteEpisodeLog:
-    """`EpisodeLog` over HTTP: record episodes, find similar successes."""
+    """`EpisodeLog` over HTTP: record episodes, find similar successes, erase them."""
 
     def __init__(self, http: _Http) -> None:
         self._http = http
@@ -202,6 +200,15 @@ class RemoteEpisodeLog:
 
     def get(self, episode_id: str) -> Episode:
         return _episode(self._http.call("GET", f"/v1/episodes/{_segment(episode_id, 'episode_id')}"))
+
+    def forget(self, episode_id: str) -> None:
+        self._http.call("DELETE", f"/v1/episodes/{_segment(episode_id, 'episode_id')}")
+
+    def forget_scope(self, scope: str) -> int:
+        return _forget_scope(self._http, "/v1/episodes", scope)
+
+    def forget_unscoped(self) -> int:
+        return int(self._http.call("DELETE", "/v1/episodes", params={"unscoped": "true"})["deleted"])
 
     def __len__(self) -> int:
         return len(self.episodes())
@@ -336,6 +343,13 @@ def _recalled(r: Mapping[str, Any]) -> Recalled:
         id=r["id"], text=r["text"], kind=r["kind"], scope=r["scope"], score=float(r["score"]),
         metadata=dict(r["metadata"]), created_at=float(r["created_at"]),
     )
+
+
+def _forget_scope(http: _Http, path: str, scope: object) -> int:
+    """DELETE every item of one named scope under `path`; returns how many."""
+    if not isinstance(scope, str):
+        raise InvalidInput("forget_scope needs a scope name")
+    return int(http.call("DELETE", path, params={"scope": scope})["deleted"])
 
 
 def _episode(e: Mapping[str, Any]) -> Episode:

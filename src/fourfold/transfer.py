@@ -78,8 +78,9 @@ def export_memory(memory: Memory, out: IO[str]) -> Counts:
             counts.memories += 1
     episodes = memory.episodes.episodes()
     vectors = memory.episodes.stored_vectors([ep.id for ep in episodes])
+    sources = memory.episodes.sources([ep.id for ep in episodes])
     for ep in episodes:
-        _line(out, _episode_item(ep, vectors.get(ep.id)))
+        _line(out, _episode_item(ep, vectors.get(ep.id), sources.get(ep.id)))
         counts.episodes += 1
     current, history = memory.facts.dump()
     for kind, rows in (("fact", current), ("fact_history", history)):
@@ -124,10 +125,13 @@ def _memory_item(record: VectorRecord) -> dict[str, Any]:
             "seq": record.seq, "embedding": _vector_text(record.embedding)}
 
 
-def _episode_item(ep: Episode, vector: Vectors | None) -> dict[str, Any]:
-    return {"type": "episode", "id": ep.id, "scope": ep.scope, "ts": ep.ts, "success": ep.success,
+def _episode_item(ep: Episode, vector: Vectors | None, source: str | None) -> dict[str, Any]:
+    item = {"type": "episode", "id": ep.id, "scope": ep.scope, "ts": ep.ts, "success": ep.success,
             "goal": ep.goal, "actions": list(ep.actions), "outcome": ep.outcome, "tags": list(ep.tags),
             "embedding": None if vector is None else _vector_text(vector)}
+    if source is not None:  # a shared case: erasing its customer after an import erases it too
+        item["derived_from"] = source
+    return item
 
 
 # -- import -------------------------------------------------------------------------------------
@@ -180,6 +184,7 @@ class _Writer:
         self.records: list[VectorRecord] = []
         self.episodes: list[Episode] = []
         self.vectors: dict[str, Vectors] = {}
+        self.sources: dict[str, str] = {}
         self.current: list[FactRow] = []
         self.history: list[FactRow] = []
 
@@ -193,6 +198,8 @@ class _Writer:
                 self.episodes.append(ep)
                 if item.get("embedding") is not None:
                     self.vectors[ep.id] = _vector(item["embedding"], self.dimension, where)
+                if item.get("derived_from") is not None:
+                    self.sources[ep.id] = str(item["derived_from"])
             elif kind in ("fact", "fact_history"):
                 row = FactRow(item["key"], json.dumps(item["value"], ensure_ascii=False), item.get("description", ""),
                               float(item["at"]))
@@ -219,9 +226,9 @@ class _Writer:
             self.counts.memories += len(self.records)
             self.records = []
         if self.episodes:
-            self.memory.episodes.insert(self.episodes, vectors=self.vectors)
+            self.memory.episodes.insert(self.episodes, vectors=self.vectors, derived_from=self.sources)
             self.counts.episodes += len(self.episodes)
-            self.episodes, self.vectors = [], {}
+            self.episodes, self.vectors, self.sources = [], {}, {}
         if self.current or self.history:
             self.memory.facts.restore(self.current, self.history)
             self.counts.facts += len(self.current)

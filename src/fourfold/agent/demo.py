@@ -7,10 +7,21 @@ from dataclasses import dataclass
 
 from fourfold.agent.prompt import quote
 from fourfold.agent.support import Reply, SupportAgent, customer_scope
+from fourfold.episodic import render_episode
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
 
-__all__ = ["POLICIES", "DemoOutcome", "DemoStep", "run_demo"]
+__all__ = ["ALICE_DETAILS", "ALICE_FIRST", "ALICE_FIX", "ALICE_OUTCOME", "POLICIES", "DemoOutcome", "DemoStep", "run_demo"]
+
+#: Alice's first message and the operator's outcome hold personal details of several kinds.
+ALICE_FIRST = (
+    "Hi, I'm Alice Okonkwo (order ORD-88412). Downloading my invoice as PDF fails with error 502. "
+    "Please always contact me by email at alice.okonkwo@example.com, never by phone."
+)
+ALICE_OUTCOME = "Called Alice back on +1 415 555 0142: invoice PDF error 502 fixed by clearing the browser cache"
+ALICE_FIX = "clearing the browser cache"
+ALICE_DETAILS = ("Alice", "Okonkwo", "ORD-88412", "88412", "alice.okonkwo@example.com", "415 555 0142",
+                 "contact me by email", "never by phone")
 
 POLICIES: dict[str, tuple[object, str]] = {
     "refund_window_days": (30, "Days after purchase within which a refund can be requested"),
@@ -39,7 +50,8 @@ class DemoOutcome:
 
 
 def run_demo(memory: Memory, model: ChatModel, *, on_step: Callable[[DemoStep], None] = lambda s: None) -> DemoOutcome:
-    """Policies are set; A's first ticket is solved and resolved; A returns; B sees nothing of A."""
+    """Policies are set; A's first ticket is solved and resolved; A returns; B gets A's fix,
+    de-identified, and nothing personal of A's."""
     agent = SupportAgent(memory, model)
     steps: list[DemoStep] = []
 
@@ -59,12 +71,13 @@ def run_demo(memory: Memory, model: ChatModel, *, on_step: Callable[[DemoStep], 
         memory.facts.set(key, value, description=description)
     note("Policies set", "-", ", ".join(f"{k}={v}" for k, (v, _) in POLICIES.items()))
 
-    say("Ticket 1, first turn", "alice",
-        "Hi, downloading my invoice as PDF fails with error 502. Please always contact me by email, never by phone.")
+    say("Ticket 1, first turn", "alice", ALICE_FIRST)
     say("Ticket 1, second turn", "alice", "Clearing the browser cache and retrying fixed the invoice download.")
-    resolution = agent.resolve("alice", "Invoice PDF download error 502 fixed by clearing the browser cache", success=True)
+    resolution = agent.resolve("alice", ALICE_OUTCOME, success=True)
+    shared = f"; shared de-identified: {render_episode(resolution.case)}" if resolution.case else "; nothing shared"
     note("Ticket 1 resolved", "alice",
-         f"episode recorded; {len(resolution.remembered)} durable memories written to scope {customer_scope('alice')}")
+         f"episode recorded; {len(resolution.remembered)} durable memories written to scope "
+         f"{customer_scope('alice')}{shared}")
 
     later = say("Ticket 2 (a week later)", "alice",
                 "The invoice PDF download gives error 502 again. How many days do I have to request a refund? Reply by email.")
@@ -72,14 +85,17 @@ def run_demo(memory: Memory, model: ChatModel, *, on_step: Callable[[DemoStep], 
 
     alice_texts = {m.text for m in memory.long_term.all(scope=customer_scope("alice"))}
     bob_prompt = other.report.system_prompt
+    leaked = [d for d in ALICE_DETAILS if d.lower() in bob_prompt.lower()]
     checks = (
         ("alice's returning ticket recalled her preference",
          any(m.kind == "preference" for m in later.report.memories)),
         ("alice's returning ticket found the similar resolved ticket", bool(later.report.episodes)),
         ("alice's returning ticket looked up refund_window_days",
          any(t.input.get("key") == "refund_window_days" for t in later.report.tool_uses)),
-        ("bob saw none of alice's memories or episodes",
-         not other.report.memories and not other.report.episodes
+        ("bob's prompt carries alice's fix, de-identified",
+         any(ALICE_FIX in case.outcome for case in other.report.cases) and ALICE_FIX in bob_prompt),
+        ("bob saw nothing personal of alice's: no memory, episode, name, contact, number or preference",
+         not other.report.memories and not other.report.episodes and not leaked
          and not any(quote(text) in bob_prompt for text in alice_texts)),
     )
     return DemoOutcome(tuple(steps), checks)

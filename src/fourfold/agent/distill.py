@@ -8,14 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fourfold.models.base import ChatModel
+from fourfold.text import detect
 
-__all__ = ["Distilled", "distill_offline", "distill_with_model"]
+__all__ = ["Distilled", "distill_offline", "distill_with_model", "states_preference"]
 
-_PREFERENCE = re.compile(
-    r"\b(i (?:would |'d )?prefer|i'd rather|i would rather|please (?:always|never|don't|do not|only)|"
-    r"(?:never|don't|do not) (?:call|email|text|phone)|i (?:always|only) (?:use|want)|my preferred)\b",
-    re.IGNORECASE,
-)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -31,7 +27,7 @@ def distill_offline(goal: str, outcome: str, user_messages: Sequence[str]) -> Di
     items: list[tuple[str, str]] = []
     for message in user_messages:
         for sentence in _SENTENCE.split(message.strip()):
-            if _PREFERENCE.search(sentence):
+            if states_preference(sentence):
                 items.append((f"Customer said: {sentence.strip()}", "preference"))
     items.append((f"Resolved: {_clip(_first_sentence(goal), 160)} Fix: {outcome.strip()}", "resolution"))
     return Distilled(tuple(dict.fromkeys(items)))
@@ -58,6 +54,12 @@ def distill_with_model(model: ChatModel, goal: str, outcome: str, transcript: st
     except (ValueError, KeyError, TypeError, AttributeError):
         return distill_offline(goal, outcome, [transcript])
     return Distilled(items) if items else distill_offline(goal, outcome, [])
+
+
+def states_preference(text: str) -> bool:
+    """Does the text state how this customer wants to be treated? (The detector's rule, so
+    what is kept privately as a preference is exactly what is never shared.)"""
+    return any(r.kind == "preference" for r in detect(text, policy="personal"))
 
 
 def _first_sentence(text: str) -> str:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fourfold._validate import check_identifier, check_min_score, check_text
+from fourfold.agent.cases import CaseBase
+from fourfold.agent.deidentify import Ticket
 from fourfold.agent.distill import distill_offline, distill_with_model
 from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_system
 from fourfold.errors import InvalidInput
@@ -67,6 +69,7 @@ class TurnReport:
     messages_sent: int
     model_calls: int
     system_prompt: str = field(repr=False, default="")
+    cases: tuple[Episode, ...] = ()  # de-identified cases from other customers' tickets
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +85,17 @@ class Reply:
 class Resolution:
     episode: Episode
     remembered: tuple[str, ...]  # ids of the distilled memories
+    case: Episode | None = None  # the de-identified case shared with every customer, if any
 
 
 class SupportAgent:
-    """turn() assembles context from all four memories and runs the tool loop; resolve() writes back."""
+    """turn() assembles context from all four memories and runs the tool loop; resolve() writes back.
+
+    A successful resolve also writes a de-identified case to the shared case base, and every
+    turn reads the cases like the customer's message besides the customer's own episodes:
+    what one customer's ticket taught helps the next customer. `share_cases=False` keeps
+    every customer to their own memory (no case is written or read).
+    """
 
     def __init__(
         self,
@@ -96,6 +106,8 @@ class SupportAgent:
         memory_k: int = 3,
         episode_k: int = 3,
         doc_k: int = 2,
+        case_k: int = 2,
+        share_cases: bool = True,
         max_tool_rounds: int = 4,
         max_tokens: int = 1024,
         instructions: str = BASE_INSTRUCTIONS,
@@ -110,6 +122,8 @@ class SupportAgent:
         self.conversations = memory.conversations
         self.policy = policy or PolicyTool(memory.facts)
         self.memory_k, self.episode_k, self.doc_k = memory_k, episode_k, doc_k
+        self.case_k = case_k
+        self.cases = CaseBase(memory, model=model) if share_cases else None
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
         self.instructions = instructions
@@ -143,6 +157,7 @@ class SupportAgent:
             model=self.model.name,
             memories=tuple(parts.memories),
             episodes=tuple(parts.episodes),
+            cases=tuple(parts.cases),
             docs=tuple(parts.docs),
             tool_uses=tuple(tool_uses),
             input_tokens=sum(r.usage.input_tokens for r in responses),
@@ -154,18 +169,21 @@ class SupportAgent:
         return Reply(responses[-1].text, report)
 
     def retrieve(self, scope: str, user_msg: str) -> PromptParts:
-        """Long-term memories and episodes of this customer only, plus shared documentation,
-        each at least `min_relevance` relevant to the message.
+        """Long-term memories and episodes of this customer only, the shared de-identified cases,
+        and the documentation, each at least `min_relevance` relevant to the message.
 
-        Unscoped episodes are not read: anyone with MCP or API access can write them unvetted.
+        Unscoped episodes are not read: anyone with MCP or API access can write them unvetted;
+        the shared cases are written only by a resolve, de-identified.
         """
         floor = self.min_relevance
         memories = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k, min_score=floor)
         episodes = self.memory.episodes.similar_successes(
             user_msg, k=self.episode_k, scope=scope, include_unscoped=False, min_score=floor
         )
+        cases = (self.cases.similar(user_msg, k=self.case_k, exclude_source=scope, min_score=floor)
+                 if self.cases and self.case_k else [])
         docs = self.memory.docs.search(user_msg, k=self.doc_k, min_score=floor) if self.doc_k else []
-        return PromptParts(memories, episodes, docs)
+        return PromptParts(memories, episodes, docs, cases)
 
     def _tool_loop(
         self, messages: list[Mapping[str, Any]], system: str
@@ -199,7 +217,8 @@ class SupportAgent:
     # -- write-back -----------------------------------------------------------------------
 
     def resolve(self, customer_id: str, outcome: str, success: bool = True) -> Resolution:
-        """Close the open ticket: record the episode and remember the distilled durable facts."""
+        """Close the open ticket: record the episode and remember the distilled durable facts;
+        a successful ticket also becomes a de-identified shared case (a failed one never does)."""
         scope = customer_scope(customer_id)
         # The operator's outcome goes to the distilling model too: its secrets go first.
         outcome = redact(check_text(outcome, what="outcome"))[0]
@@ -212,11 +231,17 @@ class SupportAgent:
                 success=success, scope=scope, tags=("support",),
             )
             remembered = self._remember_distilled(scope, thread, outcome) if success else ()
+            case = self._share(scope, thread, episode) if success and self.cases else None
             self.conversations.save(replace(thread, ticket_goal="", ticket_actions=()))
-        return Resolution(episode, remembered)
+        return Resolution(episode, remembered, case)
+
+    def _share(self, scope: str, thread: Thread, episode: Episode) -> Episode | None:
+        assert self.cases is not None
+        ticket = Ticket(episode.goal, tuple(_user_texts(thread)), episode.actions, episode.outcome)
+        return self.cases.add(ticket, source_scope=scope)
 
     def _remember_distilled(self, scope: str, thread: Thread, outcome: str) -> tuple[str, ...]:
-        user_texts = [m["content"] for m in thread.messages if m.get("role") == "user" and isinstance(m.get("content"), str)]
+        user_texts = _user_texts(thread)
         if self.model.is_llm:
             transcript = "\n".join(f"customer: {t}" for t in user_texts)
             distilled = distill_with_model(self.model, thread.ticket_goal, outcome, transcript)
@@ -234,7 +259,8 @@ class SupportAgent:
         return list(self.conversations.load(customer_scope(customer_id)).messages)
 
     def forget_customer(self, customer_id: str) -> dict[str, int]:
-        """Erase a customer from every store, conversation thread included."""
+        """Erase a customer from every store, conversation thread and the shared cases made
+        from their tickets included."""
         return self.memory.forget_scope(customer_scope(customer_id))
 
 
@@ -266,6 +292,16 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return [dict(b) for b in content or []]
+
+
+def _user_texts(thread: Thread) -> list[str]:
+    """The customer's own messages in the thread (text turns, not tool results)."""
+    return [
+        block["text"]
+        for m in thread.messages if m.get("role") == "user"
+        for block in _blocks(m.get("content"))
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+    ]
 
 
 def _args(tool_input: Mapping[str, Any]) -> str:

@@ -283,6 +283,27 @@ def episodes_list(scope: Annotated[str | None, typer.Option()] = None) -> None:
     _out(eps, "\n".join(f"{e.id}  {'ok ' if e.success else 'bad'}  {render_episode(e)}" for e in eps) or "(none)")
 
 
+@episodes_app.command("delete")
+def episodes_delete(episode_id: str) -> None:
+    """Erase one episode, from disk too."""
+    with _memory() as mem:
+        mem.episodes.forget(episode_id)
+    _out({"deleted": episode_id}, f"deleted episode {episode_id}")
+
+
+@episodes_app.command("erase")
+def episodes_erase(
+    scope: Annotated[str | None, typer.Option(help="Erase this scope's episodes and the shared cases derived from it.")] = None,
+    unscoped: Annotated[bool, typer.Option("--unscoped", help="Erase the unscoped episodes.")] = False,
+) -> None:
+    """Erase the episodes of a scope, or the unscoped ones (`--scope shared:cases` empties the shared case base)."""
+    if unscoped == (scope is not None):
+        raise InvalidInput("give either --scope or --unscoped")
+    with _memory() as mem:
+        count = mem.episodes.forget_unscoped() if unscoped else mem.episodes.forget_scope(scope or "")
+    _out({"deleted": count}, f"erased {count} episodes")
+
+
 @episodes_app.command("similar")
 def episodes_similar(
     situation: str,

@@ -23,6 +23,7 @@ def _assembled(reply: Reply) -> str:
     lines = [f"model: {r.model} | calls: {r.model_calls} | tokens in/out: {r.input_tokens}/{r.output_tokens}"]
     lines += [f"  memory   [{m.kind}] {m.text}" for m in r.memories] or ["  memory   (none)"]
     lines += [f"  episode  {render_episode(e)}" for e in r.episodes] or ["  episode  (none)"]
+    lines += [f"  case     {render_episode(e)}" for e in r.cases]
     lines += [f"  doc      {d.source}: {' '.join(d.text.split())[:80]}" for d in r.docs]
     lines += [f"  tool     {t.name}({json.dumps(dict(t.input))}) -> {t.result}" for t in r.tool_uses]
     return "\n".join(lines)
@@ -34,6 +35,7 @@ def print_reply(reply: Reply, *, as_json: bool = False) -> None:
         print(json.dumps({
             "reply": reply.text, "model": r.model,
             "memories": [m.text for m in r.memories], "episodes": [render_episode(e) for e in r.episodes],
+            "cases": [render_episode(e) for e in r.cases],
             "tool_uses": [{"name": t.name, "input": dict(t.input), "result": t.result} for t in r.tool_uses],
             "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
         }, ensure_ascii=False))

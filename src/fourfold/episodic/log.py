@@ -27,15 +27,20 @@ from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.ranking import Fusion, lexical_share, rank
 from fourfold.stores.database import Database, open_database
 from fourfold.stores.sqlite import chunked_ids, scope_key, scope_of
+from fourfold.stores.vector import GLOBAL_SCOPE_KEY
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
-__all__ = ["EpisodeLog"]
+__all__ = ["SHARED_SCOPE", "EpisodeLog"]
 
 #: A candidate sharing no word with the situation must at least be this close in meaning.
 MIN_COSINE = 0.25
 #: Moves on with every write of episodes, and with every erasure.
 WRITTEN, ERASED = "episodes", "episodes/erased"
+#: The shared case base: de-identified cases that every customer's turn reads. `record` refuses
+#: it (any client could write there through MCP or REST); the support agent writes it through
+#: `insert`, as an import does.
+SHARED_SCOPE = "shared:cases"
 
 Floats = npt.NDArray[np.float64]
 _COLUMNS = "id, scope, ts, success, goal, actions, outcome, tags, seq"
@@ -89,13 +94,30 @@ class EpisodeLog:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise InvalidInput("record_many takes a sequence of episode mappings")
         episodes = [build_episode(item, ts=time.time()) for item in items]
+        if any(ep.scope == SHARED_SCOPE for ep in episodes):
+            raise InvalidInput(
+                f"scope {SHARED_SCOPE!r} is the shared case base: only the support agent's resolve writes it"
+            )
         if episodes:
             self.insert(episodes)
         return episodes
 
-    def insert(self, episodes: Sequence[Episode], *, vectors: Mapping[str, Vectors] | None = None) -> None:
-        """Store episodes as they are (validated and redacted already: an import, a migration),
-        with the vectors of this embedder already known for some of them."""
+    def insert(
+        self,
+        episodes: Sequence[Episode],
+        *,
+        vectors: Mapping[str, Vectors] | None = None,
+        derived_from: Mapping[str, str] | None = None,
+    ) -> None:
+        """Store episodes as they are (validated and redacted already: an import, a migration,
+        a shared case), with the vectors of this embedder already known for some of them.
+
+        `derived_from` maps an episode's id to the scope it was made from (a shared case to its
+        customer): erasing that scope erases the episode too. The link is used for nothing else.
+        """
+        links = [(episode_id, check_scope(source)) for episode_id, source in (derived_from or {}).items()]
+        if any(source is None for _, source in links):
+            raise InvalidInput("derived_from maps episode ids to scopes, not None")
         with self.db.write() as conn:
             ((_, seq),) = self.db.bump(conn, [WRITTEN]).values()
             conn.executemany(
@@ -105,6 +127,22 @@ class EpisodeLog:
             )
             if vectors:
                 self._persist_vectors(dict(vectors))
+            conn.executemany(
+                "INSERT INTO episode_sources (episode_id, source_scope) VALUES (?, ?)"
+                " ON CONFLICT (episode_id) DO UPDATE SET source_scope = excluded.source_scope",
+                links,
+            )
+
+    def sources(self, ids: Sequence[str]) -> dict[str, str]:
+        """The scope each of these episodes was derived from, by id; others are absent."""
+        found: dict[str, str] = {}
+        with self.db.read() as conn:
+            for part in chunked_ids(ids):
+                marks = ",".join("?" * len(part))
+                found.update(conn.execute(
+                    f"SELECT episode_id, source_scope FROM episode_sources WHERE episode_id IN ({marks})", part
+                ).fetchall())
+        return found
 
     def stored_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
         """The stored vectors (of this embedder) of these episodes, by id; others are absent."""
@@ -288,11 +326,17 @@ class EpisodeLog:
     # -- forgetting --------------------------------------------------------------------
 
     def forget_scope(self, scope: str) -> int:
-        """Erase every episode of a scope; returns how many."""
-        checked = check_scope(scope)
-        if checked is None:
-            raise InvalidInput("forget_scope needs a scope; unscoped episodes are shared know-how")
-        return self._erase("scope = ?", (checked,))
+        """Erase every episode of a scope, and every episode derived from it; returns how many."""
+        checked = _named_scope(scope, "forget_scope")
+        return self._erase(f"scope = ? OR {_DERIVED}", (checked, checked))
+
+    def forget_derived(self, scope: str) -> int:
+        """Erase the episodes derived from a scope (shared cases made from a customer's tickets)."""
+        return self._erase(_DERIVED, (_named_scope(scope, "forget_derived"),))
+
+    def forget_unscoped(self) -> int:
+        """Erase every unscoped episode; returns how many. Erasure wins over "append-only"."""
+        return self._erase("scope = ?", (GLOBAL_SCOPE_KEY,))
 
     def forget(self, episode_id: str) -> None:
         """Erase one episode; NotFound if there is none."""
@@ -304,11 +348,22 @@ class EpisodeLog:
             with self.db.write() as conn:
                 removed = int(conn.execute(f"DELETE FROM episodes WHERE {where}", params).rowcount)
                 if removed:
+                    conn.execute("DELETE FROM episode_sources WHERE episode_id NOT IN (SELECT id FROM episodes)")
                     self.db.bump(conn, [ERASED, WRITTEN])
             if removed:
                 self.db.erased()
                 self._clear()
             return removed
+
+
+_DERIVED = "id IN (SELECT episode_id FROM episode_sources WHERE source_scope = ?)"
+
+
+def _named_scope(scope: object, what: str) -> str:
+    checked = check_scope(scope)
+    if checked is None:
+        raise InvalidInput(f"{what} needs a scope; forget_unscoped() erases the unscoped episodes")
+    return checked
 
 
 def _row(ep: Episode, seq: int, pos: int) -> tuple[Any, ...]:

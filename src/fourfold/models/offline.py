@@ -58,6 +58,7 @@ _HEADER = re.compile(r"^([A-Za-z][A-Za-z0-9 _'()/-]{0,60}):\s*(.*)$")
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+(.*)$")
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2}[^\]]{0,20})\]\s*")
 
 Kind = Literal["memory", "episode", "doc"]
 
@@ -262,12 +263,13 @@ def _answer_from_context(system: str, question: str) -> str:
 
 
 def _episode_sentence(episode: str) -> str:
-    # fourfold renders episodes as "Previously: goal -> actions -> outcome".
+    # fourfold renders episodes as "[date] Previously: goal -> actions -> outcome".
+    dated = _DATE_PREFIX.match(episode)
+    when = f" ({dated.group(1)})" if dated else ""
+    episode = episode[dated.end() :] if dated else episode
     if episode.startswith(_FAILED_PREFIX):
-        return (
-            f"A similar past ticket, which failed: {_end(episode[len(_FAILED_PREFIX) :].strip())}"
-        )
-    return f"A similar resolved ticket: {_end(episode.removeprefix('Previously:').strip())}"
+        return f"A similar past ticket{when}, which failed: {_end(episode[len(_FAILED_PREFIX) :].strip())}"
+    return f"A similar resolved ticket{when}: {_end(episode.removeprefix('Previously:').strip())}"
 
 
 def _end(sentence: str) -> str:

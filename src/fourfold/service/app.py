@@ -21,7 +21,7 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fourfold import __version__
-from fourfold.errors import FourfoldError
+from fourfold.errors import FourfoldError, InvalidInput
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
 from fourfold.service import schemas as s
@@ -229,6 +229,22 @@ def create_app(
     def get_episode(episode_id: str, mem: Mem) -> s.EpisodeOut:
         return s.EpisodeOut.model_validate(s.episode_out(mem.episodes.get(episode_id)))
 
+    @api.delete("/episodes/{episode_id}", tags=["episodes"])
+    def forget_episode(episode_id: str, mem: Mem) -> s.DeletedOut:
+        """Erase one episode, from disk too."""
+        mem.episodes.forget(episode_id)
+        return s.DeletedOut(deleted=episode_id)
+
+    @api.delete("/episodes", tags=["episodes"])
+    def forget_episodes(
+        mem: Mem, scope: Annotated[str | None, Query(description="Erase this scope's episodes and the shared cases derived from it.")] = None,
+        unscoped: Annotated[bool, Query(description="Erase the unscoped episodes instead.")] = False,
+    ) -> s.DeletedCount:
+        """Erase the episodes of one scope (and the cases derived from it), or the unscoped ones."""
+        if unscoped == (scope is not None):
+            raise InvalidInput("give either scope=<scope> or unscoped=true")
+        return s.DeletedCount(deleted=mem.episodes.forget_unscoped() if unscoped else mem.episodes.forget_scope(scope or ""))
+
     # -- facts -----------------------------------------------------------------------------
 
     @api.get("/facts", tags=["facts"])
@@ -305,6 +321,7 @@ def create_app(
             "model": r.model,
             "memories": [s.memory_out(m) for m in r.memories],
             "episodes": [s.episode_out(e) for e in r.episodes],
+            "cases": [s.episode_out(e) for e in r.cases],
             "docs": [s.doc_hit_out(d) for d in r.docs],
             "tool_uses": [{"name": t.name, "input": dict(t.input), "result": t.result} for t in r.tool_uses],
             "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
@@ -315,7 +332,8 @@ def create_app(
     def agent_resolve(body: s.ResolveIn, mem: Mem) -> s.ResolveOut:
         """Close the customer's open ticket: record the episode, remember what was learned."""
         res = agents.agent(mem).resolve(body.customer_id, body.outcome, success=body.success)
-        return s.ResolveOut.model_validate({"episode": s.episode_out(res.episode), "remembered": list(res.remembered)})
+        return s.ResolveOut.model_validate({"episode": s.episode_out(res.episode), "remembered": list(res.remembered),
+                                            "case": s.episode_out(res.case) if res.case else None})
 
     app.include_router(api)
     if mcp_server is not None:

@@ -145,6 +145,7 @@ class DeletedCount(BaseModel):
 class ScopeCounts(BaseModel):
     memories: int
     episodes: int
+    cases: int = Field(0, description="Shared cases derived from the scope's tickets, erased with it.")
     conversations: int
 
 
@@ -285,6 +286,7 @@ class ReportOut(BaseModel):
     model: str
     memories: list[MemoryOut]
     episodes: list[EpisodeOut]
+    cases: list[EpisodeOut] = Field(default_factory=list, description="De-identified cases of other customers' tickets.")
     docs: list[DocHitOut]
     tool_uses: list[ToolUseOut]
     input_tokens: int
@@ -308,6 +310,7 @@ class ResolveIn(BaseModel):
 class ResolveOut(BaseModel):
     episode: EpisodeOut
     remembered: list[str]
+    case: EpisodeOut | None = Field(None, description="The de-identified case shared with every customer, if any.")
 
 
 class WhoAmIOut(BaseModel):

@@ -78,6 +78,9 @@ _SCHEMA = (
     " tags TEXT NOT NULL, seq BIGINT NOT NULL, pos INTEGER NOT NULL, embedding BYTEA, embedder TEXT)",
     "CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (seq, pos)",
     "CREATE INDEX IF NOT EXISTS episodes_scope ON episodes (scope)",
+    # The link from a derived episode (a shared case) to the scope it came from, for erasure only.
+    "CREATE TABLE IF NOT EXISTS episode_sources (episode_id TEXT PRIMARY KEY, source_scope TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS episode_sources_scope ON episode_sources (source_scope)",
     "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, digest TEXT NOT NULL,"
     " label TEXT NOT NULL DEFAULT '', created_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION)",
     "CREATE TABLE IF NOT EXISTS threads (scope TEXT PRIMARY KEY, payload TEXT NOT NULL,"

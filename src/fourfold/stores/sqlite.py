@@ -73,6 +73,10 @@ _SCHEMA = (
     " tags TEXT NOT NULL, seq INTEGER NOT NULL, pos INTEGER NOT NULL, embedding BLOB, embedder TEXT)",
     "CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (seq, pos)",
     "CREATE INDEX IF NOT EXISTS episodes_scope ON episodes (scope)",
+    # An episode derived from another scope's (a shared case from a customer's ticket): the
+    # link is kept only so that erasing that scope erases what was derived from it.
+    "CREATE TABLE IF NOT EXISTS episode_sources (episode_id TEXT PRIMARY KEY, source_scope TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS episode_sources_scope ON episode_sources (source_scope)",
     # API keys of a served data dir: only an HMAC of each key, with the salt in meta.
     "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, digest TEXT NOT NULL,"
     " label TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, revoked_at REAL)",

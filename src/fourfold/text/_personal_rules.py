@@ -1,7 +1,8 @@
 """The personal-details policy: what identifies a customer, removed from anything shared.
 
 Names, email addresses, phone numbers (Google's libphonenumber rules, any common format),
-postal addresses, and order, account and ticket numbers. Card numbers and IBANs are
+postal addresses, order, account and ticket numbers, and the customer's stated preferences
+("please always contact me by email"). Card numbers and IBANs are
 secrets, removed from everything stored, so this policy applies the secret rules too.
 """
 
@@ -18,7 +19,9 @@ __all__ = ["PERSONAL_RULES"]
 _I = re.IGNORECASE
 # Regions whose national formats are tried besides international (+...) numbers.
 _PHONE_REGIONS = ("US", "GB")
-_NAME_WORD = r"[A-Z][a-zà-ÿ'’\-]+"
+# "Maria", "O'Sullivan", "Vasquez-Lindqvist", "McDonald", "d'Arcy" is left to the cues.
+_NAME_WORD = r"(?:[A-Z][a-zà-ÿ]+(?:[A-Z][a-zà-ÿ]+)?|[A-Z]['’][A-Z][a-zà-ÿ]+)(?:['’\-][A-Za-zà-ÿ][a-zà-ÿ]+)*"
+_TITLE = r"(?:(?:Mr|Mrs|Ms|Mx|Miss|Dr|Prof)\.?\s+)"
 
 
 def _find_phones(text: str) -> Iterator[tuple[int, int]]:
@@ -31,11 +34,33 @@ def _find_phones(text: str) -> Iterator[tuple[int, int]]:
             yield match.start, match.end
 
 
+# Numbers written like a phone number even when no numbering plan knows them (unassigned
+# area codes, fictional ranges): 9-15 digits in groups, but not a date, a card or a version.
+_PHONE_SHAPE = re.compile(r"(?<![\w+.\-/])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,5}\)[ .\-]?|\d{2,5}[ .\-])\d{2,6}(?:[ .\-]\d{2,6}){0,3}(?![\w\-/]|\.\d)")
+_DATE_SHAPE = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}")
+
+
+def _find_phone_shapes(text: str) -> Iterator[tuple[int, int]]:
+    for match in _PHONE_SHAPE.finditer(text):
+        value = match.group()
+        digits = sum(c.isdigit() for c in value)
+        if 9 <= digits <= 15 and not _DATE_SHAPE.fullmatch(value):
+            yield match.span()
+
+
 _NAME_AFTER_CUE = re.compile(
     r"(?i:\b(?:my name is|name:|i am|i'm|this is|call(?:ed)?|spoke (?:to|with)|talked to|ask(?:ed)? for|"
+    r"e-?mailed|texted|messaged|wrote to|replied to|rang|phoned|"
     r"hi|hello|hey|dear|thanks|thank you|mr\.?|mrs\.?|ms\.?|miss|dr\.?|customer|contact|cc|"
     r"regards,?|cheers,?|best,?|signed,?)\s+)"
-    rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})"
+    rf"{_TITLE}?({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})"
+)
+# "Thandiwe confirmed ...", "Oluwaseun Adeyemi here.": a capitalized word reporting something,
+# or introducing themselves, is a person, known name or not.
+_NAME_BEFORE_VERB = re.compile(
+    rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})\s+(?:confirmed|said|says|reported|wrote|asked|replied|agreed|"
+    r"mentioned|emailed|phoned|told|explained|noticed|complained|tried|prefers|wants|needs)\b|"
+    rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})\s+here[.,!:]"  # "Oluwaseun Adeyemi here."
 )
 _CAPITALIZED_RUN = re.compile(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}")
 
@@ -59,6 +84,10 @@ def _find_names(text: str) -> Iterator[tuple[int, int]]:
         span = _name_span(text, *match.span(1), need_given=False)
         if span:
             yield span
+    for match in _NAME_BEFORE_VERB.finditer(text):
+        span = _name_span(text, *match.span(match.lastindex or 1), need_given=False)
+        if span:
+            yield span
     for match in _CAPITALIZED_RUN.finditer(text):
         span = _name_span(text, *match.span(), need_given=True)
         if span:
@@ -77,7 +106,8 @@ _US_STATES = (
 _UK_POSTCODE = r"[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}"
 _ADDRESS_TAIL = (
     r"(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|\#)\.?\s*[\w\-]+)?"
-    r"(?:,\s*[A-Z][A-Za-z'’.\-]*(?:\s[A-Z][A-Za-z'’.\-]*){0,2}){0,2}"
+    # City words have a lowercase letter, so "Leeds LS1 4DY" leaves the postcode to its rule below.
+    r"(?:,\s*[A-Z][a-z][A-Za-z'’.\-]*(?:\s[A-Z][a-z][A-Za-z'’.\-]*){0,2}){0,2}"
     rf"(?:,?\s+(?:(?:{_US_STATES})\s+\d{{5}}(?:-\d{{4}})?|{_UK_POSTCODE}))?"
 )
 
@@ -136,9 +166,26 @@ _IDENTIFIERS = (
     regex_rule("card_number", r"\b(?:card|visa|mastercard|amex)\s+(?:ending|ends)\s+(?:in|with)\s+(\d{4})\b", triggers=("ending", "ends"), group=1, flags=_I, policy="personal"),
 )
 
+_CONTACT = r"(?:contact|call|e-?mail|text|phone|ring|message|write)"
+_CHANNEL = r"(?:contact|call|e-?mail|text|phone|ring|message|write|send|reach|mail|use|reply|answer)"
+# A stated preference runs from its cue to the end of the clause: "please always contact me by
+# email, never by phone". It says how to treat this one customer, so it is never shared.
+_PREFERENCE_CUE = (
+    r"(?i:\bI(?:'d|’d| would)? (?:prefer|rather)\b|\bmy (?:preferred|favou?rite)\b|\bI (?:always|only) (?:use|want)\b"
+    rf"|\b(?:please )?(?:always|only|never|don't|don’t|do not) (?:\w+ ){{0,2}}?{_CONTACT}\b"
+    rf"|\b{_CHANNEL} me (?:only |instead |always )?(?:by|via|through|over|on|in|instead)\b"
+    r"|\b(?:reply|answer|respond|write|speak|talk)(?: to me)? (?:only |always )?in (?:english|spanish|french|german"
+    r"|italian|portuguese|dutch|polish|turkish|arabic|chinese|japanese|korean|russian|hindi|swedish|danish)\b)"
+)
+_PREFERENCES = (
+    # To the clause's end: a "." inside a word (an email address, "v2.1") does not end it.
+    regex_rule("preference", _PREFERENCE_CUE + r"(?:[^.!?\n;]|[.!?](?=\w))*", gate=_PREFERENCE_CUE, policy="personal"),
+)
+
 PERSONAL_RULES: tuple[Rule, ...] = (
     regex_rule("email", r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b", triggers=("@",), policy="personal"),
     Rule("phone", _find_phones, "personal", gate=re.compile(r"\d(?:\D{0,3}\d){6}")),
+    Rule("phone", _find_phone_shapes, "personal", gate=re.compile(r"\d[ .\-)]\(?\d")),
     regex_rule(
         "phone",
         r"\b(?:call|phone|tel|telephone|mobile|cell|text|sms|whatsapp|fax)\b\D{0,12}?(\+?\d[\d\s().\-]{5,}\d)",
@@ -148,4 +195,5 @@ PERSONAL_RULES: tuple[Rule, ...] = (
     *_ADDRESSES,
     *_IDENTIFIERS,
     Rule("name", _find_names, "personal"),
+    *_PREFERENCES,
 )

@@ -1,0 +1,137 @@
+"""The shared case base: every successfully resolved ticket, de-identified, for every customer.
+
+A case is an episode in `SHARED_SCOPE` of the desk's own memory (its data dir, or its tenant
+in the service), so cases never cross tenants. Only a successful resolve writes one; the link
+to the customer it came from is kept apart (`EpisodeLog.sources`) and used only to erase it
+with that customer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
+from fourfold.episodic import SHARED_SCOPE
+from fourfold.episodic._codec import build_episode
+from fourfold.errors import InvalidInput
+from fourfold.memory import Memory
+from fourfold.models.base import ChatModel
+from fourfold.text import tokenize
+from fourfold.types import Episode
+
+__all__ = ["CUSTOMER_PREFIX", "CaseBase"]
+
+#: Scopes whose tickets count towards the shared words (see `customer_scope`).
+CUSTOMER_PREFIX = "customer:"
+#: Tags of a case episode: what it is, and who wrote it.
+CASE_TAG = "case"
+
+
+class CaseBase:
+    """Writes de-identified cases on resolve and finds the ones like a new ticket.
+
+    `model` (an LLM) writes each case as a generic problem and fix; without one, or when its
+    answer is unusable, the case is extracted. `min_customers` is the shared-words lever of
+    extraction: a word of the customer's own text travels only when that many customers'
+    tickets hold it, or the documentation, the facts or the operator's outcome do. None
+    turns the lever off (the detector alone decides).
+    """
+
+    def __init__(self, memory: Memory, *, model: ChatModel | None = None, min_customers: int | None = 3) -> None:
+        if min_customers is not None and (isinstance(min_customers, bool) or not isinstance(min_customers, int)
+                                          or min_customers < 1):
+            raise InvalidInput("min_customers must be a positive integer or None")
+        self.memory = memory
+        self.model = model if model is not None and model.is_llm else None
+        self.min_customers = min_customers
+        self._vocabulary = _Vocabulary(min_customers or 1)
+        self._reference: tuple[tuple[object, ...], frozenset[str]] = ((), frozenset())
+
+    def deidentify(self, ticket: Ticket) -> Case:
+        """The case a ticket makes: the model's (checked), else the extracted one."""
+        shared = self.shared_words() if self.min_customers is not None else None
+        if self.model is not None:
+            written = case_from_model(self.model, ticket, shared=shared)
+            if written is not None:
+                return written
+        return extract_case(ticket, shared=shared)
+
+    def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
+        """Write the case of a successfully resolved ticket; None when nothing generic is left."""
+        case = self.deidentify(ticket)
+        if not tokenize(case.fix) or not tokenize(case.problem):
+            return None
+        item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
+                "tags": [CASE_TAG, case.written_by]}
+        episode = replace(build_episode(item, ts=time.time()), scope=SHARED_SCOPE)
+        self.memory.episodes.insert([episode], derived_from={episode.id: source_scope})
+        return episode
+
+    def similar(
+        self, situation: str, *, k: int, exclude_source: str | None = None, min_score: float | None = None
+    ) -> list[Episode]:
+        """The k cases most like `situation` (at least `min_score` relevant), without those made
+        from `exclude_source`'s tickets (that customer sees its own episodes) and without repeats."""
+        found = self.memory.episodes.similar_successes(
+            problem_query(situation), k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
+        )
+        own = self.memory.episodes.sources([e.id for e in found]) if exclude_source else {}
+        kept: list[Episode] = []
+        seen: set[tuple[str, str]] = set()
+        for episode in found:
+            key = (episode.goal, episode.outcome)
+            if own.get(episode.id) == exclude_source or key in seen:
+                continue
+            seen.add(key)
+            kept.append(episode)
+        return kept[:k]
+
+    def shared_words(self) -> Callable[[str], bool]:
+        """Is a (stemmed) word common ground: in `min_customers` customers' tickets, the
+        documentation or the facts?"""
+        self._vocabulary.update(self.memory.episodes.episodes())
+        reference = self._reference_words()
+        common = self._vocabulary.common
+        return lambda stem: stem in common or stem in reference
+
+    def _reference_words(self) -> frozenset[str]:
+        """Words of the desk's documentation and facts (recomputed when either changes)."""
+        docs = self.memory.long_term.all(kinds=("doc",))
+        facts = self.memory.facts.list()
+        fingerprint = (tuple(d.id for d in docs), tuple((f.key, f.updated_at) for f in facts))
+        if fingerprint != self._reference[0]:
+            texts = [d.text for d in docs] + [f"{f.key.replace('_', ' ')} {f.value} {f.description}" for f in facts]
+            self._reference = (fingerprint, frozenset(w for t in texts for w in tokenize(t)))
+        return self._reference[1]
+
+
+class _Vocabulary:
+    """Words by the number of customers whose tickets hold them, kept up to date incrementally."""
+
+    def __init__(self, min_customers: int) -> None:
+        self.min_customers = min_customers
+        self._clear()
+
+    def _clear(self) -> None:
+        self.common: set[str] = set()
+        self._customers: dict[str, set[str]] = {}
+        self._done = 0
+        self._last = ""
+
+    def update(self, episodes: list[Episode]) -> None:
+        """Count the episodes not seen yet; start over when an erasure changed the log before them."""
+        if self._done and (len(episodes) < self._done or episodes[self._done - 1].id != self._last):
+            self._clear()
+        for episode in episodes[self._done :]:
+            scope = episode.scope or ""
+            if scope.startswith(CUSTOMER_PREFIX):
+                for word in set(tokenize(episode.goal)) - self.common:
+                    owners = self._customers.setdefault(word, set())
+                    owners.add(scope)
+                    if len(owners) >= self.min_customers:
+                        self.common.add(word)
+                        del self._customers[word]
+        if episodes:
+            self._done, self._last = len(episodes), episodes[-1].id

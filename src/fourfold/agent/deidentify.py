@@ -1,0 +1,234 @@
+"""De-identification of a resolved ticket into a case that any customer may be shown.
+
+One detector, the "personal" policy, removes names, contact details, addresses, order,
+account and ticket numbers, cards, IBANs and stated preferences. Two levers catch what it
+misses:
+
+- *taint*: a word the detector found inside a personal detail anywhere in the ticket (the
+  customer said "I'm Maria Okonkwo") is masked everywhere else in the case too ("sent
+  Okonkwo a new link" in the operator's outcome);
+- *shared words* (offline): a word of the customer's own text travels only if it is common
+  ground, seen in the tickets of several customers, in the documentation, in the facts or in
+  the operator's outcome; the rest is masked. A detail the detector does not know (a rare
+  surname, a street it cannot parse, an instruction someone tries to plant) stays behind.
+
+With a chat model the model writes the generic problem and fix; the detector and the taint
+then check what it wrote, and a text that copies a run of the customer's own words is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from fourfold.models.base import ChatModel
+from fourfold.text import STOPWORDS, detect, redact, tokenize
+
+__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query"]
+
+#: Kinds whose words taint the rest of a case (a preference's words are ordinary: "email").
+_TAINTING = frozenset(
+    {"name", "email", "phone", "postal_address", "order_number", "account_number", "ticket_number",
+     "card_number", "iban"}
+)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
+_PREFERENCE_LEFT = re.compile(r"[,;]?\s*\[REDACTED:preference\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_JOINERS = re.compile(r"['’\-]")
+_DOUBLE_STOP = re.compile(r"([.!?])(?:\s*[.!?,;])+")
+_MASK = "…"
+#: A model's case that repeats this many consecutive words of the customer is refused.
+COPIED_RUN = 8
+MAX_PROBLEM_CHARS = 300
+#: The customer's latest messages a model is shown besides the opening one.
+MAX_MESSAGES = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """A resolved ticket as the agent saw it: the customer's words, the tools used, the fix."""
+
+    goal: str
+    messages: tuple[str, ...]  # the customer's own messages
+    actions: tuple[str, ...]
+    outcome: str  # the operator's
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """A de-identified ticket: safe to show any customer of the same desk."""
+
+    problem: str
+    actions: tuple[str, ...]
+    fix: str
+    written_by: Literal["model", "extraction"]
+    removed: int  # personal details and rare words masked
+
+
+def personal_words(texts: Iterable[str]) -> frozenset[str]:
+    """Lowercased words inside the personal details the detector finds in `texts`."""
+    words: set[str] = set()
+    for text in texts:
+        for found in detect(text, policy="personal"):
+            if found.kind in _TAINTING:
+                words.update(_key(w) for w in _WORD.findall(text[found.start : found.end]))
+    return frozenset(w for w in words if w not in STOPWORDS)
+
+
+def _key(word: str) -> str:
+    """A word as the taint compares it: "O'Sullivan" is the "osullivan" of an email address."""
+    return _JOINERS.sub("", word.lower())
+
+
+def echoed_names(customer: Iterable[str], shared_text: str, common: Callable[[str], bool]) -> frozenset[str]:
+    """Capitalized words of the customer's that the text to share repeats capitalized, unless
+    they are common ground: most often the customer's name ("Thandiwe confirmed on ...")."""
+    def titled(text: str) -> set[str]:
+        return {w.lower() for w in _WORD.findall(text) if len(w) > 2 and w.istitle()}
+
+    repeated = {_key(w) for w in set().union(*(titled(t) for t in customer)) & titled(shared_text)}
+    return frozenset(w for w in repeated if w not in STOPWORDS and not all(common(s) for s in tokenize(w)))
+
+
+def _mask(text: str, keep: Callable[[str], bool]) -> tuple[str, int]:
+    """Replace each word `keep` refuses (placeholders untouched) by "…", one per run of them."""
+    protected = [m.span() for m in _PLACEHOLDER.finditer(text)]
+    out: list[str] = []
+    pos = masked = 0
+    run_end = -1  # where the last masked word ended
+    for match in _WORD.finditer(text):
+        if any(s <= match.start() < e for s, e in protected) or keep(match.group()):
+            continue
+        between = text[pos : match.start()]
+        if not (run_end == pos and not between.strip()):  # a new run of masked words
+            out += [between, _MASK]
+        pos = run_end = match.end()
+        masked += 1
+    out.append(text[pos:])
+    return "".join(out), masked
+
+
+def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | None) -> tuple[str, int]:
+    """The detector's redaction, then tainted words (and, with `allowed`, rare ones) masked.
+
+    A stated preference is dropped without a trace: it says how to treat one customer.
+    """
+    redacted, found = redact(text, policy="personal")
+    redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted))
+
+    def keep(word: str) -> bool:
+        lowered = word.lower()
+        if _key(word) in tainted:
+            return False
+        return allowed is None or lowered in STOPWORDS or allowed(word)
+
+    masked, count = _mask(redacted, keep)
+    return " ".join(masked.split()), len(found) + count
+
+
+def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None) -> Case:
+    """Offline: the opening message as the problem, the operator's outcome as the fix, scrubbed.
+
+    `shared(word)` says whether a word of the customer's is common ground (the shared-words
+    lever); None lets every word the detector and the taint leave through.
+    """
+    tainted = _tainted(ticket, ticket.outcome, shared)
+    outcome_stems = set(tokenize(ticket.outcome))
+
+    def allowed(word: str) -> bool:
+        stems = tokenize(word)
+        return all(s in outcome_stems or (shared is not None and shared(s)) for s in stems)
+
+    problem, n = _scrub(ticket.goal, tainted, allowed if shared is not None else None)
+    fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
+    return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
+
+
+def _tainted(ticket: Ticket, shared_text: str, shared: Callable[[str], bool] | None) -> frozenset[str]:
+    """The words to mask wherever they occur: inside the ticket's details, and (with the
+    shared-words lever) the customer's capitalized words that `shared_text` repeats."""
+    tainted = personal_words((ticket.goal, *ticket.messages, ticket.outcome))
+    if shared is not None:
+        tainted |= echoed_names((ticket.goal, *ticket.messages), shared_text, shared)
+    return tainted
+
+
+def _case(problem: tuple[str, int], fix: tuple[str, int], ticket: Ticket, tainted: frozenset[str],
+          written_by: Literal["model", "extraction"]) -> Case:
+    actions = [_scrub(a, tainted, None) for a in ticket.actions]
+    removed = problem[1] + fix[1] + sum(n for _, n in actions)
+    return Case(_clip(problem[0]), tuple(a for a, _ in actions), fix[0], written_by, removed)
+
+
+_CASE_PROMPT = (
+    "A support ticket was resolved. Write it as a generic case that any other customer with the "
+    "same problem could be helped by: the problem in one sentence, and the fix in one or two "
+    "sentences. Leave out everything about this customer: no names, email addresses, phone "
+    "numbers, addresses, order, account or ticket numbers, card or bank numbers, and none of "
+    "their preferences. Do not quote the customer. Answer only with JSON: "
+    '{{"problem": "...", "fix": "..."}}\n\nCustomer messages:\n{messages}\n\nOperator outcome: {outcome}'
+)
+
+
+def case_from_model(model: ChatModel, ticket: Ticket, *, shared: Callable[[str], bool] | None = None) -> Case | None:
+    """The model writes the case; the detector and the taint check it. None when the model's
+    answer is unusable or copies the customer (the caller then extracts the case offline).
+
+    With `shared`, a capitalized word of the customer's that the model repeats is masked
+    unless it is common ground (see `echoed_names`)."""
+    messages = "\n".join(f"- {m}" for m in (ticket.goal, *ticket.messages[-MAX_MESSAGES:]) if m)
+    response = model.chat([{"role": "user", "content": _CASE_PROMPT.format(messages=messages, outcome=ticket.outcome)}],
+                          max_tokens=300)
+    try:
+        start, end = response.text.index("{"), response.text.rindex("}") + 1
+        raw = json.loads(response.text[start:end])
+        problem, fix = str(raw["problem"]).strip(), str(raw["fix"]).strip()
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not problem or not fix:
+        return None
+    if copies(f"{problem} {fix}", (ticket.goal, *ticket.messages), exempt=ticket.outcome):
+        return None
+    tainted = _tainted(ticket, f"{problem} {fix}", shared)
+    return _case(_scrub(problem, tainted, None), _scrub(fix, tainted, None), ticket, tainted, "model")
+
+
+def copies(text: str, sources: Sequence[str], *, exempt: str = "", run: int = COPIED_RUN) -> bool:
+    """Does `text` repeat `run` consecutive words of a source that `exempt` does not hold too?"""
+    words = [w.lower() for w in _WORD.findall(text)]
+    exempt_runs = _runs([w.lower() for w in _WORD.findall(exempt)], run)
+    source_runs: set[tuple[str, ...]] = set()
+    for source in sources:
+        source_runs |= _runs([w.lower() for w in _WORD.findall(source)], run)
+    return bool((_runs(words, run) & source_runs) - exempt_runs)
+
+
+def _informative(text: str) -> str:
+    """The sentences that describe the problem: those that still say something (two words or
+    more) once details are gone, and of those the ones that held no personal detail ("My
+    account number is [REDACTED:account_number]" is about the customer, not the problem)."""
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    pool = [s for s in sentences if not _PLACEHOLDER.search(s)] or sentences
+    kept = [s for s in pool if len(tokenize(_PLACEHOLDER.sub(" ", s))) >= 2]
+    return " ".join(kept or pool) or text
+
+
+def problem_query(message: str) -> str:
+    """A customer's message as a query for the case base: what describes the problem, with
+    the same details removed as from the cases (the customer's order number and card would
+    otherwise match whichever case mentions orders or cards)."""
+    redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redact(message, policy="personal")[0]))
+    return _informative(" ".join(redacted.split())) or message
+
+
+def _clip(text: str) -> str:
+    """Cut after scrubbing (a cut before could split a phone number the detector then misses)."""
+    return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _runs(words: list[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
