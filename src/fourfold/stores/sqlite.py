@@ -12,6 +12,7 @@ frees, and after an erasure the write-ahead log is checkpointed and truncated.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from fourfold._files import private_dir, private_file
+from fourfold._files import FILE_MODE, private_dir
 from fourfold._locks import FileLock
 from fourfold.errors import (
     EmbedderMismatch,
@@ -428,13 +429,22 @@ def _row(record: VectorRecord, dimension: int) -> tuple[Any, ...]:
 
 def _create_private(path: Path) -> None:
     """Create the database file readable by its owner only; SQLite gives its -wal and -shm
-    files the same permissions."""
+    files the same permissions.
+
+    An existing file is narrowed by path, never opened: closing any descriptor of a file
+    drops every POSIX lock this process holds on it, and SQLite's locks of another
+    connection in this process (a key store beside a tenant's memory) would go with them.
+    Another process closing last would then take the log for unused and delete it.
+    """
     try:
         private_dir(path.parent)
-        os.close(private_file(path))
+        try:
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE))
+        except FileExistsError:
+            os.chmod(path, FILE_MODE)
         for side in ("-wal", "-shm"):  # left by an older run with another umask
-            if Path(f"{path}{side}").exists():
-                os.close(private_file(f"{path}{side}", os.O_RDWR))
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(f"{path}{side}", FILE_MODE)
     except OSError as exc:
         raise StoreUnavailable(f"cannot create the database {path}: {exc.strerror or exc}") from None
 
