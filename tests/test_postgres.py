@@ -192,6 +192,8 @@ def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: s
             overlap += len(set(got) & set(want))
         assert overlap >= 0.9 * 10 * len(queries)
         assert memory.recall("zeppelin", scope="shared", k=1)[0].id == late
+        memory.warm(["shared", "small"])  # a large scope is never read whole into the cache
+        assert "shared" not in memory._indexes and "small" in memory._indexes
         memory.forget(late)
         assert all(r.id != late for r in memory.recall("zeppelin", scope="shared", k=10))
         assert memory.forget_scope("shared") == 600 and not store.is_large("shared")

@@ -186,3 +186,20 @@ def test_the_export_import_and_migrate_commands(tmp_path: Path, capsys: pytest.C
     with Memory.open(tmp_path / "new", embedder=HashEmbedder()) as mem:
         assert mem.long_term.recall("email phone", scope="customer:alice", k=1)[0].text == "Prefers email over phone"
         assert mem.long_term.all(scope="customer:bob")[0].text == "Ships to the Lyon warehouse"
+
+
+@pytest.mark.postgres
+def test_sqlite_to_postgresql_to_sqlite_gives_back_the_same_data(tmp_path: Path, postgres_url: str) -> None:
+    with Memory.open(tmp_path / "a", embedder=HashEmbedder()) as first:
+        _fill(first)
+        dump = _dump(first)
+        out = io.StringIO()
+        export_memory(first, out)
+    with Memory.open(postgres_url, embedder=HashEmbedder()) as middle:
+        import_memory(middle, out.getvalue().splitlines())
+        assert _dump(middle) == dump
+        again = io.StringIO()
+        export_memory(middle, again)
+    with Memory.open(tmp_path / "c", embedder=HashEmbedder()) as last:
+        import_memory(last, again.getvalue().splitlines())
+        assert _dump(last) == dump

@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm.retrieval import ScopeIndex, Weights
 from fourfold.stores.vector import VectorRecord
@@ -25,9 +23,7 @@ from fourfold.text.bm25 import CollectionStats
 
 __all__ = ["CandidateStore", "LargeScopes"]
 
-#: Records in the sample a large scope's statistics are estimated from.
-SAMPLE = 3_000
-#: A sample is drawn again once the scope's size moved this much, or after this long.
+#: A scope's mean length is measured again once its size moved this much, or after this long.
 _RESAMPLE_DRIFT = 0.05
 _RESAMPLE_AFTER = 600.0
 
@@ -45,34 +41,28 @@ class CandidateStore(Protocol):
     ) -> Features:
         """Records near the query by vector or by words, with their `ScopeIndex.features`."""
 
-    def sample(self, scope: str | None, size: int) -> Features:
-        """About `size` records drawn at random, with their features."""
+    def mean_length(self, scope: str | None) -> float:
+        """The mean length (sum of term weights) of the scope's records."""
 
     def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
         """How many records of the scope hold each term (themselves or through neighbours)."""
 
 
-#: Records, their blended vectors and their term weights (see `ScopeIndex.features`).
-Features = tuple[list[VectorRecord], Vectors, list[dict[str, float]]]
-
-
-class _Sample:
-    def __init__(self, features: Features, size: int, weights: Weights) -> None:
-        self.index = ScopeIndex.of_features(*features, weights=weights)
-        self.rows = np.arange(len(self.index.records), dtype=np.int64)
-        self.size = size  # the scope's size when drawn
-        self.drawn = time.monotonic()
-        lengths = [self.index.bm25.length(str(i)) for i in self.rows.tolist()]
-        self.avgdl = float(np.mean(lengths)) if lengths else 0.0
+#: Records, their blended vectors, their weights of the query's terms, and their lengths (the
+#: sum of all their term weights; see `ScopeIndex.features`).
+Features = tuple[list[VectorRecord], Vectors, list[dict[str, float]], list[float]]
+#: A term no query can hold: it carries the rest of a record's length, so BM25's length
+#: normalisation sees the whole record while only the query's terms are indexed.
+_REST = "\x00rest"
 
 
 class LargeScopes:
-    """Searches large scopes of a `CandidateStore`, keeping a statistics sample per scope."""
+    """Searches large scopes of a `CandidateStore`, keeping each scope's mean length a while."""
 
-    def __init__(self, store: CandidateStore, *, dense: int = 200, lexical: int = 200, sample: int = SAMPLE) -> None:
+    def __init__(self, store: CandidateStore, *, dense: int = 200, lexical: int = 200) -> None:
         self.store = store
-        self.dense, self.lexical, self.sample_size = dense, lexical, sample
-        self._samples: dict[tuple[str | None, Weights], _Sample] = {}
+        self.dense, self.lexical = dense, lexical
+        self._lengths: dict[str | None, tuple[float, int, float]] = {}  # scope -> (when, size, mean)
         self._lock = threading.Lock()
 
     def search(
@@ -86,29 +76,28 @@ class LargeScopes:
         weights: Weights,
     ) -> list[tuple[VectorRecord, float]]:
         size = self.store.scope_size(scope)
-        sample = self._sample(scope, size, weights)
-        features = self.store.candidates(scope, query_vector, query_text, dense=self.dense, lexical=self.lexical)
-        if not features[0]:
+        records, matrix, counts, lengths = self.store.candidates(
+            scope, query_vector, query_text, dense=self.dense, lexical=self.lexical
+        )
+        if not records:
             return []
         tokens = tokenize(query_text)
         stats = CollectionStats(
-            n_docs=size, avgdl=sample.avgdl or 1.0, df=self.store.document_frequencies(scope, tokens)
+            n_docs=size, avgdl=self._mean_length(scope, size), df=self.store.document_frequencies(scope, tokens)
         )
-        index = ScopeIndex.of_features(*features, weights=weights)
+        weighted = [{**c, _REST: length - sum(c.values())} for c, length in zip(counts, lengths, strict=True)]
+        index = ScopeIndex.of_features(records, matrix, weighted, weights=weights)
         return index.search(query_vector, query_text, k=k, keep=keep, weights=weights, stats=stats)
 
-    def _sample(self, scope: str | None, size: int, weights: Weights) -> _Sample:
-        key = (scope, weights)
+    def _mean_length(self, scope: str | None, size: int) -> float:
+        """The scope's mean record length, measured again once its size moved or after a while."""
+        now = time.monotonic()
         with self._lock:
-            sample = self._samples.get(key)
-        fresh = (
-            sample is not None
-            and abs(size - sample.size) <= _RESAMPLE_DRIFT * max(sample.size, 1)
-            and time.monotonic() - sample.drawn < _RESAMPLE_AFTER
-        )
-        if sample is not None and fresh:
-            return sample
-        sample = _Sample(self.store.sample(scope, self.sample_size), size, weights)
+            cached = self._lengths.get(scope)
+        if cached is not None and abs(size - cached[1]) <= _RESAMPLE_DRIFT * max(cached[1], 1) \
+                and now - cached[0] < _RESAMPLE_AFTER:
+            return cached[2]
+        mean = self.store.mean_length(scope)
         with self._lock:
-            self._samples[key] = sample
-        return sample
+            self._lengths[scope] = (now, size, mean)
+        return mean

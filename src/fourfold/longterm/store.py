@@ -280,7 +280,10 @@ class LongTermMemory:
         Scopes already cached cost a lookup; the cache's size limit still applies.
         """
         for scope in scopes:
-            self._index(check_scope(scope))
+            checked = check_scope(scope)
+            if self._large is not None and self._large.store.is_large(checked):
+                continue  # searched through the store's candidates: nothing to build
+            self._index(checked)
 
     def _index(self, scope: str | None) -> ScopeIndex:
         """The scope's cached index, rebuilt when any process wrote to the scope since.

@@ -74,7 +74,7 @@ class PostgresVectorStore(SQLiteVectorStore):
                     (self.pg.schema,),
                 )
             }
-            if {"ann", "terms", "context"} <= columns:
+            if {"ann", "terms", "context", "length"} <= columns:
                 return True
             if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
                 conn.execute("SAVEPOINT ext")
@@ -87,6 +87,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             conn.execute(f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS ann vector({self.dimension})")
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS terms tsvector")
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS context JSONB")
+            conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS length DOUBLE PRECISION")
             conn.execute("CREATE TABLE IF NOT EXISTS large_scopes (scope TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_ann ON memories USING hnsw (ann vector_cosine_ops)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_terms ON memories USING gin (terms) WHERE terms IS NOT NULL")
@@ -117,23 +118,23 @@ class PostgresVectorStore(SQLiteVectorStore):
             if record.id in targets:
                 blended, counts = index.features(i)
                 # The terms as lexemes verbatim: a query names them exactly (no parser in between).
-                rows.append((_vector_text(blended), list(counts), json.dumps(counts), record.id))
+                rows.append((_vector_text(blended), list(counts), json.dumps(counts), sum(counts.values()), record.id))
         if len(rows) < 100:
             conn.executemany(
                 "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])),"
-                " context = CAST(? AS jsonb) WHERE id = ?",
+                " context = CAST(? AS jsonb), length = ? WHERE id = ?",
                 rows,
             )
             return
         # Many rows (a promotion): COPY them into a temporary table and update in one statement.
-        conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], context TEXT, id TEXT)"
-                     " ON COMMIT DELETE ROWS")
-        with conn.raw.cursor().copy("COPY promoted (ann, words, context, id) FROM STDIN") as copy:
+        conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], context TEXT,"
+                     " length DOUBLE PRECISION, id TEXT) ON COMMIT DELETE ROWS")
+        with conn.raw.cursor().copy("COPY promoted (ann, words, context, length, id) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
         conn.execute(
             "UPDATE memories AS m SET ann = CAST(p.ann AS vector), terms = array_to_tsvector(p.words),"
-            " context = CAST(p.context AS jsonb) FROM promoted AS p WHERE m.id = p.id"
+            " context = CAST(p.context AS jsonb), length = p.length FROM promoted AS p WHERE m.id = p.id"
         )
 
     def delete_scope(self, scope: str) -> int:
@@ -235,7 +236,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         self, scope: str | None, query_vector: Vectors, query_text: str, *, dense: int, lexical: int
     ) -> Features:
         """The `dense` nearest records (by blended vector) and the `lexical` best word matches of
-        a large scope, with their ranking features."""
+        a large scope, with their ranking features (term weights of the query's words only)."""
         key = scope_key(scope)
         with self.db.read() as conn:
             conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(2 * int(dense), 40), 1000)}")
@@ -254,7 +255,7 @@ class PostgresVectorStore(SQLiteVectorStore):
                     " LATERAL (SELECT (context ->> w.key)::float8 AS tf) AS t WHERE t.tf IS NOT NULL) DESC LIMIT ?",
                     (key, " | ".join(_lexeme(w) for w in idf), json.dumps(idf), int(lexical)),
                 )]
-            return self._features(conn, sorted(set(ids)))
+            return self._features(conn, sorted(set(ids)), sorted(set(tokenize(query_text))))
 
     def _telling(self, scope: str | None, words: list[str]) -> dict[str, float]:
         """The query's words that can tell records apart, with their BM25 weights (idf): those
@@ -272,9 +273,9 @@ class PostgresVectorStore(SQLiteVectorStore):
                 weights[w] = weights.get(w, 0.0) + bm25_idf(n, df[w])
         return weights
 
-    def sample(self, scope: str | None, size: int) -> Features:
-        """About `size` records of the scope drawn at random (ids are hashes: a random range of
-        them), with their ranking features."""
+    def mean_length(self, scope: str | None, size: int = 3_000) -> float:
+        """The mean length (sum of term weights) of a large scope's records, estimated from
+        about `size` of them drawn at random (ids are hashes: a random range of them)."""
         n = max(self.scope_size(scope), 1)
         key = scope_key(scope)
         width = min(size / n, 1.0)
@@ -284,27 +285,31 @@ class PostgresVectorStore(SQLiteVectorStore):
         bounds = [f"{prefix}_{bound}" for prefix in ("mem", "doc") for lo_hi in ranges for bound in lo_hi]
         where = " OR ".join("(id >= ? AND id < ?)" for _ in range(len(bounds) // 2))
         with self.db.read() as conn:
-            ids = sorted(r[0] for r in conn.execute(
-                f"SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL AND ({where})", (key, *bounds)
-            ))
-            if len(ids) < min(size, n) // 4:  # ids that are not hashes (written by hand): draw by row
-                ids = sorted(r[0] for r in conn.execute(
-                    "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL AND random() < ?",
+            found, mean = conn.execute(
+                f"SELECT count(*), avg(length) FROM memories WHERE scope = ? AND length IS NOT NULL AND ({where})",
+                (key, *bounds),
+            ).fetchone()
+            if found < min(size, n) // 4:  # ids that are not hashes (written by hand): draw by row
+                mean = conn.execute(
+                    "SELECT avg(length) FROM memories WHERE scope = ? AND length IS NOT NULL AND random() < ?",
                     (key, min(1.0, size / n)),
-                ))
-            return self._features(conn, ids)
+                ).fetchone()[0]
+        return float(mean or 1.0)
 
-    def _features(self, conn: Any, ids: list[str]) -> Features:
+    def _features(self, conn: Any, ids: list[str], words: list[str]) -> Features:
         if not ids:
-            return [], np.zeros((0, self.dimension), dtype=np.float32), []
+            return [], np.zeros((0, self.dimension), dtype=np.float32), [], []
+        # The vector in pgvector's binary form (a header of 4 bytes, then big-endian floats),
+        # and of the term weights only the query's words: nothing else of them is scored.
         rows = conn.execute(
-            f"SELECT {_COLUMNS}, CAST(ann AS real[]), context FROM memories WHERE id = ANY(CAST(? AS text[]))"
+            f"SELECT {_COLUMNS}, ann, length, (SELECT jsonb_object_agg(key, value) FROM jsonb_each(context)"
+            " WHERE key = ANY(CAST(? AS text[]))) FROM memories WHERE id = ANY(CAST(? AS text[]))"
             " AND ann IS NOT NULL ORDER BY created_at, seq",
-            (ids,),
+            (words, ids),
         ).fetchall()
-        records = self._records([row[:-2] for row in rows])
-        matrix = np.array([row[-2] for row in rows], dtype=np.float32).reshape(len(rows), self.dimension)
-        return records, matrix, [row[-1] for row in rows]
+        records = self._records([row[:-3] for row in rows])
+        matrix = np.stack([np.frombuffer(row[-3], dtype=">f4", offset=4) for row in rows]).astype(np.float32)
+        return records, matrix, [row[-1] or {} for row in rows], [float(row[-2]) for row in rows]
 
     def _windows(self, conn: Any, key: str, ids: list[str], *, span: int) -> list[VectorRecord]:
         """These records and the `span` records before and after each in write order."""
