@@ -130,7 +130,7 @@ def main() -> None:
                 "EXPLAIN SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector)"
                 " LIMIT 200", (LARGE, "[" + ",".join(["0.05"] * embedder.dimension) + "]"),
             ).fetchall()
-        print("ANN plan:", " / ".join(row[0].strip() for row in plan[:3]), flush=True)
+        print("ANN plan:", " / ".join(row[0].strip()[:60] for row in plan[:2]), flush=True)
         print(f"promoted the large scope in {time.time() - t2:.0f}s", flush=True)
 
         rng = random.Random(7)
