@@ -248,9 +248,9 @@ class SupportAgent:
         else:
             distilled = distill_offline(thread.ticket_goal, outcome, user_texts)
         ids = []
-        for text, kind in distilled.items:
+        for text, kind, key in distilled.keyed():
             try:
-                ids.append(str(self.memory.long_term.remember(text, scope=scope, kind=kind)))
+                ids.append(str(self.memory.long_term.remember(text, scope=scope, kind=kind, key=key)))
             except InvalidInput:  # chatter or empty: not worth keeping
                 continue
         return tuple(ids)
