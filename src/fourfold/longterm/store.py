@@ -24,6 +24,7 @@ from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
+from fourfold.ranking import Background, Parts
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.text import is_chatter, redact
 from fourfold.types import Recalled, Redaction, Remembered
@@ -253,6 +254,22 @@ class LongTermMemory:
         month, year and weekday become searchable words), and `speaker` (memories of a speaker
         the query names rank higher).
         """
+        hits = self.explain(query, scope=scope, k=k, kinds=kinds, where=where, min_score=min_score)
+        return [recalled for recalled, _ in hits]
+
+    def explain(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        k: int = 3,
+        kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        min_score: float | None = None,
+    ) -> list[tuple[Recalled, Parts]]:
+        """What `recall` returns, each result with the parts of its score (`fourfold.ranking.Parts`:
+        dense similarity, what neighbouring memories added, lexical share and its date part,
+        the speaker bonus, the query's background similarity)."""
         query = check_text(query, what="query", max_chars=self.max_chars)
         k = check_k(k)
         scope = check_scope(scope)
@@ -263,14 +280,21 @@ class LongTermMemory:
         def keep(r: VectorRecord) -> bool:
             return bool(keep_kind(r.kind)) and (not where or matches_where(r.metadata, where))
 
+        stats = None
         if self._large is not None and self._large.store.is_large(scope):
-            hits = self._large.search(scope, self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
-            return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
-        index = self._index(scope)
-        if not len(index):
-            return []
-        hits = index.search(self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
-        return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
+            vector = self.embedder.embed(query)
+            found = self._large.candidate_index(scope, vector, query, weights=self.weights)
+            if found is None:
+                return []
+            index, stats = found
+        else:
+            index = self._index(scope)
+            if not len(index):
+                return []
+            vector = self.embedder.embed(query)
+        null = Background.of(self.embedder).null(vector)
+        hits = index.explain(vector, query, k=k, keep=keep, weights=self.weights, stats=stats, null=null)
+        return [(_recalled(r, p.relevance), p) for r, p in hits if min_score is None or p.relevance >= min_score]
 
     def warm(self, scopes: Iterable[str | None]) -> None:
         """Build and cache these scopes' indexes now, so that their next recall reads no store.
