@@ -2,19 +2,23 @@
 
 Two sets, each split five ways: the LoCoMo dev split by conversation, the paraphrase set
 (`_paraphrase_data`) by attribute type (a held-out fold's wording was never tuned on), its
-off-topic questions by text (each is asked of several customers). Fold i holds out conversation i and type fold i together.
+off-topic questions by text (each is asked of several customers). Fold i holds out
+conversation i and type fold i together.
 
+0. Context of memories without a thread (`Weights.context_unthreaded`), on the desk alone.
 1. Fusion: for each (lexical, speaker) weight of the grid, the library's own recall ranks
    every question. On the four training folds the setting with the best LoCoMo R@10 (cat1-4)
    plus paraphrase hit@3 is chosen and scored on the held-out fold.
-2. Calibration and floor: with the weights chosen on all of dev, a logistic curve of the fused
-   evidence and the query's background similarity (`fourfold.ranking.Background`) is fitted to
-   the top 3 results of the training folds' questions (relevant: the memory asked about; every
-   result of an off-topic question is irrelevant), and the floor is the highest relevance whose
-   training on-topic hit@3 drops by at most 0.01. Both are scored held out, with and without
-   the background term.
+2. Calibration and floor: with the weights chosen on all of dev, relevance is a logistic curve
+   of the fused evidence minus a weight times the query's background similarity
+   (`fourfold.ranking.Background`). On the training folds the weight is the one leaving most
+   off-topic questions empty at a floor that keeps on-topic hit@3 within 0.01; slope and offset
+   are fitted to the top 3 results of the training questions (relevant: the memory asked about;
+   every result of an off-topic question is irrelevant), and the floor is the highest relevance
+   whose training on-topic hit@3 drops by at most 0.01. All are scored held out, with and
+   without the background term.
 
-    python benchmarks/recall_cv.py
+    python benchmarks/recall_cv.py [--calibration-only]
 
 Uses cached MiniLM vectors (`_embed_cache`), so it never waits on the model after a first run.
 """
@@ -40,6 +44,7 @@ from fourfold.stores import InMemoryVectorStore
 LEXICAL = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5)
 SPEAKER = (0.1, 0.15, 0.2, 0.25, 0.35, 0.5)
 FLOORS = tuple(round(x, 4) for x in np.arange(0.02, 0.40, 0.0025))
+NULL_WEIGHTS = tuple(round(x, 2) for x in np.arange(0.0, 2.01, 0.25))
 FOLDS = 5
 
 
@@ -139,20 +144,62 @@ def floor_outcome(
 
 
 def calibrate(dataset: pdata.Dataset, run: Sequence[Top], picked: Sequence[bool], *, background: bool = True) -> tuple[Calibration, float]:
+    """The null weight that leaves the most off-topic questions empty at a floor losing at most
+    0.01 of on-topic hit@3 (a logistic fit's likelihood is mostly about telling a query's own
+    results apart, which the null cannot do), then slope and offset fitted for that weight."""
+    best: tuple[float, float, Calibration, float] | None = None
+    for null_weight in NULL_WEIGHTS if background else (0.0,):
+        calibration, floor = _fit(dataset, run, picked, null_weight)
+        empty = floor_outcome(dataset, run, picked, calibration, floor)[1]
+        if best is None or empty > best[0] + 1e-9:
+            best = (empty, null_weight, calibration, floor)
+    assert best is not None
+    return best[2], best[3]
+
+
+def _fit(dataset: pdata.Dataset, run: Sequence[Top], picked: Sequence[bool], null_weight: float) -> tuple[Calibration, float]:
     rows = [(rel, e, null) for top, use in zip(run, picked, strict=True) if use for rel, e, null in top]
     y = np.array([float(rel) for rel, _, _ in rows])
-    if background:
-        slope, per_null, offset = fit_logistic(np.array([[e, null] for _, e, null in rows]), y)
-        calibration = Calibration(float(slope), float(offset), float(-per_null / slope))
-    else:
-        slope, offset = fit_logistic(np.array([[e] for _, e, _ in rows]), y)
-        calibration = Calibration(float(slope), float(offset), 0.0)
+    slope, offset = fit_logistic(np.array([[e - null_weight * null] for _, e, null in rows]), y)
+    calibration = Calibration(float(slope), float(offset), null_weight)
     ok = [f for f in FLOORS if floor_outcome(dataset, run, picked, calibration, f)[0] <= 0.01]
     return calibration, max(ok) if ok else FLOORS[0]
 
 
-def main() -> int:
-    grid = list(itertools.product(LEXICAL, SPEAKER))
+UNTHREADED = (0.0, 0.1, 0.2, 0.3, 0.4)
+
+
+def unthreaded_context_cv() -> None:
+    """`Weights.context_unthreaded` by attribute-type folds of the desk (LoCoMo's turns all
+    have threads, so it cannot move LoCoMo)."""
+    dataset = pdata.build()
+    embedder = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
+    on = dataset.on_topic()
+    hits: dict[float, np.ndarray[Any, Any]] = {}
+    for context in UNTHREADED:
+        lt = _memory(embedder)
+        lt.weights = Weights(context_unthreaded=context)
+        for customer in dataset.customers:
+            lt.remember_many([{"text": t, "scope": customer.id} for t in customer.memories])
+        hits[context] = np.array([q.answer in [h.text for h in lt.recall(q.text, scope=q.customer, k=3)] for q in on])
+    type_folds = pdata.folds(FOLDS)
+    fold = np.array([next(i for i, types in enumerate(type_folds) if q.type in types) for q in on])
+    held = np.zeros(len(on), dtype=bool)
+    for i in range(FOLDS):
+        best = max(UNTHREADED, key=lambda c: float(hits[c][fold != i].mean()))
+        held[fold == i] = hits[best][fold == i]
+        print(f"fold {i}: chosen context_unthreaded={best}")
+    print("on all dev: " + ", ".join(f"{c}: {hits[c].mean():.3f}" for c in UNTHREADED)
+          + f"; held-out on-topic hit@3 {held.mean():.3f}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    # --calibration-only: the default weights alone (the fusion grid takes minutes)
+    quick = "--calibration-only" in args
+    if not quick:
+        unthreaded_context_cv()
+    grid = [(Weights().lexical, Weights().speaker)] if quick else list(itertools.product(LEXICAL, SPEAKER))
     weights = [Weights(lexical=lex, speaker=spk) for lex, spk in grid]
     convs, lruns = locomo_runs(weights)
     dataset, pruns = paraphrase_runs(weights)

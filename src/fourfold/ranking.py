@@ -47,7 +47,7 @@ Floats = npt.NDArray[np.float64]
 #: The default floor of relevance for what an agent puts in its prompt: chosen on the
 #: paraphrase set (benchmarks/recall_cv.py) as about the highest floor that keeps on-topic
 #: hit@3 within 0.01 of no floor (benchmarks/results/paraphrase.md).
-RELEVANCE_FLOOR = 0.12
+RELEVANCE_FLOOR = 0.08
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +56,9 @@ class Fusion:
 
     lexical: float = 1.75
     boost: float = 0.15
-    null: float = 0.72
-    slope: float = 2.99
-    offset: float = -1.64
+    null: float = 0.75
+    slope: float = 5.60
+    offset: float = -1.88
 
     def __post_init__(self) -> None:
         for name in ("lexical", "boost", "null", "slope", "offset"):
