@@ -18,7 +18,7 @@ speaker lift to 81.0, dates 1.5 points before that; see benchmarks/README.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -302,7 +302,7 @@ class ScopeIndex:
         return _Signals(candidates, dense, lexical_share(lexical, best), named, query_tokens, best)
 
 
-def _thread(record: VectorRecord) -> Hashable | None:
+def _thread(record: VectorRecord) -> tuple[str, ...] | None:
     """The thread a memory belongs to; None when its metadata names none."""
     for key in THREAD_KEYS:
         if key in record.metadata:
@@ -312,7 +312,7 @@ def _thread(record: VectorRecord) -> Hashable | None:
 
 def _neighbours(records: Sequence[VectorRecord], weights: Weights) -> list[list[tuple[int, float]]]:
     """Each record's neighbours in its thread, as (index, share of weight)."""
-    runs: dict[Hashable, list[int]] = {}
+    runs: dict[tuple[str, ...], list[int]] = {}
     run, last_at = -1, 0.0  # the current run of memories without a thread
     for i, record in enumerate(records):
         if record.kind == "doc":
@@ -322,7 +322,7 @@ def _neighbours(records: Sequence[VectorRecord], weights: Weights) -> list[list[
             if run < 0 or record.created_at - last_at > weights.context_gap:
                 run += 1
             last_at = record.created_at
-            key = ("run", run)
+            key = ("run", str(run))
         runs.setdefault(key, []).append(i)
     out: list[list[tuple[int, float]]] = [[] for _ in records]
     for key, members in runs.items():
