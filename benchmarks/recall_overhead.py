@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from fourfold._validate import check_k, check_scope, check_text
     from fourfold.embeddings.minilm import default_embedder
     from fourfold.longterm import LongTermMemory
-    from fourfold.longterm.store import _kind_filter, _recalled
+    from fourfold.longterm.store import _kind_filter, _recalled, _validity
     from fourfold.stores import InMemoryVectorStore
 
     cached = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
@@ -50,13 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     lt.recall("warm up the model", scope="big")
 
     def plain(text: str, scope: str, vector: Any) -> Any:
-        """Recall as it was before calibration: the same checks, filter and ranking."""
+        """Recall as it was before calibration: the same checks, filters (kinds, current
+        versions) and ranking, with no background null."""
         text = check_text(text, what="query", max_chars=lt.max_chars)
         k, checked = check_k(5), check_scope(scope)
-        keep_kind = _kind_filter(None)
+        keep_kind, holds = _kind_filter(None), _validity(None, False)
         index = lt._index(checked)
         hits = index.search(real.embed(text) if vector is None else vector, text, k=k,
-                            keep=lambda r: bool(keep_kind(r.kind)), weights=lt.weights)
+                            keep=lambda r: bool(keep_kind(r.kind)) and holds(r), weights=lt.weights)
         return [_recalled(r, s) for r, s in hits]
 
     def calibrated(text: str, scope: str, vector: Any) -> Any:
