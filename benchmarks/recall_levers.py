@@ -8,6 +8,8 @@ lexical shares, the speaker flag, the scope's vectors), then ranks them each lev
 - the dense side: a mix of the memory's own cosine with its context-blended one;
 - lexical statistics: document frequency counted on a memory's own words, or fractionally;
 - pseudo-relevance feedback: the query vector moved towards its top results (Rocchio);
+- query expansion from the scope's own vocabulary: the scope's words closest to the query (by
+  MiniLM cosine of word and query) lift the memories holding them (desk only);
 - the int8 query embedding (`OnnxMiniLMInt8Embedder`) in place of the fp32 one.
 
     python benchmarks/recall_levers.py
@@ -122,6 +124,34 @@ def prf(m: int, beta: float) -> Score:
     return score
 
 
+def expansion(rows: list[tuple[pdata.Question, Row]], embedder: CachedEmbedder) -> None:
+    """Attach to each row its scope's words (unstemmed), their cosines to the query, and where they occur."""
+    words = sorted({w for _, f in rows for t in f["texts"] for w in tokenize(t, stem=False)})
+    vectors = dict(zip(words, embedder.embed_many(words), strict=True))
+    for _, f in rows:
+        where: dict[str, set[int]] = {}
+        for i, t in enumerate(f["texts"]):
+            for w in tokenize(t, stem=False):
+                where.setdefault(w, set()).add(i)
+        vocab = list(where)
+        f["words"] = (vocab, np.stack([vectors[w] for w in vocab]) @ f["q"], where)
+
+
+def expanded(tau: float, gamma: float, m: int) -> Score:
+    base = hybrid()
+
+    def score(f: Row) -> Any:
+        vocab, cos, where = f["words"]
+        lift = np.zeros(len(f["texts"]))
+        for j in np.argsort(-cos)[:m]:
+            if cos[j] < tau:
+                break
+            for i in where[vocab[j]]:
+                lift[i] = max(lift[i], cos[j])
+        return base(f) + gamma * lift
+    return score
+
+
 def main() -> int:
     emb = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
     dataset = pdata.build()
@@ -158,6 +188,11 @@ def main() -> int:
     for name, score in levers:
         d, (r5, r10) = desk_hits(desk, score), locomo_recall(loc, score)
         print(f"| {name} | {d[0]:.3f} | {d[1]:.3f} | {d[2]:.3f} | {r5:.4f} | {r10:.4f} |")
+    expansion(desk, emb)
+    emb.save()
+    for tau, gamma, m in ((0.3, 0.2, 3), (0.4, 0.2, 3), (0.5, 0.2, 3), (0.5, 0.5, 1), (0.4, 1.0, 3)):
+        d = desk_hits(desk, expanded(tau, gamma, m))
+        print(f"| query expansion: {m} scope words with cosine ≥ {tau}, weight {gamma} | {d[0]:.3f} | {d[1]:.3f} | {d[2]:.3f} | | |")
     from fourfold.embeddings.onnx import OnnxMiniLMInt8Embedder
 
     int8 = OnnxMiniLMInt8Embedder().embed_many([q.text for q in on])
