@@ -17,6 +17,8 @@ conversation i and type fold i together.
    every result of an off-topic question is irrelevant), and the floor is the highest relevance
    whose training on-topic hit@3 drops by at most 0.01. All are scored held out, with and
    without the background term.
+3. The shipped floor on LoCoMo dev's conversations (not tuned on): evidence it drops from the
+   top 10, and the desk's off-topic questions it leaves empty there.
 
     python benchmarks/recall_cv.py [--calibration-only]
 
@@ -169,6 +171,33 @@ def _fit(dataset: pdata.Dataset, run: Sequence[Top], picked: Sequence[bool], nul
 UNTHREADED = (0.0, 0.1, 0.2, 0.3, 0.4)
 
 
+def floor_on_locomo() -> None:
+    """The shipped floor on other stores, never tuned on: LoCoMo dev's conversations. Does it
+    drop evidence from a question's top 10, and does it empty the desk's off-topic questions?"""
+    from fourfold.ranking import RELEVANCE_FLOOR
+
+    dataset = ldata.load(locomo.default_data_path())
+    embedder = CachedEmbedder(CACHE_DIR / "locomo-lab-minilm.npz")
+    plain: list[tuple[ldata.Question, list[str]]] = []
+    floored: list[tuple[ldata.Question, list[str]]] = []
+    empty = asked = 0
+    for conversation in dataset.conversations:
+        lt = _memory(embedder)
+        locomo.remember_conversation(lt, conversation, {})
+        scope = conversation.sample_id
+        for q in conversation.questions:
+            hits = lt.recall(q.question, scope=scope, k=10)
+            plain.append((q, [str(h.metadata["dia_id"]) for h in hits]))
+            floored.append((q, [str(h.metadata["dia_id"]) for h in hits if h.score >= RELEVANCE_FLOOR]))
+        for text in pdata.OFF_TOPIC:
+            asked += 1
+            empty += not lt.recall(text, scope=scope, k=10, min_score=RELEVANCE_FLOOR)
+    embedder.save()
+    print(f"LoCoMo dev (not tuned on), floor {RELEVANCE_FLOOR}: R@10 cat1-4 {r_at(plain, 10):.4f} without it, "
+          f"{r_at(floored, 10):.4f} with it; the desk's off-topic questions asked of a conversation left empty: "
+          f"{empty / asked:.3f} ({asked})")
+
+
 def unthreaded_context_cv() -> None:
     """`Weights.context_unthreaded` by attribute-type folds of the desk (LoCoMo's turns all
     have threads, so it cannot move LoCoMo)."""
@@ -248,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         for f in (0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4):
             lost, empty = floor_outcome(dataset, run, [True] * len(run), calibration, f)
             print(f"  {f}: {lost:.4f}, {empty:.3f}")
+    print()
+    floor_on_locomo()
     return 0
 
 
