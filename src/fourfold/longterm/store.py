@@ -42,6 +42,7 @@ from fourfold.longterm.versions import (
 from fourfold.ranking import Background, Parts
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.text import is_chatter, redact
+from fourfold.text.bm25 import CollectionStats
 from fourfold.types import Recalled, Redaction, Remembered
 
 __all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput"]
@@ -275,10 +276,11 @@ class LongTermMemory:
         def keep(r: VectorRecord) -> bool:
             return r.kind == w.kind and is_current(r)
 
-        if self._large is not None and self._large.store.is_large(w.scope):
-            hits = self._large.search(w.scope, vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights)
-        else:
-            hits = self._index(w.scope).search(vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights)
+        found = self._ranking_index(w.scope, vector, w.text)
+        if found is None:
+            return []
+        index, stats = found
+        hits = index.search(vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights, stats=stats)
         stored = {r.id: r for r in self.store.get([r.id for r, _ in hits])}
         return [Similar(r.id, r.text, float(stored[r.id].embedding @ vector)) for r, _ in hits if r.id in stored]
 
@@ -473,11 +475,20 @@ class LongTermMemory:
         else:
             index = self._index(scope)
             if not len(index):
-                return []
+                return []  # nothing to rank: the query need not be embedded
             vector = self.embedder.embed(query)
         null = Background.of(self.embedder).null(vector)
         hits = index.explain(vector, query, k=k, keep=keep, weights=self.weights, stats=stats, null=null)
         return [(_recalled(r, p.relevance), p) for r, p in hits if min_score is None or p.relevance >= min_score]
+
+    def _ranking_index(
+        self, scope: str | None, vector: Vectors, query: str
+    ) -> tuple[ScopeIndex, CollectionStats | None] | None:
+        """The index a query of this scope is ranked in: the scope's cached index, or for a large
+        scope an index of the store's candidates with the scope's statistics (None if none)."""
+        if self._large is not None and self._large.store.is_large(scope):
+            return self._large.candidate_index(scope, vector, query, weights=self.weights)
+        return self._index(scope), None
 
     def warm(self, scopes: Iterable[str | None]) -> None:
         """Build and cache these scopes' indexes now, so that their next recall reads no store.
