@@ -41,8 +41,10 @@ from fourfold.longterm.versions import (
     validity,
     version_of,
 )
+from fourfold.ranking import Background, Parts
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.text import is_chatter, redact
+from fourfold.text.bm25 import CollectionStats
 from fourfold.types import Recalled, Redaction, Remembered
 
 __all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "When"]
@@ -272,10 +274,11 @@ class LongTermMemory:
         def keep(r: VectorRecord) -> bool:
             return r.kind == w.kind and is_current(r)
 
-        if self._large is not None and self._large.store.is_large(w.scope):
-            hits = self._large.search(w.scope, vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights)
-        else:
-            hits = self._index(w.scope).search(vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights)
+        found = self._ranking_index(w.scope, vector, w.text)
+        if found is None:
+            return []
+        index, stats = found
+        hits = index.search(vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights, stats=stats)
         stored = {r.id: r for r in self.store.get([r.id for r, _ in hits])}
         return [Similar(r.id, r.text, float(stored[r.id].embedding @ vector)) for r, _ in hits if r.id in stored]
 
@@ -428,6 +431,27 @@ class LongTermMemory:
         month, year and weekday become searchable words), and `speaker` (memories of a speaker
         the query names rank higher).
         """
+        hits = self.explain(
+            query, scope=scope, k=k, kinds=kinds, where=where, min_score=min_score,
+            as_of=as_of, include_superseded=include_superseded,
+        )
+        return [recalled for recalled, _ in hits]
+
+    def explain(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        k: int = 3,
+        kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        min_score: float | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
+    ) -> list[tuple[Recalled, Parts]]:
+        """What `recall` returns, each result with the parts of its score (`fourfold.ranking.Parts`:
+        dense similarity, what neighbouring memories added, lexical share and its date part,
+        the speaker bonus, the query's background similarity)."""
         query = check_text(query, what="query", max_chars=self.max_chars)
         k = check_k(k)
         scope = check_scope(scope)
@@ -439,14 +463,30 @@ class LongTermMemory:
         def keep(r: VectorRecord) -> bool:
             return bool(keep_kind(r.kind)) and holds(r) and (not where or matches_where(r.metadata, where))
 
+        stats = None
         if self._large is not None and self._large.store.is_large(scope):
-            hits = self._large.search(scope, self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
-            return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
-        index = self._index(scope)
-        if not len(index):
-            return []
-        hits = index.search(self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
-        return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
+            vector = self.embedder.embed(query)
+            found = self._large.candidate_index(scope, vector, query, weights=self.weights)
+            if found is None:
+                return []
+            index, stats = found
+        else:
+            index = self._index(scope)
+            if not len(index):
+                return []  # nothing to rank: the query need not be embedded
+            vector = self.embedder.embed(query)
+        null = Background.of(self.embedder).null(vector)
+        hits = index.explain(vector, query, k=k, keep=keep, weights=self.weights, stats=stats, null=null)
+        return [(_recalled(r, p.relevance), p) for r, p in hits if min_score is None or p.relevance >= min_score]
+
+    def _ranking_index(
+        self, scope: str | None, vector: Vectors, query: str
+    ) -> tuple[ScopeIndex, CollectionStats | None] | None:
+        """The index a query of this scope is ranked in: the scope's cached index, or for a large
+        scope an index of the store's candidates with the scope's statistics (None if none)."""
+        if self._large is not None and self._large.store.is_large(scope):
+            return self._large.candidate_index(scope, vector, query, weights=self.weights)
+        return self._index(scope), None
 
     def warm(self, scopes: Iterable[str | None]) -> None:
         """Build and cache these scopes' indexes now, so that their next recall reads no store.
