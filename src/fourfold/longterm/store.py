@@ -9,13 +9,12 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from fourfold._validate import (
-    check_identifier,
     check_k,
     check_kind,
     check_metadata,
@@ -31,12 +30,15 @@ from fourfold.longterm.large import CandidateStore, LargeScopes
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
 from fourfold.longterm.versions import (
     VERSION_KEY,
+    When,
     Write,
     as_timestamp,
+    check_key,
     history_order,
     is_current,
     plan,
     user_metadata,
+    validity,
     version_of,
 )
 from fourfold.ranking import Background, Parts
@@ -45,7 +47,7 @@ from fourfold.text import is_chatter, redact
 from fourfold.text.bm25 import CollectionStats
 from fourfold.types import Recalled, Redaction, Remembered
 
-__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput"]
+__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "When"]
 
 log = logging.getLogger("fourfold.longterm")
 
@@ -88,10 +90,6 @@ class MemoryInput:
     valid_from: float | datetime | None = None
 
 
-#: Values a time travel takes: unix seconds or a datetime.
-When = float | int | datetime
-
-_MAX_KEY = 128
 
 
 def memory_id(scope: str | None, text: str, *, prefix: str = "mem") -> str:
@@ -219,7 +217,7 @@ class LongTermMemory:
         metadata = check_metadata(item.metadata)
         if VERSION_KEY in metadata:
             raise InvalidInput(f"metadata key {VERSION_KEY!r} is reserved for memory versions")
-        key = _check_key(item.key)
+        key = check_key(item.key)
         valid_from = None if item.valid_from is None else as_timestamp(item.valid_from, what="valid_from")
         if kind != DOC_KIND and is_chatter(text):
             raise InvalidInput(f"not a durable memory (chatter): {text[:60]!r}")
@@ -396,7 +394,7 @@ class LongTermMemory:
         """Every current memory of a scope, oldest first (documents only when kinds asks for
         them); `as_of` and `include_superseded` as in `recall`."""
         keep = _kind_filter(kinds)
-        holds = _validity(as_of, include_superseded)
+        holds = validity(as_of, include_superseded)
         index = self._index(check_scope(scope))
         records = sorted((r for r in index.records if keep(r.kind) and holds(r)), key=lambda r: r.created_at)
         return [_recalled(r, 1.0) for r in records]
@@ -460,7 +458,7 @@ class LongTermMemory:
         keep_kind = _kind_filter(kinds)
         where = check_metadata(where) if where else {}
         check_min_score(min_score)
-        holds = _validity(as_of, include_superseded)
+        holds = validity(as_of, include_superseded)
 
         def keep(r: VectorRecord) -> bool:
             return bool(keep_kind(r.kind)) and holds(r) and (not where or matches_where(r.metadata, where))
@@ -586,26 +584,6 @@ class _Prepared:
 def _new_id() -> str:
     """A version's id: never derived from its text, which an earlier version may share."""
     return f"mem_{uuid.uuid4().hex}"
-
-
-def _check_key(key: object) -> str | None:
-    if key is None:
-        return None
-    if not isinstance(key, str) or not key.strip() or len(key) > _MAX_KEY or not key.isprintable():
-        raise InvalidInput(f"key must be 1-{_MAX_KEY} printable characters, got {str(key)[:40]!r}")
-    return check_identifier(key, what="key")
-
-
-def _validity(as_of: When | None, include_superseded: bool) -> Callable[[VectorRecord], bool]:
-    """Which versions a read sees: current ones, those current at `as_of`, or all."""
-    if as_of is not None:
-        if include_superseded:
-            raise InvalidInput("give as_of or include_superseded, not both")
-        when = as_timestamp(as_of, what="as_of")
-        return lambda r: version_of(r).at(when)
-    if include_superseded:
-        return lambda r: True
-    return is_current
 
 
 def _with_metadata(index: ScopeIndex, changed: Sequence[VectorRecord]) -> ScopeIndex:
