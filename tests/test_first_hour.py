@@ -304,6 +304,22 @@ def test_fact_descriptions_and_the_operators_tool_description_reach_the_schema(c
     assert key["description"].endswith("refund_window_days: Days a customer has to ask for a refund.")
 
 
+def test_the_stored_tool_description_reaches_the_model_in_chat(cli: Run, fake: FakeLLMServer) -> None:
+    cli("facts", "set", "refund_window_days", "30", "--description", "Days a customer has to ask for a refund")
+    r = cli("facts", "tool-description", "Values of the Acme returns desk; use it for refunds.")
+    assert r.returncode == 0 and r.stdout.strip() == "Values of the Acme returns desk; use it for refunds."
+    assert cli("facts", "tool-description").stdout.strip() == "Values of the Acme returns desk; use it for refunds."
+    assert json.loads(cli("facts", "schema").stdout)["description"].startswith("Values of the Acme returns desk")
+    r = cli("--model", f"openai-compatible:llama3.1@{fake.openai_url}", "chat", "ann", stdin="Refund window?\n")
+    assert r.returncode == 0, r.stderr
+    (tool,) = fake.requests[0].body["tools"]
+    assert tool["function"]["description"] == "Values of the Acme returns desk; use it for refunds."
+    assert tool["function"]["parameters"]["properties"]["key"]["description"].endswith(
+        "refund_window_days: Days a customer has to ask for a refund.")
+    assert cli("facts", "tool-description", "--reset").stdout.strip().startswith("Return an authoritative")
+    assert cli("facts", "tool-description", " ").returncode == 2
+
+
 # -- 6 and 8. the service: --model after `serve`, and /docs offline ------------------------
 
 

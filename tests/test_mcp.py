@@ -66,6 +66,21 @@ def test_lookup_policy_enum_lists_the_current_facts(memory: Memory) -> None:
     anyio.run(main)
 
 
+def test_lookup_policy_carries_the_operators_description(memory: Memory) -> None:
+    memory.facts.set("refund.window_days", 30, description="Days a customer has to ask for a refund")
+    memory.facts.set_tool_description("Values of the Acme returns desk.")
+
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory)) as client:
+            tool = next(t for t in (await client.list_tools()).tools if t.name == "lookup_policy")
+            assert (tool.description or "").startswith("Values of the Acme returns desk. The key must be one of")
+            assert "company policy" not in (tool.description or "")
+            key = tool.input_schema["properties"]["key"]
+            assert key["description"].endswith("refund.window_days: Days a customer has to ask for a refund.")
+
+    anyio.run(main)
+
+
 def test_every_tool_makes_its_library_call(memory: Memory) -> None:
     async def main() -> None:
         async with Client(build_mcp_server(lambda _r: memory, scope="user:me")) as client:

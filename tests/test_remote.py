@@ -142,6 +142,16 @@ def test_facts_parity(memory: Any) -> None:
         memory.facts.delete("refund.window_days", purge=True)
 
 
+def test_tool_description_parity(memory: Any) -> None:
+    memory.facts.set("refund.window_days", 30)
+    assert memory.facts.set_tool_description("Acme returns desk values.") == "Acme returns desk values."
+    assert memory.facts.tool_description() == "Acme returns desk values."
+    assert memory.facts.tool_schema()["description"] == "Acme returns desk values."
+    with pytest.raises(InvalidInput):
+        memory.facts.set_tool_description(" ")
+    assert memory.facts.set_tool_description(None) == memory.facts.tool_schema()["description"] != "Acme returns desk values."
+
+
 def test_docs_parity(memory: Any, tmp_path: Path) -> None:
     manual = tmp_path / "manual.md"
     manual.write_text("# Setup\n\nPlug the router in and wait for the green light.\n")

@@ -307,6 +307,12 @@ def test_facts_routes(svc: Service) -> None:
         assert svc.call("acme", "POST", "/v1/facts/lookup", {"key": bad}).json() == {"text": UNKNOWN}
     openai = svc.call("acme", "GET", "/v1/facts/tool-schema", params={"format": "openai"}).json()
     assert openai["function"]["parameters"]["properties"]["key"]["enum"] == ["refund.window_days"]
+    told = {"description": "Values of the Acme returns desk."}
+    assert svc.call("acme", "PUT", "/v1/facts/tool-description", told).json() == told
+    assert svc.call("acme", "GET", "/v1/facts/tool-description").json() == told
+    assert svc.call("acme", "GET", "/v1/facts/tool-schema").json()["description"] == told["description"]
+    assert svc.call("beta", "GET", "/v1/facts/tool-description").json() != told  # per tenant
+    assert [f["key"] for f in svc.call("acme", "GET", "/v1/facts").json()["facts"]] == ["refund.window_days"]
     assert svc.call("acme", "DELETE", "/v1/facts/refund.window_days").json() == {"deleted": "refund.window_days"}
     assert error(svc.call("acme", "GET", "/v1/facts/refund.window_days")) == (404, "not_found")
 
@@ -388,6 +394,8 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("DELETE", "/v1/facts/nope", None, 404, "not_found"),
     ("GET", "/v1/facts/nope/history", None, 200, ""),
     ("GET", "/v1/facts/tool-schema?format=xml", None, 422, "invalid_input"),
+    ("PUT", "/v1/facts/tool-description", {"description": " "}, 422, "invalid_input"),
+    ("PUT", "/v1/facts/tool-description", {}, 422, "invalid_input"),
     ("POST", "/v1/docs", {"text": "some text"}, 422, "invalid_input"),
     ("POST", "/v1/docs", {"text": " ", "source": "s"}, 422, "invalid_input"),
     ("POST", "/v1/docs/search", {"query": "q", "k": -1}, 422, "invalid_input"),

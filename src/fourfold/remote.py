@@ -22,7 +22,7 @@ import httpx
 
 from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.longterm.store import MemoryId, MemoryInput
-from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
+from fourfold.semantic.tools import policy_tool_schema
 from fourfold.service.errors import ServiceError, TooLarge, Unauthorized, error_for
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 
@@ -250,8 +250,14 @@ class RemoteFactStore:
 
     def tool_schema(self, *, name: str = "lookup_policy", description: str | None = None) -> dict[str, Any]:
         """The lookup_policy schema over the current keys (built by the library's own function)."""
-        text = DEFAULT_DESCRIPTION if description is None else description
+        text = self.tool_description() if description is None else description
         return policy_tool_schema(self.descriptions(), name=name, description=text)
+
+    def tool_description(self) -> str:
+        return str(self._http.call("GET", "/v1/facts/tool-description")["description"])
+
+    def set_tool_description(self, description: str | None) -> str:
+        return str(self._http.call("PUT", "/v1/facts/tool-description", {"description": description})["description"])
 
     def descriptions(self) -> dict[str, str]:
         """Every key with the description it was set with ("" for none), for tool schemas."""

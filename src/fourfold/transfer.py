@@ -25,6 +25,7 @@ from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.episodic._codec import decode_line
 from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from fourfold.semantic.facts import FactRow
+from fourfold.semantic.tools import DEFAULT_DESCRIPTION
 from fourfold.shortterm.threads import Thread, thread_payload
 from fourfold.stores.vector import VectorRecord
 from fourfold.types import Episode
@@ -88,6 +89,9 @@ def export_memory(memory: Memory, out: IO[str]) -> Counts:
             _line(out, {"type": kind, "key": row.key, "value": json.loads(row.value_json),
                         "description": row.description, "at": row.at})
     counts.facts, counts.fact_history = len(current), len(history)
+    tool = memory.facts.tool_description()
+    if tool != DEFAULT_DESCRIPTION:
+        _line(out, {"type": "tool_description", "description": tool})
     for scope in memory.conversations.scopes():
         _line(out, {"type": "thread", **thread_payload(memory.conversations.load(scope))})
         counts.threads += 1
@@ -204,6 +208,8 @@ class _Writer:
                 row = FactRow(item["key"], json.dumps(item["value"], ensure_ascii=False), item.get("description", ""),
                               float(item["at"]))
                 (self.current if kind == "fact" else self.history).append(row)
+            elif kind == "tool_description":
+                self.memory.facts.set_tool_description(str(item["description"]))
             elif kind == "thread":
                 self.memory.conversations.save(Thread(
                     scope=item["scope"], messages=tuple(item.get("messages", ())), ticket_goal=item.get("ticket_goal", ""),

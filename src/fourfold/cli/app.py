@@ -377,16 +377,33 @@ def facts_list() -> None:
 def facts_schema(
     openai: Annotated[bool, typer.Option("--openai", help="OpenAI function format.")] = False,
     name: Annotated[str, typer.Option(help="The tool's name.")] = "lookup_policy",
-    description: Annotated[str | None, typer.Option(help="What the tool is for, in your words "
-                                                    "(default: authoritative company policy values).")] = None,
+    description: Annotated[str | None, typer.Option(help="What the tool is for, this once "
+                                                    "(default: the stored one, see `facts tool-description`).")] = None,
 ) -> None:
     """The lookup_policy tool schema for the current facts (each key's description included)."""
-    from fourfold.semantic.tools import DEFAULT_DESCRIPTION, PolicyTool
+    from fourfold.semantic.tools import PolicyTool
 
     with _memory() as mem:
-        tool = PolicyTool(mem.facts, name=name, description=DEFAULT_DESCRIPTION if description is None else description)
+        tool = PolicyTool(mem.facts, name=name, description=description)
         schema = tool.openai_schema() if openai else tool.schema()
     typer.echo(json.dumps(schema, indent=2, ensure_ascii=False))
+
+
+@facts_app.command("tool-description")
+def facts_tool_description(
+    description: Annotated[str | None, typer.Argument(help="What the lookup_policy tool is for, in your words.")] = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Go back to the default description.")] = False,
+) -> None:
+    """Show, or store, what the lookup_policy tool tells the model it is for (chat, service and MCP use it)."""
+    if reset and description is not None:
+        raise InvalidInput("give a description or --reset, not both")
+    if description is None and not reset:
+        with _memory() as mem:
+            text = mem.facts.tool_description()
+    else:
+        with _memory(create=True) as mem:
+            text = mem.facts.set_tool_description(description)
+    _out({"description": text}, text)
 
 
 # -- agent ------------------------------------------------------------------------------

@@ -260,6 +260,16 @@ def create_app(
         tool = PolicyTool(mem.facts)
         return tool.openai_schema() if format == "openai" else tool.schema()
 
+    @api.get("/facts/tool-description", tags=["facts"])
+    def tool_description(mem: Mem) -> s.ToolDescriptionOut:
+        """What the lookup_policy tool tells the model it is for."""
+        return s.ToolDescriptionOut(description=mem.facts.tool_description())
+
+    @api.put("/facts/tool-description", tags=["facts"])
+    def set_tool_description(body: s.ToolDescriptionIn, mem: Mem) -> s.ToolDescriptionOut:
+        """Store what the lookup_policy tool is for, in your words (null: the default)."""
+        return s.ToolDescriptionOut(description=mem.facts.set_tool_description(body.description))
+
     @api.post("/facts/lookup", tags=["facts"])
     def lookup(body: s.LookupIn, mem: Mem) -> s.LookupOut:
         """A fact's value as text for a model, or exactly UNKNOWN (never an error)."""

@@ -62,7 +62,8 @@ class _FourfoldMCP(MCPServer[Any]):
     async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
         result = await super()._handle_list_tools(ctx, params)
         memory = self._memory_for(getattr(ctx, "request", None))
-        schema = policy_tool_schema(memory.facts.descriptions(), description=_POLICY_DESCRIPTION)
+        described = memory.facts.tool_description() + _POLICY_PROTOCOL
+        schema = policy_tool_schema(memory.facts.descriptions(), description=described)
         for tool in result.tools:
             if tool.name == "lookup_policy":
                 tool.input_schema = schema["input_schema"]
@@ -70,10 +71,12 @@ class _FourfoldMCP(MCPServer[Any]):
         return result
 
 
-_POLICY_DESCRIPTION = (
-    DEFAULT_DESCRIPTION + " The key must be one of the listed keys; the answer is the value as "
+# Appended to the operator's description: how the answers of this tool are to be used.
+_POLICY_PROTOCOL = (
+    " The key must be one of the listed keys; the answer is the value as "
     "text, or UNKNOWN (then say you do not know and escalate; never guess a policy)."
 )
+_POLICY_DESCRIPTION = DEFAULT_DESCRIPTION + _POLICY_PROTOCOL
 
 
 def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPServer[Any]:

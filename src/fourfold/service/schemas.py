@@ -46,6 +46,8 @@ __all__ = [
     "SearchIn",
     "SimilarIn",
     "SourcesOut",
+    "ToolDescriptionIn",
+    "ToolDescriptionOut",
     "TurnIn",
     "TurnOut",
     "WhoAmIOut",
@@ -207,6 +209,15 @@ class FactOut(BaseModel):
 
 class FactsOut(BaseModel):
     facts: list[FactOut]
+
+
+class ToolDescriptionIn(BaseModel):
+    model_config = _IN
+    description: StrictStr | None = Field(description="What the lookup_policy tool is for; null restores the default.")
+
+
+class ToolDescriptionOut(BaseModel):
+    description: str
 
 
 class HistoryEntry(BaseModel):
