@@ -24,7 +24,7 @@ from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
-from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
+from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket, embedding_text
 from fourfold.text import is_chatter, redact
 from fourfold.types import Recalled, Redaction, Remembered
 
@@ -168,7 +168,7 @@ class LongTermMemory:
             return {}
         extras = self._enrich(items)
         # An enriched memory is embedded together with its facts; its text stays as written.
-        vectors = self.embedder.embed_many([" ".join((p.text, *extra)) for p, extra in zip(items, extras, strict=True)])
+        vectors = self.embedder.embed_many([embedding_text(p.text, extra) for p, extra in zip(items, extras, strict=True)])
         return {p.id: (vec, extra) for p, vec, extra in zip(items, vectors, extras, strict=True)}
 
     def _enrich(self, unique: Sequence[_Prepared]) -> list[tuple[str, ...]]:
