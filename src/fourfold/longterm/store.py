@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,8 @@ from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
-from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
+from fourfold.longterm.retrieval import ScopeIndex, Weights
+from fourfold.longterm.where import compile_where, fields_of
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket, embedding_text
 from fourfold.text import is_chatter, redact
 from fourfold.types import Recalled, Redaction, Remembered
@@ -219,11 +220,15 @@ class LongTermMemory:
             raise NotFound(f"no memory with id {memory_id!r}")
         return _recalled(found[0], 1.0)
 
-    def all(self, *, scope: str | None = None, kinds: Sequence[str] | None = None) -> list[Recalled]:
-        """Every memory of a scope, oldest first (documents only when kinds asks for them)."""
+    def all(
+        self, *, scope: str | None = None, kinds: Sequence[str] | None = None, where: Mapping[str, Any] | None = None
+    ) -> list[Recalled]:
+        """Every memory of a scope, oldest first (documents only when kinds asks for them);
+        `where` filters them as in `recall`."""
         keep = _kind_filter(kinds)
+        match = _where(where)
         index = self._index(check_scope(scope))
-        records = sorted((r for r in index.records if keep(r.kind)), key=lambda r: r.created_at)
+        records = sorted((r for r in index.records if keep(r.kind) and match(fields_of(r))), key=lambda r: r.created_at)
         return [_recalled(r, 1.0) for r in records]
 
     # -- reading --------------------------------------------------------------------------
@@ -247,6 +252,9 @@ class LongTermMemory:
         and store size (`fourfold.ranking`); `min_score` drops results below it
         (`fourfold.RELEVANCE_FLOOR` is the floor the support agent uses).
 
+        `where` filters on metadata and on the memory's dates, with operators ($in, $ne, $gt,
+        $gte, $lt, $lte, $and, $or...; see `fourfold.longterm.where`).
+
         Ranking adds dense and BM25 evidence (`Weights`). Metadata that helps it, all optional:
         `thread` or `session` (memories written in sequence in the same thread lend each other
         context), `occurred_at` or `date` (ISO 8601 or unix seconds: the memory's own date, whose
@@ -257,11 +265,11 @@ class LongTermMemory:
         k = check_k(k)
         scope = check_scope(scope)
         keep_kind = _kind_filter(kinds)
-        where = check_metadata(where) if where else {}
+        match = _where(where)
         check_min_score(min_score)
 
         def keep(r: VectorRecord) -> bool:
-            return bool(keep_kind(r.kind)) and (not where or matches_where(r.metadata, where))
+            return bool(keep_kind(r.kind)) and match(fields_of(r))
 
         if self._large is not None and self._large.store.is_large(scope):
             hits = self._large.search(scope, self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
@@ -407,3 +415,8 @@ def _recalled(record: VectorRecord, score: float) -> Recalled:
         metadata=dict(record.metadata),
         created_at=record.created_at,
     )
+
+
+def _where(where: Mapping[str, Any] | None) -> Callable[[Mapping[str, Any]], bool]:
+    """A filter checked as metadata is (JSON, size), then compiled; the same for every engine."""
+    return compile_where(check_metadata(where) if where else None)
