@@ -312,6 +312,26 @@ def test_the_default_embedder_is_the_packaged_minilm(cli: Run, tmp_path: Path) -
     assert manifest["embedder"] == default_embedder().identity and "minilm" in manifest["embedder"].lower()
 
 
+# -- 10. listing and filtering memories ----------------------------------------------------
+
+
+def test_list_and_where_from_the_command_line(cli: Run) -> None:
+    cli("remember", "Prefers email over phone", "--scope", "c:1", "-m", "priority=3", "-m", "channel=email")
+    cli("remember", "Lives near the Lyon warehouse", "--scope", "c:1", "-m", "priority=1")
+    cli("remember", "Another customer", "--scope", "c:2")
+    listed = json.loads(cli("--json", "list", "--scope", "c:1").stdout)
+    assert [m["text"] for m in listed] == ["Prefers email over phone", "Lives near the Lyon warehouse"]
+    r = cli("list", "--scope", "c:1", "--where", '{"priority": {"$gte": 2}}')
+    assert r.returncode == 0 and "Prefers email" in r.stdout and "Lyon" not in r.stdout
+    r = cli("--json", "recall", "warehouse email", "--scope", "c:1", "--where", '{"channel": {"$ne": "email"}}')
+    assert [h["text"] for h in json.loads(r.stdout)] == ["Lives near the Lyon warehouse"]
+    r = cli("list", "--scope", "c:1", "--where", '{"created_at": {"$lt": "2000-01-01"}}')
+    assert r.returncode == 0 and r.stdout.strip() == "(none)"
+    for bad in ['{"priority": {"$regex": 1}}', '{"priority": ']:
+        r = cli("list", "--scope", "c:1", "--where", bad)
+        assert r.returncode == 2 and r.stderr.startswith("error: ") and len(r.stderr.splitlines()) == 1
+
+
 # -- 7. facts -----------------------------------------------------------------------------
 
 

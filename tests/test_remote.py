@@ -142,6 +142,24 @@ def test_facts_parity(memory: Any) -> None:
         memory.facts.delete("refund.window_days", purge=True)
 
 
+def test_where_parity(memory: Any) -> None:
+    memory.long_term.remember("Prefers email over phone", scope="c", metadata={"channel": "email", "priority": 3})
+    memory.long_term.remember("Lives near the Lyon warehouse", scope="c", metadata={"priority": 1})
+    memory.long_term.remember("Asked about the phone plan", scope="c", metadata={"channel": "phone"})
+    assert [r.text for r in memory.long_term.all(scope="c", where={"priority": {"$gte": 2}})] == ["Prefers email over phone"]
+    assert len(memory.long_term.all(scope="c", where={"channel": {"$ne": "email"}})) == 2
+    both = {"$or": [{"channel": {"$in": ["phone"]}}, {"priority": {"$lt": 2}}]}
+    assert {r.text for r in memory.long_term.recall("warehouse phone", scope="c", k=5, where=both)} == {
+        "Lives near the Lyon warehouse", "Asked about the phone plan"}
+    assert memory.long_term.all(scope="c", where={"created_at": {"$lt": "2000-01-01"}}) == []
+    assert len(memory.long_term.all(scope="c", where={"created_at": {"$gte": "2000-01-01"}})) == 3
+    for bad in [{"priority": {"$regex": "1"}}, {"$or": []}, {"created_at": {"$gt": "someday"}}]:
+        with pytest.raises(InvalidInput):
+            memory.long_term.all(scope="c", where=bad)
+        with pytest.raises(InvalidInput):
+            memory.long_term.recall("email", scope="c", where=bad)
+
+
 def test_tool_description_parity(memory: Any) -> None:
     memory.facts.set("refund.window_days", 30)
     assert memory.facts.set_tool_description("Acme returns desk values.") == "Acme returns desk values."

@@ -317,6 +317,21 @@ def test_facts_routes(svc: Service) -> None:
     assert error(svc.call("acme", "GET", "/v1/facts/refund.window_days")) == (404, "not_found")
 
 
+def test_memories_list_takes_a_where_filter(svc: Service) -> None:
+    for n in range(4):
+        svc.call("acme", "POST", "/v1/memories", {"text": f"Order {n} shipped", "scope": "c", "metadata": {"n": n}})
+    where = json.dumps({"$or": [{"n": {"$lt": 1}}, {"n": {"$gte": 3}}]})
+    found = svc.call("acme", "GET", "/v1/memories", params={"scope": "c", "where": where}).json()["results"]
+    assert [r["metadata"]["n"] for r in found] == [0, 3]
+    hits = svc.call("acme", "POST", "/v1/memories/search",
+                    {"query": "order shipped", "scope": "c", "k": 5, "where": {"n": {"$in": [2]}}}).json()["results"]
+    assert [h["metadata"]["n"] for h in hits] == [2]
+    for bad in ['{"n": {"$regex": 1}}', "not json", "[1]"]:
+        assert error(svc.call("acme", "GET", "/v1/memories", params={"scope": "c", "where": bad})) == (422, "invalid_input")
+    assert error(svc.call("acme", "POST", "/v1/memories/search", {"query": "q", "where": {"$or": []}})) == (
+        422, "invalid_input")
+
+
 def test_docs_routes_never_read_server_files(svc: Service, tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("the launch code is 0000 and it is a secret")

@@ -159,8 +159,10 @@ class RemoteLongTermMemory:
     def get(self, memory_id: str) -> Recalled:
         return _recalled(self._http.call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}"))
 
-    def all(self, *, scope: str | None = None, kinds: Sequence[str] | None = None) -> list[Recalled]:
-        params = {"scope": scope, "kind": _kinds(kinds)}
+    def all(
+        self, *, scope: str | None = None, kinds: Sequence[str] | None = None, where: Mapping[str, Any] | None = None
+    ) -> list[Recalled]:
+        params = {"scope": scope, "kind": _kinds(kinds), "where": _where_text(where)}
         return [_recalled(r) for r in self._http.call("GET", "/v1/memories", params=params)["results"]]
 
 
@@ -322,6 +324,15 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _where_text(where: Mapping[str, Any] | None) -> str | None:
+    """A filter as the JSON text of a query parameter (the service checks it)."""
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise InvalidInput(f"where must be a mapping of field -> condition, not {type(where).__name__}")
+    return json.dumps(_plain(where), ensure_ascii=True)
 
 
 def _list(value: Any) -> Any:

@@ -38,6 +38,9 @@ class _GlobalOptionsGroup(TyperGroup):
 
 
 _PASS_THROUGH = frozenset({"bench"})
+#: The --where option's help, shared by the commands that filter memories.
+WHERE_OPTION_HELP = ("A filter as JSON: '{\"product\": \"web\"}', '{\"priority\": {\"$gte\": 2}}', "
+                     "'{\"created_at\": {\"$gte\": \"2026-11-01\"}}' ($eq $ne $in $nin $gt $gte $lt $lte $and $or).")
 
 
 def hoist_global_options(args: list[str], params: Sequence[object]) -> list[str]:
@@ -215,10 +218,13 @@ def recall(
     scope: Annotated[str | None, typer.Option(help="Only this scope's memories (default: unscoped ones).")] = None,
     k: Annotated[int, typer.Option("-k", "--k", help="How many to return.")] = 3,
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")] = None,
+    where: Annotated[str | None, typer.Option(help=WHERE_OPTION_HELP)] = None,
 ) -> None:
     """The memories most relevant to QUERY."""
+    from fourfold.longterm.where import parse_where
+
     with _memory() as mem:
-        hits = mem.long_term.recall(query, scope=scope, k=k, kinds=kind or None)
+        hits = mem.long_term.recall(query, scope=scope, k=k, kinds=kind or None, where=parse_where(where))
     _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id})" for h in hits) or "(nothing)")
 
 
@@ -472,8 +478,16 @@ def _run_benchmark(name: str, args: list[str]) -> None:
 def _register_adapters() -> None:
     # The service, MCP and doctor commands live in their own modules; their heavy imports
     # (fastapi, uvicorn, mcp) happen inside the commands, so --help stays fast.
-    from fourfold.cli import chat, data_commands, docs_commands, doctor_command, service_commands
+    from fourfold.cli import (
+        chat,
+        data_commands,
+        docs_commands,
+        doctor_command,
+        list_command,
+        service_commands,
+    )
 
+    list_command.register(app)
     docs_commands.register(app)
     chat.register(app)
     service_commands.register(app)

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from fourfold.errors import InvalidInput
 
-__all__ = ["DATE_FIELDS", "OPERATORS", "Predicate", "compile_where", "fields_of"]
+__all__ = ["DATE_FIELDS", "OPERATORS", "Predicate", "compile_where", "fields_of", "parse_where"]
 
 #: Fields that are a memory's own times, compared as dates (unix seconds).
 DATE_FIELDS = frozenset({"created_at", "valid_from", "valid_to"})
@@ -73,6 +73,22 @@ def compile_where(where: object) -> Predicate:
     if not isinstance(where, Mapping):
         raise InvalidInput(f"where must be a mapping of field -> condition, not {type(where).__name__}")
     return _compile(where, 0)
+
+
+def parse_where(text: str | None) -> dict[str, Any] | None:
+    """A filter written as JSON text (a command-line option, a query parameter); checked."""
+    import json
+
+    if text is None or not text.strip():
+        return None
+    try:
+        where = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"where must be JSON, e.g. '{{\"product\": \"web\"}}' ({exc})") from None
+    if not isinstance(where, dict):
+        raise InvalidInput(f"where must be a JSON object of field -> condition, not {type(where).__name__}")
+    compile_where(where)
+    return where
 
 
 def _always(_fields: Fields) -> bool:

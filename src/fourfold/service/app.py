@@ -173,9 +173,15 @@ def create_app(
         return s.MemoriesOut.model_validate({"results": [s.memory_out(h) for h in hits]})
 
     @api.get("/memories", tags=["memories"])
-    def all_memories(mem: Mem, scope: Scope = None, kind: Annotated[list[str] | None, Query()] = None) -> s.MemoriesOut:
-        """Every memory of a scope, oldest first."""
-        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in mem.long_term.all(scope=scope, kinds=kind)]})
+    def all_memories(
+        mem: Mem, scope: Scope = None, kind: Annotated[list[str] | None, Query()] = None,
+        where: Annotated[str | None, Query(description="As JSON text. " + s.WHERE_HELP)] = None,
+    ) -> s.MemoriesOut:
+        """Every memory of a scope, oldest first; `where` filters them as search does."""
+        from fourfold.longterm.where import parse_where
+
+        found = mem.long_term.all(scope=scope, kinds=kind, where=parse_where(where))
+        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in found]})
 
     @api.delete("/memories", tags=["memories"])
     def forget_memories_of_scope(mem: Mem, scope: Annotated[str, Query()]) -> s.DeletedCount:

@@ -15,6 +15,7 @@ from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembere
 
 __all__ = [
     "MAX_BATCH",
+    "WHERE_HELP",
     "DeletedCount",
     "DeletedOut",
     "DocHitOut",
@@ -60,6 +61,12 @@ __all__ = [
 ]
 
 Scope = StrictStr | None
+#: What a `where` filter is, for the OpenAPI page and the MCP tools.
+WHERE_HELP = (
+    "Filter on metadata and dates: {\"product\": \"web\"}, {\"priority\": {\"$gte\": 2}}, "
+    "{\"tier\": {\"$in\": [\"gold\", \"silver\"]}}, {\"$or\": [...]}, "
+    "{\"created_at\": {\"$gte\": \"2026-11-01\"}}. Operators: $eq $ne $in $nin $gt $gte $lt $lte $and $or."
+)
 _IN = ConfigDict(extra="forbid")
 
 
@@ -118,7 +125,7 @@ class SearchIn(BaseModel):
     scope: Scope = None
     k: StrictInt = 3
     kinds: list[StrictStr] | None = Field(None, description="Only these kinds; documents only when 'doc' is named.")
-    where: dict[str, Any] | None = Field(None, description="Exact matches on metadata fields.")
+    where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
     min_score: float | None = None
 
 
