@@ -123,3 +123,20 @@ def test_a_malformed_filter_is_refused_before_reading_and_nesting_is_bounded(emb
         deep = {"$and": [deep]}
     with pytest.raises(InvalidInput, match="nested deeper"):
         compile_where(deep)
+
+
+def test_dates_follow_the_memorys_versions(embedder: HashEmbedder) -> None:
+    from fourfold.stores import InMemoryVectorStore
+
+    lt = LongTermMemory(InMemoryVectorStore(embedder_identity=embedder.identity), embedder)
+    lyon = lt.remember("Lives in Lyon", scope="c", key="city", valid_from=_at("2025-03-01T00:00"))
+    lt.remember("Lives in Paris", scope="c", key="city", valid_from=_at("2026-06-01T00:00"))
+    lt.remember("Met at the fair", scope="c", metadata={"occurred_at": "2024-05-04"})
+    since_2026 = {"valid_from": {"$gte": "2026-01-01"}}
+    assert [r.text for r in lt.all(scope="c", where=since_2026)] == ["Lives in Paris"]
+    assert [r.text for r in lt.all(scope="c", where={"valid_from": {"$lt": "2025-01-01"}})] == ["Met at the fair"]
+    ended = {"valid_to": {"$lte": "2026-06-01"}}  # only a superseded version has an end
+    assert lt.all(scope="c", where=ended) == []
+    assert [r.id for r in lt.all(scope="c", where=ended, include_superseded=True)] == [lyon]
+    assert [r.text for r in lt.all(scope="c", where={"created_at": {"$gte": "2026-01-01"}})] == [
+        "Lives in Paris", "Met at the fair"]  # written now, whatever they say about the past

@@ -7,9 +7,10 @@
 
 Operators: `$eq`, `$ne`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte` on a field, and `$and`,
 `$or` over lists of filters; several fields (or operators) in one mapping must all hold.
-Fields are the memory's metadata, plus its own times: `created_at` and `valid_from` (when the
-store keeps versions; else a memory is valid from when it was written) compare as dates, given
-as ISO 8601 text (a date alone is midnight UTC, a time without offset is UTC) or unix seconds.
+Fields are the memory's metadata, plus its own times, compared as dates: `created_at` (when it
+was written), `valid_from` (when its version became true: its `occurred_at`, or its write time)
+and `valid_to` (when the next version took over; absent while current). Dates are ISO 8601 text
+(a date alone is midnight UTC, a time without offset is UTC) or unix seconds.
 
 Semantics, the same as document databases use: a missing field fails every test but `$ne`
 and `$nin`; comparisons hold between numbers, or between strings, never across types; a bool
@@ -25,10 +26,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, date, datetime
-from typing import Any, Protocol
+from datetime import date, datetime
+from typing import Any
 
 from fourfold.errors import InvalidInput
+from fourfold.longterm.versions import as_timestamp, user_metadata, version_of
+from fourfold.stores.vector import VectorRecord
 
 __all__ = ["DATE_FIELDS", "OPERATORS", "Predicate", "compile_where", "fields_of", "parse_where"]
 
@@ -44,25 +47,17 @@ Predicate = Callable[[Fields], bool]
 _MISSING = object()
 
 
-class _Record(Protocol):
-    @property
-    def metadata(self) -> Mapping[str, Any]: ...
-
-    @property
-    def created_at(self) -> float: ...
-
-
-def fields_of(record: _Record) -> dict[str, Any]:
-    """What a filter sees of a memory: its metadata, with its own times over same-named keys."""
-    fields = dict(record.metadata)
+def fields_of(record: VectorRecord) -> dict[str, Any]:
+    """What a filter sees of a memory: its metadata as the user wrote it, with its own times
+    (`created_at`, and its version's `valid_from` / `valid_to`) over same-named keys."""
+    version = version_of(record)
+    fields = user_metadata(record.metadata)
     fields["created_at"] = float(record.created_at)
-    valid_from = getattr(record, "valid_from", None)
-    fields["valid_from"] = float(record.created_at if valid_from is None else valid_from)
-    valid_to = getattr(record, "valid_to", None)
-    if valid_to is not None:
-        fields["valid_to"] = float(valid_to)
+    fields["valid_from"] = version.valid_from
+    if version.valid_to is None:
+        fields.pop("valid_to", None)  # still current: no end to compare with
     else:
-        fields.pop("valid_to", None)
+        fields["valid_to"] = version.valid_to
     return fields
 
 
@@ -180,27 +175,19 @@ def _bound(name: str, op: str, arg: object) -> float | str:
 
 def _seconds(name: str, value: object) -> float:
     """A date as unix seconds: ISO 8601 text (UTC unless it says otherwise), or seconds."""
-    if isinstance(value, bool) or value is None:
-        raise InvalidInput(f"{name} is compared with dates: ISO 8601 text or unix seconds, not {value!r}")
-    if isinstance(value, int | float):
-        if not math.isfinite(value):
-            raise InvalidInput(f"{name} is compared with a finite number of seconds")
-        return float(value)
-    if isinstance(value, datetime | date):
-        return _to_seconds(value)
     if isinstance(value, str):
         try:
-            return _to_seconds(datetime.fromisoformat(value.strip()))
+            value = datetime.fromisoformat(value.strip())
         except ValueError:
             pass
+        else:
+            return as_timestamp(value, what=name)
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        return as_timestamp(datetime(value.year, value.month, value.day), what=name)
+    elif isinstance(value, datetime | int | float) and not isinstance(value, bool):
+        return as_timestamp(value, what=name)
     raise InvalidInput(f"{name} is compared with dates: ISO 8601 text ('2026-11-01', "
                        f"'2026-11-01T09:30:00Z') or unix seconds, not {value!r:.60}")
-
-
-def _to_seconds(when: datetime | date) -> float:
-    if not isinstance(when, datetime):
-        when = datetime(when.year, when.month, when.day)
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def _same(have: Any, wanted: Any) -> bool:
