@@ -259,11 +259,14 @@ def create_app(
         return s.FactsOut.model_validate({"facts": [s.fact_out(f) for f in mem.facts.list()]})
 
     @api.get("/facts/tool-schema", tags=["facts"])
-    def tool_schema(mem: Mem, format: Literal["anthropic", "openai"] = "anthropic") -> dict[str, Any]:
+    def tool_schema(
+        mem: Mem, format: Literal["anthropic", "openai"] = "anthropic", name: str = "lookup_policy",
+        description: Annotated[str | None, Query(description="This once, instead of the stored one.")] = None,
+    ) -> dict[str, Any]:
         """The lookup_policy tool schema; its `key` enum lists your current facts."""
         from fourfold.semantic.tools import PolicyTool
 
-        tool = PolicyTool(mem.facts)
+        tool = PolicyTool(mem.facts, name=name, description=description)
         return tool.openai_schema() if format == "openai" else tool.schema()
 
     @api.get("/facts/tool-description", tags=["facts"])
