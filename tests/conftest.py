@@ -43,12 +43,15 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session: Debian's `chromium` driven by Playwright.
+    """One headless Chromium per test module: Debian's `chromium` driven by Playwright.
 
     Playwright's own browser downloads are never used (`executable_path`); each launch gets a
     fresh, empty profile of Playwright's making. `make test` installs chromium when it is missing.
+    Module scope, not session: while Playwright's sync API runs, its event loop counts as running
+    in this thread, and every later `asyncio.run` / `anyio.run` (the MCP and async client tests)
+    would fail with "cannot be called from a running event loop".
     """
     import shutil
 
