@@ -48,17 +48,22 @@ class Served:
                                vector_store=lambda _t: InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
         self.keys = KeyStore(data_dir / "fourfold.sqlite3")
         self.client = TestClient(create_app(self.tenants, self.keys, mount_mcp=False))
+        self.loops: list[asyncio.AbstractEventLoop] = []  # of the async clients, closed with the service
 
     def memory(self, tenant: str = "acme", key: str | None = None) -> RemoteMemory:
         client = TestClient(self.client.app)
         return RemoteMemory("http://testserver", api_key=key or self.keys.create(tenant)[1], client=client)
 
-    def async_memory(self, loop: asyncio.AbstractEventLoop, tenant: str = "acme") -> Any:
+    def async_memory(self, tenant: str = "acme") -> Any:
         """An `AsyncRemoteMemory` on the app (in-process, over ASGI), seen through `Blocking`."""
         client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.client.app), base_url="http://testserver")
+        loop = asyncio.new_event_loop()
+        self.loops.append(loop)
         return Blocking(AsyncRemoteMemory("http://testserver", api_key=self.keys.create(tenant)[1], client=client), loop)
 
     def close(self) -> None:
+        for loop in self.loops:
+            loop.close()
         self.tenants.close()
         self.keys.close()
 
@@ -82,12 +87,6 @@ class Blocking:
         return int(self.count())
 
 
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    running = asyncio.new_event_loop()
-    yield running
-    running.close()
-
 
 
 @pytest.fixture
@@ -98,19 +97,19 @@ def served(tmp_path: Path) -> Iterator[Served]:
 
 
 @pytest.fixture(params=["remote", "async"])
-def lt(request: pytest.FixtureRequest, served: Served, loop: asyncio.AbstractEventLoop) -> Any:
+def lt(request: pytest.FixtureRequest, served: Served) -> Any:
     """The long-term suite's `lt`: `RemoteMemory.long_term`, then `AsyncRemoteMemory.long_term`."""
-    return served.memory().long_term if request.param == "remote" else served.async_memory(loop).long_term
+    return served.memory().long_term if request.param == "remote" else served.async_memory().long_term
 
 
 @pytest.fixture(params=["embedded", "remote", "async"])
-def memory(request: pytest.FixtureRequest, tmp_path: Path, served: Served, loop: asyncio.AbstractEventLoop) -> Iterator[Any]:
+def memory(request: pytest.FixtureRequest, tmp_path: Path, served: Served) -> Iterator[Any]:
     """The same calls, against `Memory`, `RemoteMemory` and `AsyncRemoteMemory`."""
     if request.param == "remote":
         yield served.memory()
         return
     if request.param == "async":
-        mem = served.async_memory(loop)
+        mem = served.async_memory()
         yield mem
         mem.close()
         return

@@ -19,7 +19,8 @@ from urllib.parse import quote
 import httpx
 
 from fourfold.errors import InvalidInput, StoreUnavailable
-from fourfold.longterm.store import MemoryId, MemoryInput
+from fourfold.longterm.store import MemoryId, MemoryInput, When
+from fourfold.longterm.versions import as_timestamp
 from fourfold.service.errors import ServiceError, error_for
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 
@@ -83,14 +84,21 @@ class LongTerm:
     """Calls of `LongTermMemory`."""
 
     @staticmethod
-    def remember(text: str, scope: str | None, kind: str, metadata: Mapping[str, Any] | None) -> Call[MemoryId]:
-        body = {"text": text, "scope": scope, "kind": kind, "metadata": _plain(metadata)}
+    def remember(text: str, scope: str | None, kind: str, metadata: Mapping[str, Any] | None, key: str | None,
+                 valid_from: When | None) -> Call[MemoryId]:
+        body = {"text": text, "scope": scope, "kind": kind, "metadata": _plain(metadata), "key": key,
+                "valid_from": _when(valid_from, "valid_from")}
+        return Call("POST", "/v1/memories", _memory_id, _unset(body, "key", "valid_from"))
 
-        def read(d: Any) -> MemoryId:
-            r = _remembered(d)
-            return MemoryId(r.id, redactions=r.redactions, created=r.created)
+    @staticmethod
+    def update(memory_id: str, text: str, kind: str | None, metadata: Mapping[str, Any] | None,
+               valid_from: When | None) -> Call[MemoryId]:
+        body = {"text": text, "kind": kind, "metadata": _plain(metadata), "valid_from": _when(valid_from, "valid_from")}
+        return Call("POST", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _memory_id, body)
 
-        return Call("POST", "/v1/memories", read, body)
+    @staticmethod
+    def history(memory_id: str) -> Call[list[Recalled]]:
+        return Call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _recalled_list)
 
     @staticmethod
     def remember_many(items: Iterable[MemoryInput | Mapping[str, Any]]) -> Call[list[Remembered]]:
@@ -99,9 +107,9 @@ class LongTerm:
 
     @staticmethod
     def recall(query: str, scope: str | None, k: int, kinds: Sequence[str] | None, where: Mapping[str, Any] | None,
-               min_score: float | None) -> Call[list[Recalled]]:
+               min_score: float | None, as_of: When | None, include_superseded: bool) -> Call[list[Recalled]]:
         body = {"query": query, "scope": scope, "k": k, "kinds": _kinds(kinds), "where": _plain(where),
-                "min_score": min_score}
+                "min_score": min_score, "as_of": _when(as_of, "as_of"), "include_superseded": include_superseded}
         return Call("POST", "/v1/memories/search", _recalled_list, body)
 
     @staticmethod
@@ -117,8 +125,10 @@ class LongTerm:
         return Call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}", _recalled)
 
     @staticmethod
-    def all(scope: str | None, kinds: Sequence[str] | None, where: Mapping[str, Any] | None) -> Call[list[Recalled]]:
-        params = {"scope": scope, "kind": _kinds(kinds), "where": _where_text(where)}
+    def all(scope: str | None, kinds: Sequence[str] | None, where: Mapping[str, Any] | None, as_of: When | None,
+            include_superseded: bool) -> Call[list[Recalled]]:
+        params = {"scope": scope, "kind": _kinds(kinds), "where": _where_text(where), "as_of": _when(as_of, "as_of"),
+                  "include_superseded": "true" if include_superseded else None}
         return Call("GET", "/v1/memories", _recalled_list, params=params)
 
 
@@ -300,8 +310,23 @@ def _kinds(kinds: Sequence[str] | None) -> Any:
 
 def _memory_input(item: MemoryInput | Mapping[str, Any]) -> Any:
     if isinstance(item, MemoryInput):
-        return {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": _plain(item.metadata)}
-    return _plain(item)
+        body = {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": _plain(item.metadata),
+                "key": item.key, "valid_from": _when(item.valid_from, "valid_from")}
+        return _unset(body, "key", "valid_from")
+    plain = _plain(item)
+    if isinstance(plain, dict) and "valid_from" in plain:
+        plain["valid_from"] = _when(plain["valid_from"], "valid_from")
+    return plain
+
+
+def _when(value: Any, what: str) -> float | None:
+    """A time as unix seconds for the wire (the library's checks, before anything is sent)."""
+    return None if value is None else as_timestamp(value, what=what)
+
+
+def _unset(body: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The body without these fields when they are None (a service of before versions refuses them)."""
+    return {k: v for k, v in body.items() if k not in names or v is not None}
 
 
 def _nothing(_data: Any) -> None:
@@ -321,13 +346,19 @@ def _forget_scope(path: str, scope: object) -> Call[int]:
 
 def _remembered(r: Mapping[str, Any]) -> Remembered:
     redactions = tuple(Redaction(**x) for x in r["redacted"])
-    return Remembered(r["id"], r["text"], redactions, bool(r["created"]))
+    return Remembered(r["id"], r["text"], redactions, bool(r["created"]), tuple(r.get("supersedes", ())))
+
+
+def _memory_id(r: Mapping[str, Any]) -> MemoryId:
+    return MemoryId.of(_remembered(r))
 
 
 def _recalled(r: Mapping[str, Any]) -> Recalled:
     return Recalled(
         id=r["id"], text=r["text"], kind=r["kind"], scope=r["scope"], score=float(r["score"]),
         metadata=dict(r["metadata"]), created_at=float(r["created_at"]),
+        key=r.get("key"), valid_from=float(r.get("valid_from") or 0.0),
+        valid_to=None if r.get("valid_to") is None else float(r["valid_to"]),
     )
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from fourfold import _wire as w
-from fourfold.longterm.store import MemoryId, MemoryInput
+from fourfold.longterm.store import MemoryId, MemoryInput, When
 from fourfold.service.errors import ServiceError, TooLarge, Unauthorized
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
@@ -112,9 +112,30 @@ class RemoteLongTermMemory:
         self._http = http
 
     def remember(
-        self, text: str, *, scope: str | None = None, kind: str = "note", metadata: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        *,
+        scope: str | None = None,
+        kind: str = "note",
+        metadata: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        valid_from: When | None = None,
     ) -> MemoryId:
-        return self._http.run(w.LongTerm.remember(text, scope, kind, metadata))
+        return self._http.run(w.LongTerm.remember(text, scope, kind, metadata, key, valid_from))
+
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        valid_from: When | None = None,
+    ) -> MemoryId:
+        return self._http.run(w.LongTerm.update(memory_id, text, kind, metadata, valid_from))
+
+    def history(self, memory_id: str) -> list[Recalled]:
+        return self._http.run(w.LongTerm.history(memory_id))
 
     def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[Remembered]:
         return self._http.run(w.LongTerm.remember_many(items))
@@ -128,8 +149,10 @@ class RemoteLongTermMemory:
         kinds: Sequence[str] | None = None,
         where: Mapping[str, Any] | None = None,
         min_score: float | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
     ) -> list[Recalled]:
-        return self._http.run(w.LongTerm.recall(query, scope, k, kinds, where, min_score))
+        return self._http.run(w.LongTerm.recall(query, scope, k, kinds, where, min_score, as_of, include_superseded))
 
     def forget(self, memory_id: str) -> None:
         self._http.run(w.LongTerm.forget(memory_id))
@@ -141,9 +164,15 @@ class RemoteLongTermMemory:
         return self._http.run(w.LongTerm.get(memory_id))
 
     def all(
-        self, *, scope: str | None = None, kinds: Sequence[str] | None = None, where: Mapping[str, Any] | None = None
+        self,
+        *,
+        scope: str | None = None,
+        kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
     ) -> list[Recalled]:
-        return self._http.run(w.LongTerm.all(scope, kinds, where))
+        return self._http.run(w.LongTerm.all(scope, kinds, where, as_of, include_superseded))
 
 
 class RemoteEpisodeLog:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import httpx
 
 from fourfold import _wire as w
-from fourfold.longterm.store import MemoryId, MemoryInput
+from fourfold.longterm.store import MemoryId, MemoryInput, When
 from fourfold.remote import API_KEY_ENV
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
@@ -106,9 +106,30 @@ class AsyncRemoteLongTermMemory:
         self._http = http
 
     async def remember(
-        self, text: str, *, scope: str | None = None, kind: str = "note", metadata: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        *,
+        scope: str | None = None,
+        kind: str = "note",
+        metadata: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        valid_from: When | None = None,
     ) -> MemoryId:
-        return await self._http.run(w.LongTerm.remember(text, scope, kind, metadata))
+        return await self._http.run(w.LongTerm.remember(text, scope, kind, metadata, key, valid_from))
+
+    async def update(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        valid_from: When | None = None,
+    ) -> MemoryId:
+        return await self._http.run(w.LongTerm.update(memory_id, text, kind, metadata, valid_from))
+
+    async def history(self, memory_id: str) -> list[Recalled]:
+        return await self._http.run(w.LongTerm.history(memory_id))
 
     async def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[Remembered]:
         return await self._http.run(w.LongTerm.remember_many(items))
@@ -122,8 +143,10 @@ class AsyncRemoteLongTermMemory:
         kinds: Sequence[str] | None = None,
         where: Mapping[str, Any] | None = None,
         min_score: float | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
     ) -> list[Recalled]:
-        return await self._http.run(w.LongTerm.recall(query, scope, k, kinds, where, min_score))
+        return await self._http.run(w.LongTerm.recall(query, scope, k, kinds, where, min_score, as_of, include_superseded))
 
     async def forget(self, memory_id: str) -> None:
         await self._http.run(w.LongTerm.forget(memory_id))
@@ -135,9 +158,15 @@ class AsyncRemoteLongTermMemory:
         return await self._http.run(w.LongTerm.get(memory_id))
 
     async def all(
-        self, *, scope: str | None = None, kinds: Sequence[str] | None = None, where: Mapping[str, Any] | None = None
+        self,
+        *,
+        scope: str | None = None,
+        kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
     ) -> list[Recalled]:
-        return await self._http.run(w.LongTerm.all(scope, kinds, where))
+        return await self._http.run(w.LongTerm.all(scope, kinds, where, as_of, include_superseded))
 
 
 class AsyncRemoteEpisodeLog:
