@@ -46,3 +46,17 @@ def test_the_add_to_your_agent_example_runs(tmp_path: Path) -> None:
     ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.splitlines()[-1] == "30"
+
+
+def test_the_guides_code_runs(tmp_path: Path) -> None:
+    """Every Python block of these pages runs as written, against a fresh data dir."""
+    from fourfold.embeddings import HashEmbedder
+    from fourfold.memory import Memory
+
+    with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as mem:
+        system_prompt = "You are a support agent."
+        messages = [{"role": "user", "content": "Where is my refund?"}, {"role": "assistant", "content": "Checking."},
+                    {"role": "user", "content": "Thanks, and the invoice?"}]
+        for page in ("kinds.md", "short-term.md", "conversations.md"):
+            for block in re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), flags=re.S):
+                exec(block, {"mem": mem, "messages": messages, "system_prompt": system_prompt})
