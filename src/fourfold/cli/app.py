@@ -156,8 +156,12 @@ def _memory(*, create: bool = False) -> Iterator[Memory]:
     with Memory.open(_where(), embedder=_embedder(), create=create) as mem:
         yield mem
     if fresh:
-        typer.echo(f"fourfold: created a new data dir at {state.data_dir.absolute()} "
-                   f"(choose another with --data-dir or ${DATA_DIR_ENV})", err=True)
+        _say_created()
+
+
+def _say_created() -> None:
+    typer.echo(f"fourfold: created a new data dir at {state.data_dir.absolute()} "
+               f"(choose another with --data-dir or ${DATA_DIR_ENV})", err=True)
 
 
 def _embedder() -> Embedder:

@@ -1,0 +1,50 @@
+"""Issue 16's closing walk-through: what a fresh newcomer still tripped over, from the outside.
+
+The CLI runs in a subprocess and the service in its own process over HTTP, as a user meets them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "FOURFOLD_MODEL", "FOURFOLD_DATA_DIR")}
+    return {**env, "HF_HUB_OFFLINE": "1", "FOURFOLD_EMBEDDER": "hash"}
+
+
+def _fourfold(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fourfold.cli", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=_env())
+
+
+# -- a missing data dir: the key commands read it like any other reader ----------------------
+
+
+@pytest.mark.parametrize("command", [["keys", "list"], ["keys", "revoke", "abc123"]])
+def test_key_commands_on_a_mistyped_data_dir_are_an_error_and_create_nothing(tmp_path: Path, command: list[str]) -> None:
+    r = _fourfold("--data-dir", str(tmp_path / "typo" / "deep"), *command, cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"error: no fourfold data dir at {tmp_path / 'typo' / 'deep'}: nothing has been stored there yet"
+    r = _fourfold(*command, cwd=tmp_path)  # no option: ./agent_memory must not appear either
+    assert r.returncode == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_keys_create_says_once_where_it_created_the_data_dir(tmp_path: Path) -> None:
+    r = _fourfold("keys", "create", "--tenant", "acme", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith(f"fourfold: created a new data dir at {tmp_path / 'agent_memory'} ")
+    assert r.stdout.startswith("ffk_")
+    again = _fourfold("keys", "create", "--tenant", "acme", cwd=tmp_path)
+    assert again.returncode == 0 and again.stderr == ""
+    listed = _fourfold("--json", "keys", "list", cwd=tmp_path)
+    assert [k["tenant"] for k in json.loads(listed.stdout)] == ["acme", "acme"]
