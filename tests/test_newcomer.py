@@ -48,3 +48,22 @@ def test_keys_create_says_once_where_it_created_the_data_dir(tmp_path: Path) -> 
     assert again.returncode == 0 and again.stderr == ""
     listed = _fourfold("--json", "keys", "list", cwd=tmp_path)
     assert [k["tenant"] for k in json.loads(listed.stdout)] == ["acme", "acme"]
+
+
+# -- documents: two files under one name would replace each other -----------------------------
+
+
+def test_two_files_with_one_name_are_refused_before_anything_is_stored(tmp_path: Path) -> None:
+    for team, text in (("a", "Team A: refunds take 30 days."), ("b", "Team B: parcels ship in 5 days.")):
+        (tmp_path / "kb" / team).mkdir(parents=True)
+        (tmp_path / "kb" / team / "faq.md").write_text(text + "\n")
+    for given in ([str(tmp_path / "kb" / "*" / "faq.md")],
+                  [str(tmp_path / "kb" / "a" / "faq.md"), str(tmp_path / "kb" / "b" / "faq.md")]):
+        r = _fourfold("docs", "ingest", *given, cwd=tmp_path)
+        assert r.returncode == 2, r.stdout
+        assert "2 files would be stored as the same document 'faq.md'" in r.stderr
+        assert "ingest their folder instead" in r.stderr and len(r.stderr.splitlines()) == 1
+    # Nothing was half-written: the data dir was never even created.
+    assert not (tmp_path / "agent_memory").exists()
+    r = _fourfold("docs", "ingest", str(tmp_path / "kb"), cwd=tmp_path)
+    assert r.stdout.splitlines() == ["added     a/faq.md (1 chunks)", "added     b/faq.md (1 chunks)"]

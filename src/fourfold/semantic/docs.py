@@ -223,7 +223,21 @@ def find_documents(paths: Iterable[str | os.PathLike[str]]) -> builtins.list[tup
             found.update((m, m.name) for m in matches)
         else:
             raise NotFound(f"no such file or folder: {path}")
+    _refuse_shared_names(found)
     return list(found.items())
+
+
+def _refuse_shared_names(found: dict[Path, str]) -> None:
+    """Two files under one source name would replace each other: refuse before storing any."""
+    by_source: dict[str, builtins.list[Path]] = {}
+    for path, source in found.items():
+        by_source.setdefault(source, []).append(path)
+    for source, paths in sorted(by_source.items()):
+        if len(paths) > 1:
+            named = ", ".join(str(p) for p in sorted(paths)[:3])
+            raise InvalidInput(f"{len(paths)} files would be stored as the same document {source!r} ({named}), "
+                               "each replacing the other: ingest their folder instead, which names each "
+                               "file by its path inside it")
 
 
 def _folder_documents(folder: Path, *, limit: int) -> builtins.list[Path]:
