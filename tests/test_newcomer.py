@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,28 @@ def test_two_files_with_one_name_are_refused_before_anything_is_stored(tmp_path:
     assert not (tmp_path / "agent_memory").exists()
     r = _fourfold("docs", "ingest", str(tmp_path / "kb"), cwd=tmp_path)
     assert r.stdout.splitlines() == ["added     a/faq.md (1 chunks)", "added     b/faq.md (1 chunks)"]
+
+
+# -- the README's own library and agent examples run as written -------------------------------
+
+
+def test_the_readme_library_and_agent_examples_run(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    library, agent = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[:2]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "refunds.md").write_text("# Refunds\n\nRefunds go back to the card used, within 30 days.\n")
+    code = library + agent + "\nprint(mem.docs.search('refund to a card', k=1)[0].source)\n"
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=_env())
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.splitlines()[-1] == "refunds.md"
+
+
+def test_a_file_name_given_as_document_text_says_how_to_read_the_file(tmp_path: Path) -> None:
+    code = ("from fourfold import Memory\nfrom fourfold.errors import InvalidInput\n"
+            "mem = Memory.open('data')\n"
+            "try:\n    mem.docs.ingest('docs/refunds.md')\nexcept InvalidInput as exc:\n    print(exc)\n")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=_env())
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "never a file name" in ran.stdout and "ingest_file(path)" in ran.stdout

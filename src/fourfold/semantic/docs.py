@@ -21,6 +21,7 @@ __all__ = [
     "MAX_DOC_CHARS",
     "MAX_DOC_CHUNKS",
     "MAX_FILES",
+    "TEXT_NEEDS_SOURCE",
     "TEXT_SUFFIXES",
     "DocSource",
     "DocumentStore",
@@ -60,6 +61,10 @@ class DocSource:
     updated_at: float
 
 
+#: A string given to `ingest` is text: without a source name, say how to read a file instead.
+TEXT_NEEDS_SOURCE = ("a string is the document's text, never a file name: give it a source name "
+                     "(source='refund-policy.md'), or read a file with ingest_file(path)")
+
 #: Limits of one document: a request that would embed thousands of chunks is refused.
 MAX_DOC_CHARS = 500_000
 MAX_DOC_CHUNKS = 600
@@ -85,7 +90,7 @@ class DocumentStore:
         if isinstance(text, os.PathLike):
             return self.ingest_file(text, source=source, scope=scope)
         if not isinstance(source, str):
-            raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
+            raise InvalidInput(TEXT_NEEDS_SOURCE)
         return self.ingest_text(text, source=source, scope=scope)
 
     def ingest_file(self, path: str | os.PathLike[str], *, source: str | None = None, scope: str | None = None) -> list[str]:
