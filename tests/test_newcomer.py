@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,3 +94,26 @@ def test_a_file_name_given_as_document_text_says_how_to_read_the_file(tmp_path: 
                          env=_env())
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "never a file name" in ran.stdout and "ingest_file(path)" in ran.stdout
+
+
+# -- the service: a malformed body says what is wrong with it ---------------------------------
+
+
+def test_a_malformed_request_body_is_explained(tmp_path: Path) -> None:
+    from fourfold.service.testing import LiveService
+
+    with LiveService(tmp_path / "data", keys={"acme": 1}) as live:
+        headers = {"Authorization": f"Bearer {live.keys['acme'][0]}"}
+        search = f"{live.url}/v1/memories/search"
+        broken = httpx.post(search, content=b'{"query": "contact", "k": 3', timeout=30,
+                            headers={**headers, "Content-Type": "application/json"})
+        assert broken.status_code == 422
+        assert broken.json()["error"] == {
+            "code": "invalid_input", "message": "the request body is not valid JSON at character 27: Expecting ',' delimiter"}
+        form = httpx.post(search, content=b'{"query": "contact"}', timeout=30,
+                          headers={**headers, "Content-Type": "application/x-www-form-urlencoded"})  # curl -d's default
+        assert form.status_code == 422
+        assert form.json()["error"]["message"] == (
+            "the request body must be a JSON object (send Content-Type: application/json)")
+        field = httpx.post(search, json={"query": 3}, headers=headers, timeout=30)
+        assert field.status_code == 422 and field.json()["error"]["message"] == "query: Input should be a valid string"
