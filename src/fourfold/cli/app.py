@@ -112,7 +112,8 @@ def _options(
     embedder: Annotated[
         str | None,
         typer.Option(envvar=EMBEDDER_ENV, show_default="minilm",
-                     help="minilm (the bundled model), hash (tests only), or openai-compatible:MODEL@BASE_URL?dimension=N."),
+                     help="minilm (the bundled model), openai:MODEL, openai-compatible:MODEL@BASE_URL?dimension=N, "
+                     "ollama:MODEL?dimension=N, or hash (tests only)."),
     ] = None,
     model: Annotated[
         str | None,
