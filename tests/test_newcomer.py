@@ -117,3 +117,12 @@ def test_a_malformed_request_body_is_explained(tmp_path: Path) -> None:
             "the request body must be a JSON object (send Content-Type: application/json)")
         field = httpx.post(search, json={"query": 3}, headers=headers, timeout=30)
         assert field.status_code == 422 and field.json()["error"]["message"] == "query: Input should be a valid string"
+
+
+# -- benchmarks: "arguments pass through", --help included ------------------------------------
+
+
+def test_bench_help_shows_the_benchmarks_own_options(tmp_path: Path) -> None:
+    r = _fourfold("bench", "locomo", "--help", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: locomo.py") and "--data DATA" in r.stdout

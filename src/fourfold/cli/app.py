@@ -555,7 +555,9 @@ def _bench_command(name: str) -> None:
         _run_benchmark(name, ctx.args)
 
     command.__doc__ = f"{_BENCHMARKS[name]} Arguments pass through to benchmarks/{name}.py."
-    bench_app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(command)
+    # --help passes through too: the benchmark's own options are what a user asks for.
+    bench_app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                              "help_option_names": []})(command)
 
 
 for _name in _BENCHMARKS:
