@@ -52,6 +52,18 @@ def test_keys_create_says_once_where_it_created_the_data_dir(tmp_path: Path) -> 
     assert [k["tenant"] for k in json.loads(listed.stdout)] == ["acme", "acme"]
 
 
+def test_fourfold_mcp_says_on_stderr_when_it_creates_the_data_dir(tmp_path: Path) -> None:
+    """An MCP client's config with a mistyped path must not start a new, empty memory unseen."""
+    hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}})
+    typo = tmp_path / "Users" / "me" / ".fourfld"
+    for expected in (f"fourfold: created a new data dir at {typo} ", ""):
+        ran = subprocess.run([sys.executable, "-m", "fourfold.cli", "--data-dir", str(typo), "mcp"], input=hello + "\n",
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_env())
+        assert json.loads(ran.stdout.splitlines()[0])["id"] == 1  # stdout stays the protocol's
+        assert ran.stderr.startswith(expected) if expected else ran.stderr == ""
+
+
 # -- documents: two files under one name would replace each other -----------------------------
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fourfold._manifest import MANIFEST
 from fourfold.cli.app import _embedder, _model, _out, _say_created, _store_url, _where, state
 from fourfold.errors import InvalidInput
 
@@ -87,7 +88,10 @@ def mcp(
     check_scope(scope)
     tenants = Tenants(_where(), embedder=_embedder())
     try:
+        fresh = state.store is None and tenant in (None, DEFAULT_TENANT) and not (state.data_dir / MANIFEST).exists()
         memory = tenants.get(tenant or DEFAULT_TENANT)
+        if fresh:  # on standard error: a typo in an MCP client's config must not pass unseen
+            _say_created()
         build_mcp_server(lambda _request: memory, scope=scope).run("stdio")
     finally:
         tenants.close()
