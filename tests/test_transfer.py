@@ -49,7 +49,7 @@ def _fill(mem: Memory) -> None:
     mem.facts.set("refund_window_days", 45)
     mem.facts.set("support_hours", {"from": 9, "to": 17})
     mem.conversations.save(Thread("customer:alice", messages=({"role": "user", "content": "hello"},),
-                                  ticket_goal="invoice"))
+                                  extras={"ticket": {"goal": "invoice", "actions": []}}))
 
 
 def _dump(mem: Memory) -> list[dict[str, object]]:
@@ -83,7 +83,7 @@ def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(tmp_path: P
         assert (hit.text, hit.kind, hit.metadata) == ("Prefers email over phone", "preference",
                                                      {"thread": "t1", "tags": ["contact"]})
         assert second.facts.history("refund_window_days")[0][0] == 30
-        assert second.conversations.load("customer:alice").ticket_goal == "invoice"
+        assert second.conversations.load("customer:alice").extras == {"ticket": {"goal": "invoice", "actions": []}}
         assert [e.goal for e in second.episodes.similar_successes("invoice 502", scope="customer:alice")] == [
             "Invoice PDF fails with 502"]
         import_memory(second, out.getvalue().splitlines())  # again: nothing is doubled

@@ -226,8 +226,12 @@ class RemoteEpisodeLog:
         body = {"items": [_plain(item) for item in items]}
         return [_episode(e) for e in self._http.call("POST", "/v1/episodes/batch", body)["results"]]
 
-    def similar_successes(self, situation: str, *, k: int = 3, scope: str | None = None) -> list[Episode]:
-        body = {"situation": situation, "k": k, "scope": scope}
+    def similar_successes(
+        self, situation: str, *, k: int = 3, scope: str | None = None, include_unscoped: bool = True,
+        min_score: float | None = None,
+    ) -> list[Episode]:
+        body = {"situation": situation, "k": k, "scope": scope, "include_unscoped": include_unscoped,
+                "min_score": min_score}
         return [_episode(e) for e in self._http.call("POST", "/v1/episodes/similar", body)["results"]]
 
     def episodes(self, *, scope: str | None = None, success: bool | None = None) -> list[Episode]:
@@ -322,9 +326,10 @@ class RemoteDocumentStore:
         return [str(i) for i in self._http.call("POST", "/v1/docs", body)["ids"]]
 
     def search(
-        self, query: str, *, k: int = 5, scope: str | None = None, source: str | None = None
+        self, query: str, *, k: int = 5, scope: str | None = None, source: str | None = None,
+        min_score: float | None = None,
     ) -> list[DocHit]:
-        body = {"query": query, "k": k, "scope": scope, "source": source}
+        body = {"query": query, "k": k, "scope": scope, "source": source, "min_score": min_score}
         return [DocHit(**h) for h in self._http.call("POST", "/v1/docs/search", body)["results"]]
 
     def sources(self, *, scope: str | None = None) -> list[str]:

@@ -25,7 +25,7 @@ from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.episodic._codec import decode_line
 from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from fourfold.semantic.facts import FactRow
-from fourfold.shortterm.threads import Thread, thread_payload
+from fourfold.shortterm.threads import thread_from_payload, thread_payload
 from fourfold.stores.vector import VectorRecord
 from fourfold.types import Episode
 
@@ -205,10 +205,7 @@ class _Writer:
                               float(item["at"]))
                 (self.current if kind == "fact" else self.history).append(row)
             elif kind == "thread":
-                self.memory.conversations.save(Thread(
-                    scope=item["scope"], messages=tuple(item.get("messages", ())), ticket_goal=item.get("ticket_goal", ""),
-                    ticket_actions=tuple(item.get("ticket_actions", ())), extras=item.get("extras", {}),
-                ))
+                self.memory.conversations.save(thread_from_payload(item))
                 self.counts.threads += 1
             else:
                 self.counts.skipped += 1
@@ -340,8 +337,7 @@ def _migrate_home(home: Path, chroma: Any, embedder: Embedder, *, keys: bool) ->
         for path in sorted((home / "conversations").glob("*.json")):
             try:
                 raw = json.loads(path.read_text(encoding="utf-8"))
-                threads.save(Thread(raw["scope"], tuple(raw.get("messages", ())), raw.get("ticket_goal", ""),
-                                    tuple(raw.get("ticket_actions", ())), raw.get("extras", {})))
+                threads.save(thread_from_payload(raw))
                 counts.threads += 1
             except (OSError, ValueError, KeyError, TypeError):
                 counts.skipped += 1

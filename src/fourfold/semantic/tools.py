@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fourfold.errors import InvalidInput
-from fourfold.semantic.facts import UNKNOWN, FactStore, validate_key
+from fourfold.protocols import FactsLike
+from fourfold.semantic.facts import UNKNOWN, validate_key
 
 __all__ = ["DEFAULT_DESCRIPTION", "PolicyTool", "openai_function_schema", "policy_tool_schema"]
 
@@ -76,11 +77,11 @@ def openai_function_schema(anthropic_schema: Mapping[str, Any]) -> dict[str, Any
 
 
 class PolicyTool:
-    """A `FactStore` bound as a tool: `schema` lists the current keys, `handle` answers calls."""
+    """A fact store (local or remote) bound as a tool: `schema` lists the current keys, `handle` answers calls."""
 
     def __init__(
         self,
-        facts: FactStore,
+        facts: FactsLike,
         *,
         name: str = "lookup_policy",
         description: str = DEFAULT_DESCRIPTION,
