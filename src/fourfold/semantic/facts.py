@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import json
 import math
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -20,7 +19,9 @@ from fourfold.errors import (
     StoreCorrupt,
     StoreUnavailable,
 )
-from fourfold.stores.database import Connection, Database, open_database
+from fourfold.semantic.keys import MAX_KEY_CHARS, UNKNOWN, is_key, validate_key
+from fourfold.stores.database import Connection, Database
+from fourfold.stores.engine import open_database
 from fourfold.types import Fact
 
 __all__ = [
@@ -33,15 +34,11 @@ __all__ = [
     "validate_key",
 ]
 
-#: What a model is told for a key with no recorded value.
-UNKNOWN = "UNKNOWN — escalate to a human"
-MAX_KEY_CHARS = 128
 #: Limit on a value's JSON (UTF-8 bytes), and on a description.
 MAX_VALUE_BYTES = 64 * 1024
 #: Deepest list/dict nesting accepted, so encoding never hits the recursion limit.
 MAX_DEPTH = 100
 
-_KEY = re.compile(rf"[A-Za-z0-9_.:-]{{1,{MAX_KEY_CHARS}}}")
 _VERSION_NAME = "facts"
 _CACHE_LIMIT = 4096  # cached keys (negative ones too) before the cache is dropped
 _UPSERT = (
@@ -134,7 +131,7 @@ class FactStore:
 
         An invalid or non-string key is also UNKNOWN: a model's bad call is not an error.
         """
-        if not isinstance(key, str) or not _KEY.fullmatch(key):
+        if not is_key(key):
             return UNKNOWN
         row = self._row(key)
         return UNKNOWN if row is None else row.text
@@ -260,16 +257,6 @@ class FactStore:
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
         self._cache[key] = row
-
-
-def validate_key(key: object) -> str:
-    """A key: 1-128 chars of letters, digits, '_', '.', ':', '-' (so it fits a schema enum)."""
-    if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise InvalidInput(
-            f"fact keys are 1-{MAX_KEY_CHARS} characters of letters, digits, '_', '.', ':' "
-            f"or '-'; got {key!r:.80}"
-        )
-    return key
 
 
 def _check_description(description: object) -> None:

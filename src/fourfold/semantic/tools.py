@@ -10,7 +10,7 @@ from typing import Any
 
 from fourfold.errors import InvalidInput
 from fourfold.protocols import FactsLike
-from fourfold.semantic.facts import UNKNOWN, validate_key
+from fourfold.semantic.keys import UNKNOWN, validate_key
 
 __all__ = ["DEFAULT_DESCRIPTION", "PolicyTool", "openai_function_schema", "policy_tool_schema"]
 
