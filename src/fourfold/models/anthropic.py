@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from fourfold.errors import MissingDependency, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
-from fourfold.models._text import one_line, plain
+from fourfold.models._text import plain
 from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
+from fourfold.text.lines import one_line
 
 if TYPE_CHECKING:
     from fourfold.shortterm.tokens import TokenCounter
