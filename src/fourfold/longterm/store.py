@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from fourfold._validate import (
-    check_identifier,
     check_k,
     check_kind,
     check_metadata,
@@ -28,24 +27,28 @@ from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.consolidate import CONSOLIDATE_K, Consolidator, Similar, consolidated
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
-from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
+from fourfold.longterm.retrieval import ScopeIndex, Weights
 from fourfold.longterm.versions import (
     VERSION_KEY,
+    When,
     Write,
     as_timestamp,
+    check_key,
     history_order,
     is_current,
     plan,
     user_metadata,
+    validity,
     version_of,
 )
+from fourfold.longterm.where import compile_where, fields_of
 from fourfold.ranking import Background, Parts
-from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
+from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket, embedding_text
 from fourfold.text import is_chatter, redact
 from fourfold.text.bm25 import CollectionStats
 from fourfold.types import Recalled, Redaction, Remembered
 
-__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput"]
+__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "When"]
 
 log = logging.getLogger("fourfold.longterm")
 
@@ -88,10 +91,6 @@ class MemoryInput:
     valid_from: float | datetime | None = None
 
 
-#: Values a time travel takes: unix seconds or a datetime.
-When = float | int | datetime
-
-_MAX_KEY = 128
 
 
 def memory_id(scope: str | None, text: str, *, prefix: str = "mem") -> str:
@@ -219,7 +218,7 @@ class LongTermMemory:
         metadata = check_metadata(item.metadata)
         if VERSION_KEY in metadata:
             raise InvalidInput(f"metadata key {VERSION_KEY!r} is reserved for memory versions")
-        key = _check_key(item.key)
+        key = check_key(item.key)
         valid_from = None if item.valid_from is None else as_timestamp(item.valid_from, what="valid_from")
         if kind != DOC_KIND and is_chatter(text):
             raise InvalidInput(f"not a durable memory (chatter): {text[:60]!r}")
@@ -328,7 +327,7 @@ class LongTermMemory:
             return {}
         extras = self._enrich(items)
         # An enriched memory is embedded together with its facts; its text stays as written.
-        vectors = self.embedder.embed_many([" ".join((p.text, *extra)) for p, extra in zip(items, extras, strict=True)])
+        vectors = self.embedder.embed_many([embedding_text(p.text, extra) for p, extra in zip(items, extras, strict=True)])
         return {p.id: (vec, extra) for p, vec, extra in zip(items, vectors, extras, strict=True)}
 
     def _enrich(self, unique: Sequence[_Prepared]) -> list[tuple[str, ...]]:
@@ -390,15 +389,18 @@ class LongTermMemory:
         *,
         scope: str | None = None,
         kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
         as_of: When | None = None,
         include_superseded: bool = False,
     ) -> list[Recalled]:
         """Every current memory of a scope, oldest first (documents only when kinds asks for
-        them); `as_of` and `include_superseded` as in `recall`."""
+        them); `where`, `as_of` and `include_superseded` as in `recall`."""
         keep = _kind_filter(kinds)
-        holds = _validity(as_of, include_superseded)
+        match = _where(where)
+        holds = validity(as_of, include_superseded)
         index = self._index(check_scope(scope))
-        records = sorted((r for r in index.records if keep(r.kind) and holds(r)), key=lambda r: r.created_at)
+        records = sorted((r for r in index.records if keep(r.kind) and holds(r) and match(fields_of(r))),
+                         key=lambda r: r.created_at)
         return [_recalled(r, 1.0) for r in records]
 
     # -- reading --------------------------------------------------------------------------
@@ -426,6 +428,9 @@ class LongTermMemory:
         Each result's `score` is its relevance in [0, 1], on one scale for every query, scope
         and store size (`fourfold.ranking`); `min_score` drops results below it
         (`fourfold.RELEVANCE_FLOOR` is the floor the support agent uses).
+
+        `where` filters on metadata and on the memory's dates, with operators ($in, $ne, $gt,
+        $gte, $lt, $lte, $and, $or...; see `fourfold.longterm.where`).
 
         Ranking adds dense and BM25 evidence (`Weights`). Metadata that helps it, all optional:
         `thread` or `session` (memories written in sequence in the same thread lend each other
@@ -458,12 +463,12 @@ class LongTermMemory:
         k = check_k(k)
         scope = check_scope(scope)
         keep_kind = _kind_filter(kinds)
-        where = check_metadata(where) if where else {}
+        match = _where(where)
         check_min_score(min_score)
-        holds = _validity(as_of, include_superseded)
+        holds = validity(as_of, include_superseded)
 
         def keep(r: VectorRecord) -> bool:
-            return bool(keep_kind(r.kind)) and holds(r) and (not where or matches_where(r.metadata, where))
+            return bool(keep_kind(r.kind)) and holds(r) and match(fields_of(r))
 
         stats = None
         if self._large is not None and self._large.store.is_large(scope):
@@ -588,26 +593,6 @@ def _new_id() -> str:
     return f"mem_{uuid.uuid4().hex}"
 
 
-def _check_key(key: object) -> str | None:
-    if key is None:
-        return None
-    if not isinstance(key, str) or not key.strip() or len(key) > _MAX_KEY or not key.isprintable():
-        raise InvalidInput(f"key must be 1-{_MAX_KEY} printable characters, got {str(key)[:40]!r}")
-    return check_identifier(key, what="key")
-
-
-def _validity(as_of: When | None, include_superseded: bool) -> Callable[[VectorRecord], bool]:
-    """Which versions a read sees: current ones, those current at `as_of`, or all."""
-    if as_of is not None:
-        if include_superseded:
-            raise InvalidInput("give as_of or include_superseded, not both")
-        when = as_timestamp(as_of, what="as_of")
-        return lambda r: version_of(r).at(when)
-    if include_superseded:
-        return lambda r: True
-    return is_current
-
-
 def _with_metadata(index: ScopeIndex, changed: Sequence[VectorRecord]) -> ScopeIndex:
     """The index with these records' metadata replaced (a new object: recalls may be reading it)."""
     updated = {r.id: r.metadata for r in changed}
@@ -677,3 +662,8 @@ def _recalled(record: VectorRecord, score: float) -> Recalled:
         valid_from=version.valid_from,
         valid_to=version.valid_to,
     )
+
+
+def _where(where: Mapping[str, Any] | None) -> Callable[[Mapping[str, Any]], bool]:
+    """A filter checked as metadata is (JSON, size), then compiled; the same for every engine."""
+    return compile_where(check_metadata(where) if where else None)

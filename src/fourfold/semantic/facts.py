@@ -19,7 +19,15 @@ from fourfold.errors import (
     StoreCorrupt,
     StoreUnavailable,
 )
-from fourfold.semantic.keys import MAX_KEY_CHARS, UNKNOWN, is_key, validate_key
+from fourfold.semantic.keys import (
+    MAX_KEY_CHARS,
+    MAX_VALUE_BYTES,
+    UNKNOWN,
+    check_size,
+    check_tool_description,
+    is_key,
+    validate_key,
+)
 from fourfold.stores.database import Connection, Database
 from fourfold.stores.engine import open_database
 from fourfold.types import Fact
@@ -31,11 +39,10 @@ __all__ = [
     "UNKNOWN",
     "FactRow",
     "FactStore",
+    "check_tool_description",
     "validate_key",
 ]
 
-#: Limit on a value's JSON (UTF-8 bytes), and on a description.
-MAX_VALUE_BYTES = 64 * 1024
 #: Deepest list/dict nesting accepted, so encoding never hits the recursion limit.
 MAX_DEPTH = 100
 
@@ -49,6 +56,8 @@ _UPSERT = (
 _ARCHIVE = (
     "INSERT INTO fact_history (key, value_json, description, replaced_at) VALUES (?, ?, ?, ?)"
 )
+# The lookup_policy tool's description, as the operator wrote it, in the engines' meta table.
+_TOOL_META = "lookup_policy.description"
 
 
 class FactRow(NamedTuple):
@@ -203,11 +212,39 @@ class FactStore:
     def tool_schema(
         self, *, name: str = "lookup_policy", description: str | None = None
     ) -> dict[str, Any]:
-        """An Anthropic tool schema whose key enum is the current keys (see `policy_tool_schema`)."""
-        from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
+        """An Anthropic tool schema whose key enum is the current keys (see `policy_tool_schema`).
 
-        text = DEFAULT_DESCRIPTION if description is None else description
+        The tool's description is `description`, else the one stored by `set_tool_description`.
+        """
+        from fourfold.semantic.tools import policy_tool_schema
+
+        text = self.tool_description() if description is None else description
         return policy_tool_schema(self.descriptions(), name=name, description=text)
+
+    def tool_description(self) -> str:
+        """What the lookup_policy tool is for, as the operator stored it (else the default)."""
+        from fourfold.semantic.tools import DEFAULT_DESCRIPTION
+
+        with self._locked() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE name = ?", (_TOOL_META,)).fetchone()
+        return DEFAULT_DESCRIPTION if row is None else str(row[0])
+
+    def set_tool_description(self, description: str | None) -> str:
+        """Store what the lookup_policy tool is for ("Values of the Acme returns desk"), so every
+        schema, agent and MCP server of this data dir offers it; None restores the default."""
+        if description is not None:
+            description = check_tool_description(description)
+            _refuse_secrets(_TOOL_META, description, None)
+        with self._writing() as conn:
+            if description is None:
+                conn.execute("DELETE FROM meta WHERE name = ?", (_TOOL_META,))
+            else:
+                conn.execute(
+                    "INSERT INTO meta (name, value) VALUES (?, ?)"
+                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    (_TOOL_META, description),
+                )
+        return self.tool_description()
 
     def descriptions(self) -> dict[str, str]:
         """Every key with the description it was set with ("" for none), for tool schemas."""
@@ -262,7 +299,7 @@ class FactStore:
 def _check_description(description: object) -> None:
     if not isinstance(description, str):
         raise InvalidInput(f"description must be a string, not {type(description).__name__}")
-    _utf8_size(description, "description")
+    check_size(description, "description")
 
 
 def _encode(value: Any) -> str:
@@ -272,7 +309,7 @@ def _encode(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError as exc:  # e.g. an int past Python's digit limit
         raise InvalidInput(f"fact value cannot be stored as JSON: {exc}") from None
-    _utf8_size(text, "fact value (as JSON)")
+    check_size(text, "fact value (as JSON)")
     return text
 
 
@@ -302,15 +339,6 @@ def _check_json(value: Any, depth: int) -> None:
     raise InvalidInput(
         f"fact values are JSON (str, int, float, bool, None, list, dict), not {kind.__name__}"
     )
-
-
-def _utf8_size(text: str, what: str) -> None:
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} is not valid Unicode (lone surrogate at {exc.start})") from None
-    if size > MAX_VALUE_BYTES:
-        raise InvalidInput(f"{what} is {size:,} bytes; the limit is {MAX_VALUE_BYTES:,}")
 
 
 def _decode(value_json: str, path: str) -> Any:

@@ -175,7 +175,8 @@ class ChromaVectorStore(VectorStore):
         if built_with != embedder.identity:
             raise EmbedderMismatch(
                 f"{where} was built with embedder {built_with!r}, not {embedder.identity!r}: "
-                "open it with the embedder that built it, or re-index into a new data dir"
+                "open it with the embedder that built it, or move it to the new one: `fourfold export` it, "
+                "then `fourfold --data-dir NEW_DIR --embedder SPEC import --reembed` the file"
             )
         self._max_batch = int(self._call(client.get_max_batch_size))
 
@@ -312,6 +313,16 @@ class ChromaVectorStore(VectorStore):
             documents=[r.text for r in part],
             metadatas=[_stored_metadata(r) for r in part],
         )
+
+    def update_metadata(self, records: Sequence[VectorRecord]) -> None:
+        # Chroma merges the keys given into a record's metadata: only the user metadata's key
+        # changes, and no delete (with its scrub of the files) is needed.
+        if not records:
+            return
+        with self.writing():
+            for part in chunked(list(records), self._max_batch):
+                metadatas = [{"ff_meta": r.flat_metadata()["ff_meta"]} for r in part]
+                self._call(partial(self._collection.update, ids=[r.id for r in part], metadatas=metadatas))
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
