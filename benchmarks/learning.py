@@ -42,9 +42,14 @@ from fourfold import Memory
 from fourfold.agent import SupportAgent, customer_scope
 from fourfold.embeddings import Embedder, HashEmbedder
 from fourfold.longterm import LongTermMemory
-from fourfold.longterm.consolidate import DEFAULT_THRESHOLD, SimilarityConsolidator
+from fourfold.longterm.consolidate import (
+    CHANGE_THRESHOLD,
+    DEFAULT_THRESHOLD,
+    SimilarityConsolidator,
+)
 from fourfold.models import OfflineModel
 from fourfold.stores import InMemoryVectorStore
+from fourfold.text.preferences import preference_key, states_preference
 
 sys.path.insert(0, str(Path(__file__).parent))
 import cases  # the shared case base benchmark, reused
@@ -146,55 +151,106 @@ def consolidation(embedder: Embedder, threshold: float) -> tuple[float, float]:
 @dataclass(frozen=True)
 class Change:
     kind: str
-    listed: bool  # a kind the offline distiller names
+    split: str  # "listed" (a kind the offline distiller names), "tuning" or "held-out" (kinds it does not)
+    signalled: bool  # the new statement says it is a change ("instead", "from now on", ...)
     before: str
     after: str
+    control: bool = False  # the second statement is of another kind: the first must stay current
+
+
+#: kind -> (split, the preference as a phrase about {v}, value pairs (before, after)). Kinds the
+#: distiller does not list are split in two: the change threshold is calibrated on "tuning"
+#: and only reported on "held-out", which nothing here was tuned on.
+KINDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
+    "contact_channel": ("listed", "to be contacted by {v}", [("email", "text"), ("phone", "email"), ("post", "email"),
+                                                              ("email", "WhatsApp")]),
+    "language": ("listed", "replies in {v}", [("Spanish", "English"), ("French", "German"), ("English", "Dutch"),
+                                               ("Polish", "English")]),
+    "time_of_day": ("listed", "calls in the {v}", [("morning", "evening"), ("afternoon", "morning"),
+                                                    ("evening", "afternoon"), ("morning", "afternoon")]),
+    "day_of_week": ("listed", "deliveries on {v}", [("Mondays", "Fridays"), ("Saturdays", "Tuesdays"),
+                                                     ("weekdays", "weekends"), ("Fridays", "Mondays")]),
+    "payment_method": ("listed", "to pay by {v}", [("credit card", "bank transfer"), ("PayPal", "credit card"),
+                                                    ("bank transfer", "PayPal"), ("debit card", "cash")]),
+    "document_format": ("listed", "invoices as {v}", [("PDF", "paper copies"), ("paper copies", "PDF"), ("PDF", "CSV"),
+                                                       ("CSV", "PDF")]),
+    "units": ("tuning", "{v} units in reports", [("metric", "imperial"), ("imperial", "metric")] * 2),
+    "currency": ("tuning", "prices in {v}", [("euros", "dollars"), ("pounds", "euros"), ("dollars", "yen"),
+                                             ("francs", "euros")]),
+    "theme": ("tuning", "the {v} theme in the app", [("dark", "light"), ("light", "dark"), ("high-contrast", "dark"),
+                                                     ("dark", "high-contrast")]),
+    "summary_frequency": ("tuning", "a {v} summary of my account", [("weekly", "daily"), ("monthly", "weekly"),
+                                                                    ("daily", "monthly"), ("weekly", "monthly")]),
+    "packaging": ("tuning", "{v} packaging", [("plastic-free", "standard"), ("gift", "plain"), ("standard", "recyclable"),
+                                              ("plain", "gift")]),
+    "seat": ("held-out", "an {v} seat when you book my flights", [("aisle", "window"), ("window", "aisle")] * 2),
+    "diet": ("held-out", "{v} meals at your events", [("vegetarian", "vegan"), ("vegan", "halal"), ("kosher", "vegetarian"),
+                                                      ("halal", "vegan")]),
+    "font": ("held-out", "a {v} font in the app", [("large", "small"), ("serif", "sans-serif"), ("small", "large"),
+                                                   ("sans-serif", "serif")]),
+    "warranty": ("held-out", "the {v} warranty plan", [("basic", "extended"), ("extended", "basic"), ("premium", "basic"),
+                                                       ("basic", "premium")]),
+    "room": ("held-out", "a {v} room when I stay at your hotels", [("quiet", "ground-floor"), ("twin", "double"),
+                                                                   ("double", "twin"), ("ground-floor", "quiet")]),
+}
+BEFORE = ("I'd prefer {p}.", "I'd rather have {p}.", "My preferred option is {p}.")
+#: How a customer says a preference changed, most forms with a signal, one without.
+AFTER_SIGNALLED = (
+    "I'd rather have {p} now.", "I'd prefer {p} instead of {a}.", "I'd prefer {p} from now on.",
+    "I changed my mind: I'd prefer {p}.", "I'd rather have {p}, not {a} anymore.", "I'd prefer {p} rather than {a}.",
+)
+AFTER_PLAIN = ("I'd prefer {p}.",)
 
 
 def changes(rng: random.Random, per_kind: int) -> list[Change]:
-    listed = {
-        "contact_channel": [("Please always contact me by {a}.", "Please {b} me instead from now on.")],
-        "language": [("Please reply in {a}.", "Please reply in {b} from now on.")],
-        "time_of_day": [("I'd prefer calls in the {a}.", "I'd rather be called in the {b} now.")],
-        "day_of_week": [("I'd prefer deliveries on {a}.", "I'd rather get deliveries on {b} from now on.")],
-        "payment_method": [("I'd prefer to pay by {a}.", "I'd rather pay by {b} from now on.")],
-        "document_format": [("I'd prefer invoices as {a}.", "I'd rather get invoices as {b} now.")],
-    }
-    unlisted = {
-        "units": [("I'd prefer {a} units in reports.", "I'd rather see {b} units in reports now.")],
-        "currency": [("I'd prefer prices in {a}.", "I'd rather see prices in {b} now.")],
-        "theme": [("I'd prefer the {a} theme in the app.", "I'd rather use the {b} theme in the app now.")],
-        "summary_frequency": [("I'd prefer a {a} summary of my account.", "I'd rather get a {b} summary of my account now.")],
-        "packaging": [("I'd prefer {a} packaging.", "I'd rather get {b} packaging from now on.")],
-    }
-    values = {
-        "contact_channel": [("email", "text"), ("phone", "email"), ("post", "email"), ("email", "WhatsApp")],
-        "language": [("Spanish", "English"), ("French", "German"), ("English", "Dutch"), ("Polish", "English")],
-        "time_of_day": [("morning", "evening"), ("afternoon", "morning"), ("evening", "afternoon"), ("morning", "afternoon")],
-        "day_of_week": [("Mondays", "Fridays"), ("Saturdays", "Tuesdays"), ("weekdays", "weekends"), ("Fridays", "Mondays")],
-        "payment_method": [("credit card", "bank transfer"), ("PayPal", "credit card"), ("bank transfer", "PayPal"),
-                           ("debit card", "cash")],
-        "document_format": [("PDF", "paper copies"), ("paper copies", "PDF"), ("PDF", "CSV"), ("CSV", "PDF")],
-        "units": [("metric", "imperial"), ("imperial", "metric")] * 2,
-        "currency": [("euros", "dollars"), ("pounds", "euros"), ("dollars", "yen"), ("francs", "euros")],
-        "theme": [("dark", "light"), ("light", "dark"), ("high-contrast", "dark"), ("dark", "high-contrast")],
-        "summary_frequency": [("weekly", "daily"), ("monthly", "weekly"), ("daily", "monthly"), ("weekly", "monthly")],
-        "packaging": [("plastic-free", "standard"), ("gift", "plain"), ("standard", "recyclable"), ("plain", "gift")],
-    }
+    """Per kind, `per_kind` customers who change a preference (about one in six without a
+    signal), and as many controls whose second, signalled preference is of another kind."""
     out = []
-    for table, is_listed in ((listed, True), (unlisted, False)):
-        for kind, forms in table.items():
-            for a, b in rng.sample(values[kind], min(per_kind, len(values[kind]))):
-                before, after = rng.choice(forms)
-                out.append(Change(kind, is_listed, before.format(a=a), after.format(b=b)))
+    for kind, (split, phrase, values) in KINDS.items():
+        others = [k for k, (s, _, _) in KINDS.items() if s == split and k != kind]
+        for a, b in rng.sample(values, min(per_kind, len(values))):
+            signalled = rng.random() >= 1 / 6
+            after = rng.choice(AFTER_SIGNALLED if signalled else AFTER_PLAIN)
+            before = rng.choice(BEFORE).format(p=phrase.format(v=a))
+            out.append(Change(kind, split, signalled, before, after.format(p=phrase.format(v=b), a=a)))
+            other = rng.choice(others)
+            _, other_phrase, other_values = KINDS[other]
+            x, y = rng.choice(other_values)
+            out.append(Change(kind, split, True, before, rng.choice(AFTER_SIGNALLED).format(
+                p=other_phrase.format(v=y), a=x), control=True))
+    for c in out:  # the splits say what the distiller really does
+        listed = preference_key(c.before) is not None and preference_key(c.after) is not None
+        assert listed == (c.split == "listed") or c.control, c
+        assert states_preference(c.before) and states_preference(c.after), c
     return out
 
 
-def preferences(embedder: Embedder, per_kind: int, seed: int) -> dict[bool, list[bool]]:
-    """listed? -> per customer: does only the new preference hold now?"""
-    results: dict[bool, list[bool]] = {True: [], False: []}
+def change_threshold(embedder: Embedder, per_kind: int, seed: int) -> float:
+    """Sweep the change threshold on the "tuning" kinds: changes taken vs controls superseded."""
+    tuning = [c for n in range(1, 11) for c in changes(random.Random(seed + n), per_kind)
+              if c.split == "tuning" and c.signalled]
+    texts = sorted({f"Customer said: {t}" for c in tuning for t in (c.before, c.after)})
+    vectors = dict(zip(texts, embedder.embed_many(texts), strict=True))
+    sims = {ctl: np.array([float(vectors[f"Customer said: {c.before}"] @ vectors[f"Customer said: {c.after}"])
+                           for c in tuning if c.control == ctl]) for ctl in (False, True)}
+    print(f"change threshold ({embedder.identity}): {len(sims[False])} signalled changes, {len(sims[True])} controls "
+          "(a signalled preference of another kind), on the tuning kinds only")
+    print("  threshold  changes_taken  controls_superseded")
+    chosen = None
+    for t in np.arange(0.40, 0.80, 0.02):
+        hit, false = np.mean(sims[False] >= t), np.mean(sims[True] >= t)
+        mark = ""
+        if chosen is None and false == 0:
+            chosen, mark = float(t), "  <- lowest with no control superseded"
+        print(f"  {t:9.2f}  {hit:13.3f}  {false:19.3f}{mark}")
+    return chosen if chosen is not None else CHANGE_THRESHOLD
+
+
+def preferences(embedder: Embedder, per_kind: int, seed: int, judge: SimilarityConsolidator) -> list[tuple[Change, bool]]:
+    """Per customer: a change ends with only the new preference current; a control with both."""
+    results = []
     with tempfile.TemporaryDirectory(prefix="fourfold-learning-") as tmp, Memory.open(Path(tmp), embedder=embedder) as mem:
-        agent = SupportAgent(mem, OfflineModel(), share_cases=False)
+        agent = SupportAgent(mem, OfflineModel(), share_cases=False, consolidator=judge)
         for n, change in enumerate(changes(random.Random(seed), per_kind)):
             cid = f"pref{n}"
             agent.turn(cid, f"My order arrived damaged. {change.before}")
@@ -202,11 +258,18 @@ def preferences(embedder: Embedder, per_kind: int, seed: int) -> dict[bool, list
             agent.turn(cid, f"The replacement is fine, thanks. {change.after}")
             agent.resolve(cid, "Confirmed the replacement")
             current = [m.text for m in mem.long_term.all(scope=customer_scope(cid), kinds=("preference",))]
-            ok = any(change.after in t for t in current) and not any(change.before in t for t in current)
-            results[change.listed].append(ok)
+            has_before = any(change.before in t for t in current)
+            ok = any(change.after in t for t in current) and (has_before if change.control else not has_before)
+            results.append((change, ok))
             if cases.VERBOSE and not ok:
-                print(f"    not current: {change.kind}: {change.before!r} -> {change.after!r}; now {current}")
+                print(f"    {'control' if change.control else 'change'} wrong: {change.kind}: {change.before!r} -> "
+                      f"{change.after!r}; now {current}")
     return results
+
+
+def _share(results: Sequence[tuple[Change, bool]], **where: object) -> str:
+    picked = [ok for c, ok in results if all(getattr(c, k) == v for k, v in where.items())]
+    return f"{sum(picked)}/{len(picked)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -217,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-kind", type=int, default=4, help="Customers per preference kind.")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--no-change-signal", action="store_true",
+                        help="Consolidate preferences by similarity alone (the rule before change signals).")
     args = parser.parse_args(argv)
     cases.VERBOSE = args.verbose
     if args.embedder == "minilm":
@@ -233,18 +298,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     dup_rate, false_merge = consolidation(embedder, threshold)
     print(f"consolidation at {threshold:.2f} on held-out values: dup_rate={dup_rate:.3f} false_merge={false_merge:.3f} "
           f"[{time.perf_counter() - started:.0f}s]")
+    change_bar = CHANGE_THRESHOLD if not args.no_change_signal else None
+    if args.calibrate and change_bar is not None:
+        change_bar = change_threshold(embedder, args.per_kind, args.seed)
+        print(f"  calibrated change threshold {change_bar:.2f} (the library's default is {CHANGE_THRESHOLD:.2f})")
     started = time.perf_counter()
-    prefs = preferences(embedder, args.per_kind, args.seed)
-    listed, unlisted = prefs[True], prefs[False]
-    print(f"preferences changed: listed kinds {sum(listed)}/{len(listed)} current, "
-          f"kinds the distiller does not list {sum(unlisted)}/{len(unlisted)} current "
+    prefs = preferences(embedder, args.per_kind, args.seed, SimilarityConsolidator(threshold, change_threshold=change_bar))
+    bar = "off" if change_bar is None else f"{change_bar:.2f}"
+    print(f"preferences changed (change threshold {bar}), only the new one current / controls with both current "
           f"[{time.perf_counter() - started:.0f}s]")
+    print("  kinds             signalled  unsignalled  all      controls")
+    for split in ("listed", "tuning", "held-out"):
+        print(f"  {split:16s}  {_share(prefs, split=split, control=False, signalled=True):9s}  "
+              f"{_share(prefs, split=split, control=False, signalled=False):11s}  "
+              f"{_share(prefs, split=split, control=False):7s}  {_share(prefs, split=split, control=True)}")
+    changed = [ok for c, ok in prefs if not c.control]
     started = time.perf_counter()
     tally = cases.run(embedder, "shared-words", max(1, min(args.types, len(cases.PROBLEMS))), args.seed)
     print(tally.line("shared cases") + f" [{time.perf_counter() - started:.0f}s]")
-    both = listed + unlisted
     print(f"learning: learn={tally.reached / max(tally.later, 1):.2f} wrong_fix={tally.failed_offered} "
-          f"pii_leaks={sum(tally.leaks.values())} pref_current={sum(both) / max(len(both), 1):.2f} "
+          f"pii_leaks={sum(tally.leaks.values())} pref_current={sum(changed) / max(len(changed), 1):.2f} "
           f"dup_rate={dup_rate:.2f} false_merge={false_merge:.2f}")
     return 0
 

@@ -112,3 +112,48 @@ def test_the_learning_benchmark_runs_short_and_prints_its_line() -> None:
     last = out.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"learning: learn=[\d.]+ wrong_fix=0 pii_leaks=0 pref_current=[\d.]+ dup_rate=[\d.]+ "
                         r"false_merge=[\d.]+", last), last
+
+
+# -- a preference that says it is a change ---------------------------------------------------------
+
+THEME = "Customer said: I'd prefer the dark theme in the app."
+EUROS = "Customer said: I'd prefer prices in euros."
+
+
+@pytest.fixture
+def changing(vector_store: VectorStore, embedder: HashEmbedder) -> LongTermMemory:
+    # hash-embedder cosines: theme/theme 0.79-0.93, euros/dollars 0.78, theme/prices 0.42-0.63
+    judge = SimilarityConsolidator(threshold=0.95, change_threshold=0.7)
+    return LongTermMemory(vector_store, embedder, consolidator=judge)
+
+
+def test_a_signalled_change_replaces_the_most_similar_current_preference(changing: LongTermMemory) -> None:
+    theme = changing.remember(THEME, scope=S, kind="preference")
+    euros = changing.remember(EUROS, scope=S, kind="preference")
+    light = changing.remember("Customer said: I'd rather have the light theme in the app now.", scope=S, kind="preference")
+    dollars = changing.remember("Customer said: I'd prefer prices in dollars from now on.", scope=S, kind="preference")
+    assert light.supersedes == (theme,) and dollars.supersedes == (euros,)  # each its own kind, no key needed
+    assert sorted(m.text for m in changing.all(scope=S)) == sorted([
+        "Customer said: I'd rather have the light theme in the app now.",
+        "Customer said: I'd prefer prices in dollars from now on."])
+    assert changing.history(light)[0].text == THEME  # the old one stays in the history
+
+
+def test_without_a_signal_or_outside_preferences_the_ordinary_threshold_holds(changing: LongTermMemory) -> None:
+    changing.remember(THEME, scope=S, kind="preference")
+    plain = changing.remember("Customer said: I'd prefer the light theme in the app.", scope=S, kind="preference")
+    assert plain.supersedes == ()  # 0.93 similar, under 0.95: two preferences may hold at once
+    changing.remember(THEME, scope="notes", kind="note")
+    note = changing.remember("Customer said: I'd rather have the light theme in the app now.", scope="notes", kind="note")
+    assert note.supersedes == ()  # only preferences change by signal
+    off = SimilarityConsolidator(threshold=0.95, change_threshold=None)
+    changing.remember(EUROS, scope="off", kind="preference")
+    assert changing.remember("Customer said: I'd prefer prices in dollars from now on.", scope="off", kind="preference",
+                             consolidate=off).supersedes == ()
+
+
+def test_a_signalled_preference_of_another_kind_replaces_nothing(changing: LongTermMemory) -> None:
+    changing.remember(THEME, scope=S, kind="preference")
+    dollars = changing.remember("Customer said: I'd prefer prices in dollars from now on.", scope=S, kind="preference")
+    assert dollars.supersedes == ()  # 0.49 similar to the theme: under the change threshold
+    assert len(changing.all(scope=S)) == 2

@@ -8,7 +8,10 @@ memory holds it already). Nothing is ever deleted: an update supersedes.
 
 `SimilarityConsolidator` decides offline by cosine similarity of the embeddings, with a
 threshold calibrated on generated paraphrases and near-miss distinct facts
-(`benchmarks/learning.py --calibrate`). `ModelConsolidator` asks a chat model, in one call per
+(`benchmarks/learning.py --calibrate`). A preference that says it changes an earlier one
+("I'd rather see prices in dollars now", `fourfold.text.preferences.signals_change`) replaces
+the most similar current preference from a lower, separately calibrated similarity: the
+language, not a list of kinds, says it is a change, so this holds for kinds no rule names. `ModelConsolidator` asks a chat model, in one call per
 write batch, and falls back to the similarity rule when the model's answer cannot be read.
 """
 
@@ -24,8 +27,10 @@ from typing import Literal
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm.versions import Write
 from fourfold.models.base import ChatModel
+from fourfold.text.preferences import signals_change
 
 __all__ = [
+    "CHANGE_THRESHOLD",
     "CONSOLIDATE_K",
     "DEFAULT_THRESHOLD",
     "Candidate",
@@ -43,6 +48,11 @@ log = logging.getLogger("fourfold.longterm")
 #: current one, for the bundled MiniLM embedder. Calibrated with
 #: `python benchmarks/learning.py --calibrate`: see benchmarks/results/learning.md.
 DEFAULT_THRESHOLD = 0.84
+#: Cosine similarity from which a preference that signals a change ("instead", "from now on",
+#: "no longer") replaces the scope's most similar current preference, for MiniLM. Calibrated
+#: with `python benchmarks/learning.py --calibrate` on preference kinds apart from the ones
+#: it is reported on: see benchmarks/results/learning.md.
+CHANGE_THRESHOLD = 0.52
 #: How many similar memories a new one is judged against.
 CONSOLIDATE_K = 3
 
@@ -86,17 +96,24 @@ class Consolidator(ABC):
 
 
 class SimilarityConsolidator(Consolidator):
-    """Offline: a new memory at least `threshold` similar to a current one updates it."""
+    """Offline: a new memory at least `threshold` similar to a current one updates it; a
+    preference that signals a change does from `change_threshold` (None: never)."""
 
-    def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
+    def __init__(self, threshold: float = DEFAULT_THRESHOLD, *, change_threshold: float | None = CHANGE_THRESHOLD) -> None:
         self.threshold = threshold
+        self.change_threshold = change_threshold
 
     def judge(self, candidates: Sequence[Candidate]) -> list[Judgement]:
         out = []
         for c in candidates:
             best = max(c.similar, key=lambda s: s.similarity, default=None)
-            out.append(Judgement("update", best.id) if best is not None and best.similarity >= self.threshold else ADD)
+            out.append(Judgement("update", best.id) if best is not None and best.similarity >= self._bar(c) else ADD)
         return out
+
+    def _bar(self, c: Candidate) -> float:
+        if self.change_threshold is not None and c.kind == "preference" and signals_change(c.text):
+            return min(self.threshold, self.change_threshold)
+        return self.threshold
 
 
 class ModelConsolidator(Consolidator):
