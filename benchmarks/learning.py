@@ -45,7 +45,10 @@ from fourfold.longterm import LongTermMemory
 from fourfold.longterm.consolidate import (
     CHANGE_THRESHOLD,
     DEFAULT_THRESHOLD,
+    REWORD_DIFFERENCE,
+    REWORD_THRESHOLD,
     SimilarityConsolidator,
+    differing_words,
 )
 from fourfold.models import OfflineModel
 from fourfold.stores import InMemoryVectorStore
@@ -97,32 +100,81 @@ def fact_sets(half: int) -> list[tuple[list[str], str]]:
     return out
 
 
-def calibrate(embedder: Embedder) -> float:
-    """Sweep the threshold on the calibration half: paraphrase pairs merged vs distinct pairs merged."""
+def near_misses(facts: Sequence[tuple[list[str], str]], rng: random.Random) -> list[tuple[int, int, int, int]]:
+    """(fact i, wording, fact j, wording) pairs of distinct facts of one attribute: each pair
+    once in the same wording ("Owns a dog" / "Owns a cat") and once in another one ("Owns a
+    dog" / "Their pet is a cat")."""
+    out = []
+    for i, (_, attr_a) in enumerate(facts):
+        for j, (_, attr_b) in enumerate(facts):
+            if j > i and attr_a == attr_b:
+                k = rng.randrange(5)
+                out.append((i, k, j, k))
+                out.append((i, k, j, rng.choice([n for n in range(5) if n != k])))
+    return out
+
+
+def calibrate(embedder: Embedder) -> tuple[float, float, float]:
+    """Sweep the thresholds on the calibration half: paraphrase pairs merged vs distinct pairs merged.
+
+    Returns (threshold, reword_threshold, reword_difference)."""
     facts = fact_sets(0)
     texts = [w for wordings, _ in facts for w in wordings]
     vectors = dict(zip(texts, embedder.embed_many(texts), strict=True))
-    same = [float(vectors[a] @ vectors[b]) for wordings, _ in facts
-            for i, a in enumerate(wordings) for b in wordings[i + 1:]]
-    near = [float(vectors[a[k]] @ vectors[b[k]]) for i, (a, attr_a) in enumerate(facts)
-            for b, attr_b in facts[i + 1:] if attr_a == attr_b for k in range(5)]
-    print(f"calibration ({embedder.identity}): {len(same)} paraphrase pairs, {len(near)} near-miss pairs "
-          "(same wording, another value)")
-    print("  threshold  paraphrases_merged  distinct_merged")
+    same = [(a, b) for wordings, _ in facts for i, a in enumerate(wordings) for b in wordings[i + 1:]]
+    # every wording of each pair of distinct facts of one attribute
+    near = [(a, b, k == m) for i, (wa, attr_a) in enumerate(facts) for wb, attr_b in facts[i + 1:] if attr_a == attr_b
+            for k, a in enumerate(wa) for m, b in enumerate(wb)]
+    near_same = [(a, b) for a, b, same_wording in near if same_wording]
+    near_other = [(a, b) for a, b, same_wording in near if not same_wording]
+    phrases = sorted({p for a, b in same + near_same + near_other for p in differing_words(a, b) if p})
+    phrase_vectors = dict(zip(phrases, embedder.embed_many(phrases), strict=True))
+
+    def features(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        rows = []
+        for a, b in pairs:
+            x, y = differing_words(a, b)
+            diff = (1.0 if not x and not y else np.nan if not x or not y
+                    else float(phrase_vectors[x] @ phrase_vectors[y]))
+            rows.append((float(vectors[a] @ vectors[b]), diff))
+        return np.array(rows)
+
+    groups = {"paraphrases": features(same), "same_wording": features(near_same), "other_wording": features(near_other)}
+    print(f"calibration ({embedder.identity}): {len(same)} paraphrase pairs, {len(near_same)} near-miss pairs in the "
+          f"same wording (another value), {len(near_other)} in another wording")
+    print("  similarity alone:\n  threshold  paraphrases_merged  same_wording_merged  other_wording_merged")
     chosen = None
     for t in np.arange(0.60, 0.97, 0.02):
-        hit, false = np.mean(np.array(same) >= t), np.mean(np.array(near) >= t)
+        rates = [float(np.mean(f[:, 0] >= t)) for f in groups.values()]
         mark = ""
-        if chosen is None and false <= 0.01:
+        if chosen is None and rates[1] <= 0.01 and rates[2] <= 0.01:
             chosen, mark = float(t), "  <- lowest with distinct_merged <= 1%"
-        print(f"  {t:9.2f}  {hit:18.3f}  {false:15.3f}{mark}")
-    return chosen if chosen is not None else 0.95
+        print(f"  {t:9.2f}  {rates[0]:18.3f}  {rates[1]:19.3f}  {rates[2]:20.3f}{mark}")
+    threshold = chosen if chosen is not None else 0.95
+    print(f"  and below {threshold:.2f}, merged when the differing words are close too:")
+    print("  similarity  difference  paraphrases_merged  same_wording_merged  other_wording_merged")
+    best: tuple[float, float, float] | None = None
+    base = [float(np.mean(f[:, 0] >= threshold)) for f in groups.values()]
+    for t in np.arange(0.50, threshold, 0.05):
+        for d in np.arange(0.55, 0.91, 0.05):
+            rates = [float(np.mean((f[:, 0] >= threshold) | ((f[:, 0] >= t) & (np.nan_to_num(f[:, 1], nan=-1) >= d))))
+                     for f in groups.values()]
+            if rates[1] <= base[1] and rates[2] <= base[2]:  # no distinct fact merged that similarity alone keeps
+                if best is None or rates[0] > best[0] or (rates[0] == best[0] and t > best[1]):
+                    best = (rates[0], float(t), float(d))
+            if round(d, 2) in (0.6, 0.7, 0.8):
+                print(f"  {t:10.2f}  {d:10.2f}  {rates[0]:18.3f}  {rates[1]:19.3f}  {rates[2]:20.3f}")
+    if best is None:
+        return threshold, threshold, 1.0
+    print(f"  chosen: similarity {best[1]:.2f}, difference {best[2]:.2f}: paraphrases merged {best[0]:.3f}, "
+          "no more distinct facts merged than by similarity alone")
+    return threshold, best[1], best[2]
 
 
-def consolidation(embedder: Embedder, threshold: float) -> tuple[float, float]:
-    """(dup_rate, false_merge) on the held-out half, by writing as a user would."""
+def consolidation(embedder: Embedder, judge: SimilarityConsolidator) -> tuple[float, float, float]:
+    """(dup_rate, false_merge in the same wording, in another wording) on the held-out half,
+    by writing as a user would."""
     facts = fact_sets(1)
-    judge = SimilarityConsolidator(threshold)
     lt = LongTermMemory(InMemoryVectorStore(embedder_identity=embedder.identity), embedder, consolidator=judge)
     writes = 0
     for n, (wordings, _) in enumerate(facts):
@@ -131,18 +183,13 @@ def consolidation(embedder: Embedder, threshold: float) -> tuple[float, float]:
             writes += 1
     kept = sum(len(lt.all(scope=f"dup:{n}")) for n in range(len(facts)))
     dup_rate = (kept - len(facts)) / (writes - len(facts))
-    merged = pairs = 0
-    rng = random.Random(5)
-    for i, (a, attr_a) in enumerate(facts):
-        for j, (b, attr_b) in enumerate(facts):
-            if j <= i or attr_a != attr_b:
-                continue
-            k = rng.randrange(5)
-            first = lt.remember(a[k], scope=f"pair:{i}:{j}", kind="fact")
-            second = lt.remember(b[k], scope=f"pair:{i}:{j}", kind="fact")
-            pairs += 1
-            merged += second.supersedes == (first,)
-    return dup_rate, merged / pairs
+    merged = [0, 0]
+    pairs = near_misses(facts, random.Random(5))
+    for n, (i, k, j, m) in enumerate(pairs):
+        first = lt.remember(facts[i][0][k], scope=f"pair:{n}", kind="fact")
+        second = lt.remember(facts[j][0][m], scope=f"pair:{n}", kind="fact")
+        merged[n % 2] += second.supersedes == (first,)
+    return dup_rate, merged[0] / (len(pairs) / 2), merged[1] / (len(pairs) / 2)
 
 
 # -- preferences that change ---------------------------------------------------------------------
@@ -280,6 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-kind", type=int, default=4, help="Customers per preference kind.")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--similarity-only", action="store_true",
+                        help="Consolidate by similarity alone (no differing-words rule; the rule before it).")
     parser.add_argument("--no-change-signal", action="store_true",
                         help="Consolidate preferences by similarity alone (the rule before change signals).")
     args = parser.parse_args(argv)
@@ -290,20 +339,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder: Embedder = default_embedder()
     else:
         embedder = HashEmbedder()
-    threshold = DEFAULT_THRESHOLD
+    threshold, reword, difference = DEFAULT_THRESHOLD, REWORD_THRESHOLD, REWORD_DIFFERENCE
     if args.calibrate:
-        threshold = calibrate(embedder)
-        print(f"  calibrated threshold {threshold:.2f} (the library's default is {DEFAULT_THRESHOLD:.2f})")
+        threshold, reword, difference = calibrate(embedder)
+        print(f"  calibrated {threshold:.2f}, {reword:.2f} with difference {difference:.2f} (the library's defaults: "
+              f"{DEFAULT_THRESHOLD:.2f}, {REWORD_THRESHOLD:.2f} with {REWORD_DIFFERENCE:.2f})")
+    if args.similarity_only:
+        reword = None
     started = time.perf_counter()
-    dup_rate, false_merge = consolidation(embedder, threshold)
-    print(f"consolidation at {threshold:.2f} on held-out values: dup_rate={dup_rate:.3f} false_merge={false_merge:.3f} "
-          f"[{time.perf_counter() - started:.0f}s]")
+    judge = SimilarityConsolidator(threshold, reword_threshold=reword, reword_difference=difference)
+    dup_rate, false_same, false_other = consolidation(embedder, judge)
+    false_merge = (false_same + false_other) / 2
+    rule = f"{threshold:.2f}" + ("" if reword is None else f", {reword:.2f} with difference {difference:.2f}")
+    print(f"consolidation at {rule} on held-out values: dup_rate={dup_rate:.3f} false_merge={false_merge:.3f} "
+          f"(same wording {false_same:.3f}, another wording {false_other:.3f}) [{time.perf_counter() - started:.0f}s]")
     change_bar = CHANGE_THRESHOLD if not args.no_change_signal else None
     if args.calibrate and change_bar is not None:
         change_bar = change_threshold(embedder, args.per_kind, args.seed)
         print(f"  calibrated change threshold {change_bar:.2f} (the library's default is {CHANGE_THRESHOLD:.2f})")
     started = time.perf_counter()
-    prefs = preferences(embedder, args.per_kind, args.seed, SimilarityConsolidator(threshold, change_threshold=change_bar))
+    prefs = preferences(embedder, args.per_kind, args.seed, SimilarityConsolidator(
+        threshold, change_threshold=change_bar, reword_threshold=reword, reword_difference=difference))
     bar = "off" if change_bar is None else f"{change_bar:.2f}"
     print(f"preferences changed (change threshold {bar}), only the new one current / controls with both current "
           f"[{time.perf_counter() - started:.0f}s]")

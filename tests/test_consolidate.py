@@ -157,3 +157,43 @@ def test_a_signalled_preference_of_another_kind_replaces_nothing(changing: LongT
     dollars = changing.remember("Customer said: I'd prefer prices in dollars from now on.", scope=S, kind="preference")
     assert dollars.supersedes == ()  # 0.49 similar to the theme: under the change threshold
     assert len(changing.all(scope=S)) == 2
+
+
+# -- the words in which two memories differ ---------------------------------------------------------
+
+
+def test_differing_words_are_what_remains_between_the_shared_start_and_end() -> None:
+    from fourfold.longterm.consolidate import differing_words
+
+    assert differing_words("Has a dog at home", "Has a cat at home") == ("dog", "cat")
+    assert differing_words("Owns a dog", "Their pet is a dog") == ("owns", "pet")
+    assert differing_words("Prefers email", "Prefers email please") == ("", "please")
+    assert differing_words("Prefers email", "prefers EMAIL.") == ("", "")
+
+
+def test_below_the_threshold_a_memory_merges_only_when_its_differing_words_are_close(
+    vector_store: VectorStore, embedder: HashEmbedder
+) -> None:
+    # hash-embedder cosines: the texts 0.74 and 0.69; their differing words 0.26 ("organises" /
+    # "organizes", one word spelled two ways) and 0.03 ("x200 router" / "z5 printer")
+    judge = SimilarityConsolidator(threshold=0.95, reword_threshold=0.6, reword_difference=0.2)
+    lt = LongTermMemory(vector_store, embedder, consolidator=judge)
+    first = lt.remember("Organises a yearly workshop", scope=S, kind="fact")
+    assert lt.remember("Organizes a yearly workshop", scope=S, kind="fact").supersedes == (first,)
+    router = lt.remember("Has the X200 router, bought in 2024", scope=S, kind="fact")
+    printer = lt.remember("Has the Z5 printer, bought in 2024", scope=S, kind="fact")
+    assert printer.supersedes == () and len(lt.all(scope=S)) == 3
+    off = SimilarityConsolidator(threshold=0.95, reword_threshold=None)
+    assert lt.remember("Organises a yearly workshop", scope="s2", kind="fact", consolidate=off).supersedes == ()
+    assert lt.remember("Organizes a yearly workshop", scope="s2", kind="fact", consolidate=off).supersedes == ()
+    assert router in {m.id for m in lt.all(scope=S)}
+
+
+def test_a_memory_that_only_adds_words_is_not_judged_by_its_differing_words() -> None:
+    from fourfold.longterm.consolidate import Candidate, Similar
+
+    judge = SimilarityConsolidator(threshold=0.95, reword_threshold=0.6, reword_difference=0.2)
+    added = Candidate("Owns a dog and a cat", "fact", S, (Similar("m1", "Owns a dog", 0.8, None),))
+    reworded = Candidate("Their pet is a dog", "fact", S, (Similar("m1", "Owns a dog", 0.8, 0.7),))
+    far = Candidate("Their pet is a dog", "fact", S, (Similar("m1", "Owns a dog", 0.5, 0.9),))
+    assert [j.action for j in judge.judge([added, reworded, far])] == ["add", "update", "add"]
