@@ -7,22 +7,28 @@ On sets generated here (issue 14, part 8):
   failed attempts offered as fixes, and personal details of another customer in a prompt.
 - pref_current: customers who state a preference, resolve, later change it and resolve
   again, through `SupportAgent` offline: the share whose current memories hold the new
-  preference and not the old one. Kinds the distiller lists (contact channel, language, time
-  of day, ...) and kinds it does not (units, currency, theme, ...) are reported apart; the
-  last line counts both.
+  preference and not the old one. The change comes in several wordings, most with a signal
+  ("instead of", "from now on", "not X anymore", "I changed my mind"), about one in six
+  without. Kinds the distiller lists (contact channel, language, time of day, ...) are
+  reported apart from kinds it does not, which are split in two: "tuning" kinds (units,
+  currency, theme, ...), the only ones `--calibrate` sweeps the change threshold on, and
+  "held-out" kinds (seat, diet, font, warranty, room) that nothing was tuned on. Controls:
+  as many customers whose second, signalled preference is of another kind; both must stay
+  current. The last line counts every change (not the controls).
 - dup_rate: five wordings of each of many facts written one by one into a customer's scope,
   with the default consolidation: (memories left - facts) / (writes - facts); 0 is no pile-up.
-- false_merge: a fact and a distinct near-miss of it (same wording, another value: "owns a
-  dog" / "owns a cat") written one after the other: the share where the second superseded
-  the first.
+- false_merge: a fact and a distinct near-miss of it written one after the other, once in
+  the same wording ("owns a dog" / "owns a cat") and once in another ("owns a dog" / "their
+  pet is a cat"): the share where the second superseded the first.
 
 dup_rate and false_merge are measured on values held out from the calibration
-(`--calibrate` sweeps the similarity threshold on the other half and prints the trade-off).
+(`--calibrate` sweeps the similarity thresholds on the other half and prints the trade-off).
 The last line:
 
     learning: learn=X wrong_fix=N pii_leaks=N pref_current=X dup_rate=X false_merge=X
 
     python benchmarks/learning.py [--embedder minilm|hash] [--calibrate] [--types N] [--seed N]
+                                  [--similarity-only] [--no-change-signal]
 """
 
 from __future__ import annotations
@@ -91,11 +97,30 @@ FACTS: list[tuple[tuple[str, str, str, str, str], list[str]]] = [
 ]
 
 
-def fact_sets(half: int) -> list[tuple[list[str], str]]:
-    """(five wordings, attribute) per fact, for the values of one half (0: calibration, 1: held out)."""
+#: Attributes whose wordings no calibration sees: the thresholds are tuned on wordings of
+#: `FACTS` with half their values, and these check they hold for other wordings.
+NEW_FACTS: list[tuple[tuple[str, str, str, str, str], list[str]]] = [
+    (("Lives in {v}", "Their home is in {v}", "Resides in {v}", "Is based in {v}", "Has their home in {v}"),
+     ["Madrid", "Vienna", "Seattle", "Dublin", "Prague", "Lagos", "Hanoi", "Quito", "Tunis", "Riga"]),
+    (("Drives a {v}", "Their car is a {v}", "Gets around in a {v}", "Commutes in a {v}", "Has a {v} as their car"),
+     ["Toyota Corolla", "Tesla Model 3", "Volvo estate", "Fiat 500", "Ford pickup", "Honda Civic", "BMW X5",
+      "Renault Clio", "Kia Niro", "VW Golf"]),
+    (("Studies {v} at university", "Is a {v} student", "Is doing a degree in {v}", "Takes {v} courses at college",
+      "Is majoring in {v}"),
+     ["chemistry", "law", "history", "economics", "medicine", "architecture", "philosophy", "nursing", "geology",
+      "music"]),
+    (("Subscribes to our {v} plan", "Is on the {v} plan", "Pays for the {v} plan", "Has a {v} subscription",
+      "Their account uses the {v} plan"),
+     ["Basic", "Pro", "Team", "Enterprise", "Starter", "Family", "Student", "Business", "Premium", "Lite"]),
+]
+
+
+def fact_sets(half: int | None, table: Sequence[tuple[Sequence[str], list[str]]] = FACTS) -> list[tuple[list[str], str]]:
+    """(five wordings, attribute) per fact, for the values of one half (0: calibration, 1: held
+    out; None: all values)."""
     out = []
-    for n, (templates, values) in enumerate(FACTS):
-        for v in values[half::2]:
+    for n, (templates, values) in enumerate(table):
+        for v in values if half is None else values[half::2]:
             out.append(([t.format(v=v) for t in templates], f"attr{n}"))
     return out
 
@@ -171,10 +196,11 @@ def calibrate(embedder: Embedder) -> tuple[float, float, float]:
     return threshold, best[1], best[2]
 
 
-def consolidation(embedder: Embedder, judge: SimilarityConsolidator) -> tuple[float, float, float]:
-    """(dup_rate, false_merge in the same wording, in another wording) on the held-out half,
-    by writing as a user would."""
-    facts = fact_sets(1)
+def consolidation(
+    embedder: Embedder, judge: SimilarityConsolidator, facts: Sequence[tuple[list[str], str]]
+) -> tuple[float, float, float]:
+    """(dup_rate, false_merge in the same wording, in another wording) on `facts`, by writing as
+    a user would."""
     lt = LongTermMemory(InMemoryVectorStore(embedder_identity=embedder.identity), embedder, consolidator=judge)
     writes = 0
     for n, (wordings, _) in enumerate(facts):
@@ -348,11 +374,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         reword = None
     started = time.perf_counter()
     judge = SimilarityConsolidator(threshold, reword_threshold=reword, reword_difference=difference)
-    dup_rate, false_same, false_other = consolidation(embedder, judge)
-    false_merge = (false_same + false_other) / 2
     rule = f"{threshold:.2f}" + ("" if reword is None else f", {reword:.2f} with difference {difference:.2f}")
-    print(f"consolidation at {rule} on held-out values: dup_rate={dup_rate:.3f} false_merge={false_merge:.3f} "
-          f"(same wording {false_same:.3f}, another wording {false_other:.3f}) [{time.perf_counter() - started:.0f}s]")
+    print(f"consolidation at {rule}:")
+    for name, facts in (("held-out values", fact_sets(1)), ("new wordings", fact_sets(None, NEW_FACTS))):
+        dup, same, other = consolidation(embedder, judge, facts)
+        print(f"  {name:15s}  dup_rate={dup:.3f} false_merge={(same + other) / 2:.3f} (same wording {same:.3f}, "
+              f"another wording {other:.3f})")
+        if name == "held-out values":  # the last line's, comparable with earlier runs
+            dup_rate, false_merge = dup, (same + other) / 2
+    print(f"  [{time.perf_counter() - started:.0f}s]")
     change_bar = CHANGE_THRESHOLD if not args.no_change_signal else None
     if args.calibrate and change_bar is not None:
         change_bar = change_threshold(embedder, args.per_kind, args.seed)
