@@ -197,3 +197,15 @@ def test_a_memory_that_only_adds_words_is_not_judged_by_its_differing_words() ->
     reworded = Candidate("Their pet is a dog", "fact", S, (Similar("m1", "Owns a dog", 0.8, 0.7),))
     far = Candidate("Their pet is a dog", "fact", S, (Similar("m1", "Owns a dog", 0.5, 0.9),))
     assert [j.action for j in judge.judge([added, reworded, far])] == ["add", "update", "add"]
+
+
+def test_the_model_s_fallback_judges_differing_words_as_it_would_alone(
+    vector_store: VectorStore, embedder: HashEmbedder
+) -> None:
+    lt = LongTermMemory(vector_store, embedder)
+    first = lt.remember("Organises a yearly workshop", scope=S, kind="fact")
+    model = ScriptedModel(["no JSON here"])
+    fallback = SimilarityConsolidator(threshold=0.95, reword_threshold=0.6, reword_difference=0.2)
+    done = lt.remember("Organizes a yearly workshop", scope=S, kind="fact",
+                       consolidate=ModelConsolidator(model, fallback=fallback))
+    assert len(model.requests) == 1 and done.supersedes == (first,)  # 0.74 similar: by its differing words

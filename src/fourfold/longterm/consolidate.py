@@ -163,6 +163,7 @@ class ModelConsolidator(Consolidator):
     ) -> None:
         self.model = model
         self.fallback = fallback or SimilarityConsolidator()
+        self.difference_from = self.fallback.difference_from  # so the fallback judges as it would alone
         self.min_similarity = min_similarity
         self.max_tokens = max_tokens
 
