@@ -13,7 +13,8 @@ from pathlib import Path
 
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.service.tenancy import check_tenant
-from fourfold.stores.database import Connection, Database, open_database
+from fourfold.stores.database import Connection, Database
+from fourfold.stores.engine import open_database
 
 __all__ = ["KEY_PREFIX", "ApiKey", "KeyStore"]
 
