@@ -212,3 +212,19 @@ def test_doctor_checks_a_postgresql_database(
     assert main(["--store", wrong, "doctor"]) == 1
     out = capsys.readouterr().out
     assert "problem:" in out and "cannot reach PostgreSQL" in out and "N0tThePassw0rd" not in out
+
+
+@pytest.mark.slow
+def test_the_service_benchmark_on_two_replicas_reads_every_write_back_through_the_other() -> None:
+    """`benchmarks/service.py --store postgres --replicas 2` starts its own PostgreSQL and two services."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "service.py"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, str(bench), "--duration", "2", "--clients", "4", "--embedder", "hash",
+                          "--tenants", "2", "--seed", "20", "--rate", "20", "--open-s", "4",
+                          "--store", "postgres", "--replicas", "2"],
+                         capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0, out.stderr[-800:]
+    assert "store PostgreSQL, 2 replica(s)" in out.stdout
+    assert out.stdout.count("peak memory (VmHWM): service") == 2
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("service: rps=") and last.endswith("errors=0 lost=0 stale=0"), last
