@@ -201,6 +201,45 @@ def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: s
         db.close()
 
 
+def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postgres_url: str) -> None:
+    """The per-scope term counts kept at write time equal a count over the stored features,
+    after promotion, later writes and forgets; another process opening the store sees them."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.stores.pgvector import PostgresVectorStore
+    from fourfold.text import tokenize
+
+    embedder = HashEmbedder()
+    db = PostgresDatabase(postgres_url)
+    try:
+        store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
+        memory = LongTermMemory(store, embedder)
+        ids = memory.remember_many([{"text": _topic_text(i), "scope": "shared"} for i in range(320)])
+        memory.remember_many([{"text": _topic_text(i), "scope": "small"} for i in range(20)])
+        assert store.is_large("shared")
+        memory.remember("customer 9999 asked about the zeppelin and the parcel", scope="shared")
+        for gone in ids[100:110]:
+            memory.forget(gone.id)
+        terms = tokenize("zeppelin xylophone customer parcel invoice 9999")
+
+        def counted() -> dict[str, float]:
+            with db.read() as conn:
+                return {t: float(conn.execute(
+                    "SELECT count(*) FROM memories WHERE scope = 'shared' AND jsonb_exists(context, CAST(? AS text))", (t,)
+                ).fetchone()[0]) for t in terms}
+
+        kept = store.document_frequencies("shared", terms)
+        assert kept == counted()
+        zeppelin, absent, customer = terms[:3]
+        assert kept[zeppelin] > 0 and kept[absent] == 0 and kept[customer] > 200
+        other = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
+        assert other.document_frequencies("shared", terms) == kept
+        assert store.document_frequencies("small", terms) == dict.fromkeys(terms, 0.0)  # small scopes keep none
+        memory.forget_scope("shared")
+        assert store.document_frequencies("shared", terms) == dict.fromkeys(terms, 0.0)
+    finally:
+        db.close()
+
+
 def test_doctor_checks_a_postgresql_database(
     postgres_server: PostgresServer, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
