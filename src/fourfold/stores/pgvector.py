@@ -361,16 +361,19 @@ class PostgresVectorStore(SQLiteVectorStore):
     def _features(self, conn: Any, ids: list[str], words: list[str]) -> Features:
         if not ids:
             return [], np.zeros((0, self.dimension), dtype=np.float32), [], []
-        # The vector in pgvector's binary form (a header of 4 bytes, then big-endian floats),
-        # and of the term weights only the query's words: nothing else of them is scored.
+        # The blended vector in pgvector's binary form (a header of 4 bytes, then big-endian
+        # floats), and of the term weights only the query's words: nothing else of them is
+        # scored. The record's own vector is not read: ranking candidates uses the blended one
+        # (`ScopeIndex.of_features` drops the records' own), and it is the widest column.
         rows = conn.execute(
-            f"SELECT {_COLUMNS}, ann, length, (SELECT jsonb_object_agg(w, context -> w) FROM unnest(CAST(? AS text[]))"
-            " AS w WHERE context -> w IS NOT NULL) FROM memories WHERE id = ANY(CAST(? AS text[]))"
-            " AND ann IS NOT NULL ORDER BY created_at, seq",
+            f"SELECT {_FEATURE_COLUMNS}, ann, length, (SELECT jsonb_object_agg(w, context -> w)"
+            " FROM unnest(CAST(? AS text[])) AS w WHERE context -> w IS NOT NULL) FROM memories"
+            " WHERE id = ANY(CAST(? AS text[])) AND ann IS NOT NULL ORDER BY created_at, seq",
             (words, ids),
         ).fetchall()
-        records = self._records([row[:-3] for row in rows])
         matrix = np.stack([np.frombuffer(row[-3], dtype=">f4", offset=4) for row in rows]).astype(np.float32)
+        records = self._records([(*row[:_VECTOR_AT], blended.tobytes(), *row[_VECTOR_AT:-3])
+                                 for row, blended in zip(rows, matrix, strict=True)])
         return records, matrix, [row[-1] or {} for row in rows], [float(row[-2]) for row in rows]
 
     def _windows(self, conn: Any, key: str, ids: list[str], *, span: int) -> list[VectorRecord]:
@@ -390,6 +393,9 @@ class PostgresVectorStore(SQLiteVectorStore):
 
 
 _OUTER = ", ".join(f"w.{column}" for column in _COLUMNS.split(", "))
+#: A record's columns but its own vector, which `_features` puts back where _COLUMNS has it.
+_VECTOR_AT = _COLUMNS.split(", ").index("embedding")
+_FEATURE_COLUMNS = ", ".join(c for c in _COLUMNS.split(", ") if c != "embedding")
 
 
 def _lexeme(term: str) -> str:
