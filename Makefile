@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint typecheck bench clean
+.PHONY: install test demo lint typecheck bench clean browser docs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,10 +28,21 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP)
+# The browser tests drive Debian's chromium (Playwright never downloads a browser here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "the browser tests need chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(MAKE) docs
 	$(BIN)/pytest -q
+
+# The documentation site (MkDocs); --strict makes a broken link or anchor fail the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 demo: $(STAMP)
 	$(BIN)/fourfold demo
@@ -40,4 +51,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/locomo.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

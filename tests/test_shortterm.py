@@ -216,7 +216,8 @@ def test_token_budget_truncates_a_single_huge_message_with_a_marker() -> None:
     out = TokenBudget(300)([huge])
     assert EstimateCounter().count(out) <= 300
     text = out[0]["content"]
-    assert text.startswith("xxx") and "truncated" in text and "to fit the token budget" in text
+    kept = text.index("…")
+    assert text == "x" * kept + f"…[{20_000 - kept} chars cut]"
 
 
 def test_token_budget_truncates_a_huge_tool_result_but_keeps_the_pair() -> None:
@@ -253,13 +254,30 @@ def test_token_budget_keeps_the_exchange_in_progress_by_cutting_a_huge_tool_inpu
     assert written.startswith("xxx") and written.endswith(TRUNCATION_MARKER.format(n=50_000 - written.index("…")))
 
 
+def test_token_budget_cuts_texts_before_it_cuts_a_tool_input() -> None:
+    # A long pasted spec, then a pending write call whose file fits the budget only if the
+    # spec is shortened: the call stays verbatim (it is what the model did), the spec is cut.
+    spec = {"role": "user", "content": "Task: write this spec to disk. " + "The spec says. " * 1000}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_9", "name": "write",
+                                              "input": {"path": "spec.md", "content": "y" * 30_000}}]}
+    messages = [spec, {"role": "assistant", "content": "Sure."}, {"role": "user", "content": "Do it."}, call]
+    budget = EstimateCounter().count([call]) + 1000
+    out = TokenBudget(budget)(messages)
+    assert EstimateCounter().count(out) <= budget
+    assert out[1:] == [call]
+    assert out[0]["content"].startswith("Task: write this spec")
+    assert TRUNCATION_MARKER.split("{")[0] in out[0]["content"]
+
+
 def test_token_budget_raises_rather_than_drop_the_newest_turn() -> None:
     reply = {"role": "assistant", "content": "I found the duplicate charge and will refund it. " * 5}
-    budget = TokenBudget(30)
+    # room for the task cut to its marker and two tokens more: too little for any message
+    cut_task = {**TASK, "content": TRUNCATION_MARKER.format(n=len(TASK["content"]))}
+    budget = TokenBudget(EstimateCounter().count([cut_task]) + 2)
     with pytest.raises(BudgetExceeded) as raised:
         budget([TASK, reply])
     assert isinstance(raised.value, InvalidInput)  # callers catching the old error still do
-    assert budget([TASK]) == [TASK]  # the task alone fits: only the newest turn is too much
+    assert len(budget([TASK])) == 1  # the task alone fits (cut): only the newest turn is too much
 
 
 def test_token_budget_keeps_the_label_of_a_summary_it_cuts() -> None:

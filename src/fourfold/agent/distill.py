@@ -2,35 +2,48 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fourfold.longterm.extract import read_memories
 from fourfold.models.base import ChatModel
-from fourfold.text import detect
+from fourfold.text.preferences import PREFERENCE_KEYS, preference_key, states_preference
 
-__all__ = ["Distilled", "distill_offline", "distill_with_model", "states_preference"]
+__all__ = ["PREFERENCE_KEYS", "Distilled", "distill_offline", "distill_with_model", "preference_key", "states_preference"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
-
 @dataclass(frozen=True, slots=True)
 class Distilled:
-    """Durable memories to keep: (text, kind) pairs."""
+    """Durable memories to keep: (text, kind) pairs, and the key of each one that has one."""
 
     items: tuple[tuple[str, str], ...]
+    keys: tuple[str | None, ...] = ()
+
+    def keyed(self) -> list[tuple[str, str, str | None]]:
+        """(text, kind, key) for every item."""
+        keys = self.keys or (None,) * len(self.items)
+        return [(text, kind, key) for (text, kind), key in zip(self.items, keys, strict=True)]
 
 
 def distill_offline(goal: str, outcome: str, user_messages: Sequence[str]) -> Distilled:
-    """Without an LLM: the outcome itself, plus sentences where the customer states a preference."""
-    items: list[tuple[str, str]] = []
+    """Without an LLM: the outcome itself, plus sentences where the customer states a preference.
+
+    A preference of a kind `preference_key` knows gets its key, and of several statements
+    of one kind (the thread holds earlier tickets too) only the last is kept: it is the one
+    that holds now.
+    """
+    stated: dict[str, tuple[str, str | None]] = {}
     for message in user_messages:
         for sentence in _SENTENCE.split(message.strip()):
             if states_preference(sentence):
-                items.append((f"Customer said: {sentence.strip()}", "preference"))
-    items.append((f"Resolved: {_clip(_first_sentence(goal), 160)} Fix: {outcome.strip()}", "resolution"))
-    return Distilled(tuple(dict.fromkeys(items)))
+                text, key = f"Customer said: {sentence.strip()}", preference_key(sentence)
+                stated.pop(key or text, None)  # a later statement of the same kind replaces it
+                stated[key or text] = (text, key)
+    items = [(text, "preference", key) for text, key in stated.values()]
+    items.append((f"Resolved: {_clip(_first_sentence(goal), 160)} Fix: {outcome.strip()}", "resolution", None))
+    return Distilled(tuple((t, k) for t, k, _ in items), tuple(key for _, _, key in items))
 
 
 def distill_with_model(model: ChatModel, goal: str, outcome: str, transcript: str) -> Distilled:
@@ -39,27 +52,20 @@ def distill_with_model(model: ChatModel, goal: str, outcome: str, transcript: st
         "A support ticket was resolved. Extract what is worth remembering about this customer "
         "for future tickets: stable preferences and the resolved problem with its fix, as one "
         "sentence each. Never include secrets, transient state or small talk. Answer only with "
-        'JSON: {"memories": [{"text": "...", "kind": "preference" | "resolution"}]}\n\n'
+        'JSON: {"memories": [{"text": "...", "kind": "preference" | "resolution", "key": "..."}]}. '
+        "Give a preference that replaces an earlier one of its kind a key naming the kind "
+        f"({', '.join(key for key, _ in PREFERENCE_KEYS)}, or another snake_case name); the "
+        "latest statement of each kind is the one to keep.\n\n"
         f"Goal: {goal}\nOutcome: {outcome}\nTranscript:\n{transcript}"
     )
     response = model.chat([{"role": "user", "content": prompt}], max_tokens=400)
     try:
-        start, end = response.text.index("{"), response.text.rindex("}") + 1
-        raw = json.loads(response.text[start:end])["memories"]
-        items = tuple(
-            (str(m["text"]).strip(), m["kind"] if m.get("kind") in ("preference", "resolution") else "resolution")
-            for m in raw
-            if str(m.get("text", "")).strip()
-        )
-    except (ValueError, KeyError, TypeError, AttributeError):
+        found = read_memories(response.text, kinds=("preference", "resolution"))
+    except ValueError:
         return distill_offline(goal, outcome, [transcript])
-    return Distilled(items) if items else distill_offline(goal, outcome, [])
-
-
-def states_preference(text: str) -> bool:
-    """Does the text state how this customer wants to be treated? (The detector's rule, so
-    what is kept privately as a preference is exactly what is never shared.)"""
-    return any(r.kind == "preference" for r in detect(text, policy="personal"))
+    if not found:
+        return distill_offline(goal, outcome, [])
+    return Distilled(tuple((m.text, m.kind) for m in found), tuple(m.key for m in found))
 
 
 def _first_sentence(text: str) -> str:

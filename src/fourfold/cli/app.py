@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, is_dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,6 +22,7 @@ from fourfold.models.spec import MODEL_ENV
 
 if TYPE_CHECKING:
     from fourfold.embeddings.base import Embedder
+    from fourfold.longterm.store import MemoryId
     from fourfold.memory import Memory
     from fourfold.models.base import ChatModel
 
@@ -38,6 +40,9 @@ class _GlobalOptionsGroup(TyperGroup):
 
 
 _PASS_THROUGH = frozenset({"bench"})
+#: The --where option's help, shared by the commands that filter memories.
+WHERE_OPTION_HELP = ("A filter as JSON: '{\"product\": \"web\"}', '{\"priority\": {\"$gte\": 2}}', "
+                     "'{\"created_at\": {\"$gte\": \"2026-11-01\"}}' ($eq $ne $in $nin $gt $gte $lt $lte $and $or).")
 
 
 def hoist_global_options(args: list[str], params: Sequence[object]) -> list[str]:
@@ -200,13 +205,99 @@ def remember(
     scope: Annotated[str | None, typer.Option(help="Who or what the memory belongs to, e.g. customer:42.")] = None,
     kind: Annotated[str, typer.Option(help="preference, resolution, lesson, fact, note...")] = "note",
     meta: Annotated[list[str] | None, typer.Option("--meta", "-m", help="key=value (JSON values allowed).")] = None,
+    key: Annotated[str | None, typer.Option(help="Replace the scope's current memory with this key (a new version).")] = None,
+    valid_from: Annotated[str | None, typer.Option(help="When it became true: ISO 8601 or unix seconds.")] = None,
 ) -> None:
     """Store a durable memory (secrets are redacted first)."""
     with _memory(create=True) as mem:
-        mid = mem.long_term.remember(text, scope=scope, kind=kind, metadata=_parse_meta(meta))
+        mid = mem.long_term.remember(
+            text, scope=scope, kind=kind, metadata=_parse_meta(meta), key=key, valid_from=_when(valid_from, "--valid-from")
+        )
+    _written(mid)
+
+
+def _written(mid: MemoryId) -> None:
     redacted = [r.kind for r in mid.redactions]
     note = f" (redacted: {', '.join(redacted)})" if redacted else ""
-    _out({"id": str(mid), "created": mid.created, "redacted": redacted}, f"{mid}{note}")
+    note += f" (supersedes {', '.join(mid.supersedes)})" if mid.supersedes else ""
+    note += "" if mid.created else " (unchanged)"
+    _out({"id": str(mid), "created": mid.created, "redacted": redacted, "supersedes": list(mid.supersedes)},
+         f"{mid}{note}")
+
+
+def _when(text: str | None, option: str) -> float | datetime | None:
+    """A time given on the command line: unix seconds or ISO 8601."""
+    if text is None:
+        return None
+    from fourfold.text.dates import parse_date
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    when = parse_date(text)
+    if when is None:
+        raise InvalidInput(f"{option} must be ISO 8601 (2024-05-01, 2024-05-01T09:00Z) or unix seconds, got {text!r}")
+    return when
+
+
+@app.command()
+def add(
+    source: Annotated[str, typer.Argument(help="A file of messages, or - for stdin.")] = "-",
+    scope: Annotated[str | None, typer.Option(help="Whose memory this is, e.g. customer:42.")] = None,
+) -> None:
+    """Keep what a conversation says that is worth remembering: stated preferences and lasting
+    facts about the user (with --model's LLM, the model extracts them; else rules).
+
+    The input is JSON (a list of {"role", "content"} messages, or of strings) or plain text,
+    each line a user message.
+    """
+    raw = sys.stdin.read() if source == "-" else _read_text(source)
+    try:
+        messages = json.loads(raw)
+    except ValueError:
+        messages = [line for line in raw.splitlines() if line.strip()]
+    if not isinstance(messages, list):
+        raise InvalidInput("the input must be a JSON list of messages, or lines of text")
+    model = _model()
+    with _memory(create=True) as mem:
+        done = mem.add(messages, scope=scope, model=model)
+    _out(done, "\n".join(f"{r.id}  {r.text}" + ("" if r.created else "  (unchanged)") for r in done)
+         or "(nothing worth remembering)")
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+@app.command()
+def update(
+    memory_id: str,
+    text: str,
+    kind: Annotated[str | None, typer.Option(help="The new version's kind (default: the memory's).")] = None,
+) -> None:
+    """Store a new version of a memory; the current one stays in its history."""
+    with _memory() as mem:
+        mid = mem.long_term.update(memory_id, text, kind=kind)
+    _written(mid)
+
+
+@app.command()
+def history(memory_id: str) -> None:
+    """Every version of a memory, oldest first, with when each held."""
+    with _memory() as mem:
+        versions = mem.long_term.history(memory_id)
+    _out(versions, "\n".join(
+        f"{_stamp(v.valid_from)} .. {_stamp(v.valid_to) if v.valid_to is not None else 'now':<16}  {v.text}  ({v.id})"
+        for v in versions
+    ))
+
+
+def _stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 @app.command()
@@ -215,16 +306,24 @@ def recall(
     scope: Annotated[str | None, typer.Option(help="Only this scope's memories (default: unscoped ones).")] = None,
     k: Annotated[int, typer.Option("-k", "--k", help="How many to return.")] = 3,
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")] = None,
+    where: Annotated[str | None, typer.Option(help=WHERE_OPTION_HELP)] = None,
+    as_of: Annotated[str | None, typer.Option(help="Search the versions current then (ISO 8601 or unix seconds).")] = None,
+    all_versions: Annotated[bool, typer.Option("--all-versions", help="Search superseded versions too.")] = False,
 ) -> None:
     """The memories most relevant to QUERY."""
+    from fourfold.longterm.where import parse_where
+
     with _memory() as mem:
-        hits = mem.long_term.recall(query, scope=scope, k=k, kinds=kind or None)
+        hits = mem.long_term.recall(
+            query, scope=scope, k=k, kinds=kind or None, where=parse_where(where), as_of=_when(as_of, "--as-of"),
+            include_superseded=all_versions,
+        )
     _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id})" for h in hits) or "(nothing)")
 
 
 @app.command()
 def forget(memory_id: str) -> None:
-    """Delete one memory by id."""
+    """Erase one memory by id, with every version of it."""
     with _memory() as mem:
         mem.long_term.forget(memory_id)
     _out({"forgotten": memory_id}, f"forgot {memory_id}")
@@ -377,16 +476,33 @@ def facts_list() -> None:
 def facts_schema(
     openai: Annotated[bool, typer.Option("--openai", help="OpenAI function format.")] = False,
     name: Annotated[str, typer.Option(help="The tool's name.")] = "lookup_policy",
-    description: Annotated[str | None, typer.Option(help="What the tool is for, in your words "
-                                                    "(default: authoritative company policy values).")] = None,
+    description: Annotated[str | None, typer.Option(help="What the tool is for, this once "
+                                                    "(default: the stored one, see `facts tool-description`).")] = None,
 ) -> None:
     """The lookup_policy tool schema for the current facts (each key's description included)."""
-    from fourfold.semantic.tools import DEFAULT_DESCRIPTION, PolicyTool
+    from fourfold.semantic.tools import PolicyTool
 
     with _memory() as mem:
-        tool = PolicyTool(mem.facts, name=name, description=DEFAULT_DESCRIPTION if description is None else description)
+        tool = PolicyTool(mem.facts, name=name, description=description)
         schema = tool.openai_schema() if openai else tool.schema()
     typer.echo(json.dumps(schema, indent=2, ensure_ascii=False))
+
+
+@facts_app.command("tool-description")
+def facts_tool_description(
+    description: Annotated[str | None, typer.Argument(help="What the lookup_policy tool is for, in your words.")] = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Go back to the default description.")] = False,
+) -> None:
+    """Show, or store, what the lookup_policy tool tells the model it is for (chat, service and MCP use it)."""
+    if reset and description is not None:
+        raise InvalidInput("give a description or --reset, not both")
+    if description is None and not reset:
+        with _memory() as mem:
+            text = mem.facts.tool_description()
+    else:
+        with _memory(create=True) as mem:
+            text = mem.facts.set_tool_description(description)
+    _out({"description": text}, text)
 
 
 # -- agent ------------------------------------------------------------------------------
@@ -455,8 +571,16 @@ def _run_benchmark(name: str, args: list[str]) -> None:
 def _register_adapters() -> None:
     # The service, MCP and doctor commands live in their own modules; their heavy imports
     # (fastapi, uvicorn, mcp) happen inside the commands, so --help stays fast.
-    from fourfold.cli import chat, data_commands, docs_commands, doctor_command, service_commands
+    from fourfold.cli import (
+        chat,
+        data_commands,
+        docs_commands,
+        doctor_command,
+        list_command,
+        service_commands,
+    )
 
+    list_command.register(app)
     docs_commands.register(app)
     chat.register(app)
     service_commands.register(app)

@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -30,6 +31,7 @@ from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.keys import KeyStore
 from fourfold.service.swagger import install_swagger_ui
 from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
+from fourfold.types import Remembered
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_WORKER_THREADS", "Authenticator", "create_app"]
 
@@ -164,18 +166,38 @@ def create_app(
             mem.long_term.warm({item.scope for item in body.items})  # their first recall scans nothing
         return s.RememberedManyOut.model_validate({"results": [s.remembered_out(r) for r in done]})
 
+    @api.post("/memories/add", status_code=201, tags=["memories"])
+    def add(body: s.AddIn, mem: Mem) -> s.RememberedManyOut:
+        """Keep what a conversation says that is worth remembering: stated preferences (a changed
+        one replaces the old) and lasting facts about the user; with the service's chat model
+        when it is an LLM, else by rules. Only the user's messages are read."""
+        done = mem.add(body.messages, scope=body.scope, model=agents.model())
+        return s.RememberedManyOut.model_validate({"results": [s.remembered_out(r) for r in done]})
+
     @api.post("/memories/search", tags=["memories"])
     def recall(body: s.SearchIn, mem: Mem) -> s.MemoriesOut:
         """The k memories of a scope most relevant to the query, best first."""
         hits = mem.long_term.recall(
-            body.query, scope=body.scope, k=body.k, kinds=body.kinds, where=body.where, min_score=body.min_score
+            body.query, scope=body.scope, k=body.k, kinds=body.kinds, where=body.where, min_score=body.min_score,
+            as_of=body.as_of, include_superseded=body.include_superseded,
         )
         return s.MemoriesOut.model_validate({"results": [s.memory_out(h) for h in hits]})
 
     @api.get("/memories", tags=["memories"])
-    def all_memories(mem: Mem, scope: Scope = None, kind: Annotated[list[str] | None, Query()] = None) -> s.MemoriesOut:
-        """Every memory of a scope, oldest first."""
-        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in mem.long_term.all(scope=scope, kinds=kind)]})
+    def all_memories(
+        mem: Mem,
+        scope: Scope = None,
+        kind: Annotated[list[str] | None, Query()] = None,
+        where: Annotated[str | None, Query(description="As JSON text. " + s.WHERE_HELP)] = None,
+        as_of: Annotated[datetime | None, Query(description="The versions current then.")] = None,
+        include_superseded: Annotated[bool, Query(description="Every version.")] = False,
+    ) -> s.MemoriesOut:
+        """Every current memory of a scope, oldest first; `where` filters them as search does."""
+        from fourfold.longterm.where import parse_where
+
+        found = mem.long_term.all(scope=scope, kinds=kind, where=parse_where(where), as_of=as_of,
+                                  include_superseded=include_superseded)
+        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in found]})
 
     @api.delete("/memories", tags=["memories"])
     def forget_memories_of_scope(mem: Mem, scope: Annotated[str, Query()]) -> s.DeletedCount:
@@ -186,9 +208,23 @@ def create_app(
     def get_memory(memory_id: str, mem: Mem) -> s.MemoryOut:
         return s.MemoryOut.model_validate(s.memory_out(mem.long_term.get(memory_id)))
 
+    @api.post("/memories/{memory_id}/versions", status_code=201, tags=["memories"])
+    def update(memory_id: str, body: s.UpdateIn, mem: Mem) -> s.RememberedOut:
+        """A new version of a memory (any of its versions' ids names it); the current one ends."""
+        done = mem.long_term.update(memory_id, body.text, kind=body.kind, metadata=body.metadata, valid_from=body.valid_from)
+        stored = mem.long_term.get(done).text
+        return s.RememberedOut.model_validate(
+            s.remembered_out(Remembered(done, stored, done.redactions, done.created, done.supersedes))
+        )
+
+    @api.get("/memories/{memory_id}/versions", tags=["memories"])
+    def history(memory_id: str, mem: Mem) -> s.MemoriesOut:
+        """Every version of a memory, oldest first, each with valid_from and valid_to."""
+        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in mem.long_term.history(memory_id)]})
+
     @api.delete("/memories/{memory_id}", tags=["memories"])
     def forget(memory_id: str, mem: Mem) -> s.DeletedOut:
-        """Delete one memory by id."""
+        """Erase one memory by id, with every version of it."""
         mem.long_term.forget(memory_id)
         return s.DeletedOut(deleted=memory_id)
 
@@ -253,12 +289,25 @@ def create_app(
         return s.FactsOut.model_validate({"facts": [s.fact_out(f) for f in mem.facts.list()]})
 
     @api.get("/facts/tool-schema", tags=["facts"])
-    def tool_schema(mem: Mem, format: Literal["anthropic", "openai"] = "anthropic") -> dict[str, Any]:
+    def tool_schema(
+        mem: Mem, format: Literal["anthropic", "openai"] = "anthropic", name: str = "lookup_policy",
+        description: Annotated[str | None, Query(description="This once, instead of the stored one.")] = None,
+    ) -> dict[str, Any]:
         """The lookup_policy tool schema; its `key` enum lists your current facts."""
         from fourfold.semantic.tools import PolicyTool
 
-        tool = PolicyTool(mem.facts)
+        tool = PolicyTool(mem.facts, name=name, description=description)
         return tool.openai_schema() if format == "openai" else tool.schema()
+
+    @api.get("/facts/tool-description", tags=["facts"])
+    def tool_description(mem: Mem) -> s.ToolDescriptionOut:
+        """What the lookup_policy tool tells the model it is for."""
+        return s.ToolDescriptionOut(description=mem.facts.tool_description())
+
+    @api.put("/facts/tool-description", tags=["facts"])
+    def set_tool_description(body: s.ToolDescriptionIn, mem: Mem) -> s.ToolDescriptionOut:
+        """Store what the lookup_policy tool is for, in your words (null: the default)."""
+        return s.ToolDescriptionOut(description=mem.facts.set_tool_description(body.description))
 
     @api.post("/facts/lookup", tags=["facts"])
     def lookup(body: s.LookupIn, mem: Mem) -> s.LookupOut:
@@ -400,15 +449,18 @@ class _Agents:
         self._model = model
         self._lock = threading.Lock()
 
-    def agent(self, memory: Memory) -> Any:
-        from fourfold.agent import SupportAgent
-
+    def model(self) -> ChatModel:
         with self._lock:
             if self._model is None:
                 from fourfold.models import default_model
 
                 self._model = default_model()
-        return SupportAgent(memory, self._model)
+            return self._model
+
+    def agent(self, memory: Memory) -> Any:
+        from fourfold.agent import SupportAgent
+
+        return SupportAgent(memory, self.model())
 
 
 # -- MCP over streamable HTTP ------------------------------------------------------------

@@ -15,11 +15,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from fourfold.errors import FourfoldError, InvalidInput
+from fourfold.errors import FourfoldError, InvalidInput, NotFound
+from fourfold.longterm.store import MemoryId
 from fourfold.memory import Memory
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 from fourfold.service.errors import one_line
-from fourfold.service.schemas import doc_hit_out, episode_out, memory_out
+from fourfold.service.schemas import WHERE_HELP, doc_hit_out, episode_out, memory_out
 
 __all__ = ["INSTRUCTIONS", "MemoryFor", "bounded_scope", "build_mcp_server"]
 
@@ -28,8 +29,10 @@ MemoryFor = Callable[[Any], Memory]
 
 INSTRUCTIONS = (
     "fourfold is your long-term memory. Before answering, `recall` what you know about the "
-    "user or topic; after learning a durable fact, preference or resolution, `remember` it in "
-    "one self-contained sentence. Use `lookup_policy` for authoritative values (limits, "
+    "user or topic (`list_memories` shows all of a scope); after learning a durable fact, "
+    "preference or resolution, `remember` it in "
+    "one self-contained sentence (with a `key` such as contact_channel when it replaces an "
+    "earlier value), or `update` a memory that changed. Use `lookup_policy` for authoritative values (limits, "
     "windows, prices) instead of trusting memory, and `search_docs` for documentation. When a "
     "task ends, `record_episode` what you tried and how it went; at the start of a similar "
     "task, `similar_successes` shows what worked before."
@@ -62,7 +65,8 @@ class _FourfoldMCP(MCPServer[Any]):
     async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
         result = await super()._handle_list_tools(ctx, params)
         memory = self._memory_for(getattr(ctx, "request", None))
-        schema = policy_tool_schema(memory.facts.descriptions(), description=_POLICY_DESCRIPTION)
+        described = memory.facts.tool_description() + _POLICY_PROTOCOL
+        schema = policy_tool_schema(memory.facts.descriptions(), description=described)
         for tool in result.tools:
             if tool.name == "lookup_policy":
                 tool.input_schema = schema["input_schema"]
@@ -70,10 +74,12 @@ class _FourfoldMCP(MCPServer[Any]):
         return result
 
 
-_POLICY_DESCRIPTION = (
-    DEFAULT_DESCRIPTION + " The key must be one of the listed keys; the answer is the value as "
+# Appended to the operator's description: how the answers of this tool are to be used.
+_POLICY_PROTOCOL = (
+    " The key must be one of the listed keys; the answer is the value as "
     "text, or UNKNOWN (then say you do not know and escalate; never guess a policy)."
 )
+_POLICY_DESCRIPTION = DEFAULT_DESCRIPTION + _POLICY_PROTOCOL
 
 
 def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPServer[Any]:
@@ -83,6 +89,17 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
 
     def mem(ctx: Context[Any, Any]) -> Memory:
         return memory_for(ctx.request_context.request)
+
+    def owning(ctx: Context[Any, Any], memory_id: str) -> Memory:
+        """The call's memory, once the memory named by id is known to lie within the server's
+        scope (one outside it is not found: ids do not reach past the scope either)."""
+        memory = mem(ctx)
+        if server_scope is not None:
+            try:
+                bounded_scope(memory.long_term.get(memory_id).scope, server_scope)
+            except InvalidInput:
+                raise NotFound(f"no memory with id {memory_id!r}") from None
+        return memory
 
     @server.tool(description=(
         "Store one durable memory: a preference, fact, resolution or lesson worth knowing in a "
@@ -94,10 +111,52 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         ctx: Context[Any, Any],
         scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
         kind: Annotated[str, Field(description="preference, fact, resolution, lesson or note.")] = "note",
+        key: Annotated[str | None, Field(description=(
+            "For a single-valued attribute (contact_channel, language...): the new memory replaces "
+            "the scope's current one with this key, which stays in its history."
+        ))] = None,
     ) -> dict[str, Any]:
         with _tool_errors():
-            mid = mem(ctx).long_term.remember(text, scope=bounded_scope(scope, server_scope), kind=kind)
-        return {"id": str(mid), "created": mid.created, "redacted": [r.kind for r in mid.redactions]}
+            mid = mem(ctx).long_term.remember(text, scope=bounded_scope(scope, server_scope), kind=kind, key=key)
+        return _written(mid)
+
+    @server.tool(description=(
+        "Keep what a conversation says that is worth remembering about the user: their stated "
+        "preferences (a changed one replaces the old) and lasting facts about them. Pass the "
+        "user's messages; questions, requests and small talk are not kept. Returns what was kept."
+    ))
+    def remember_conversation(
+        messages: Annotated[list[str], Field(description="The user's messages, oldest first.")],
+        ctx: Context[Any, Any],
+        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            done = mem(ctx).add(messages, scope=bounded_scope(scope, server_scope))
+        return [{"id": r.id, "text": r.text, "created": r.created, "supersedes": list(r.supersedes)} for r in done]
+
+    @server.tool(description=(
+        "Correct a memory: store a new version of it with another text. The version current until "
+        "now stays in its history (see `history`) but is no longer recalled. Use it when the user "
+        "says something known about them has changed."
+    ))
+    def update(
+        memory_id: Annotated[str, Field(description="The id of the memory (any of its versions).")],
+        text: Annotated[str, Field(description="The new version, one self-contained sentence.")],
+        ctx: Context[Any, Any],
+    ) -> dict[str, Any]:
+        with _tool_errors():
+            return _written(owning(ctx, memory_id).long_term.update(memory_id, text))
+
+    @server.tool(description=(
+        "Every version of a memory, oldest first, each with when it became true (valid_from) and "
+        "when a newer one replaced it (valid_to, null for the current one)."
+    ))
+    def history(
+        memory_id: Annotated[str, Field(description="The id of the memory (any of its versions).")],
+        ctx: Context[Any, Any],
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            return [memory_out(r) for r in owning(ctx, memory_id).long_term.history(memory_id)]
 
     @server.tool(description=(
         "Recall the memories most relevant to a query, best first, from one scope. Use it "
@@ -109,10 +168,26 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         ctx: Context[Any, Any],
         scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
         k: Annotated[int, Field(description="How many memories to return (1-50).", ge=1, le=50)] = 5,
+        where: Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)] = None,
     ) -> list[dict[str, Any]]:
         with _tool_errors():
-            hits = mem(ctx).long_term.recall(query, scope=bounded_scope(scope, server_scope), k=k)
+            hits = mem(ctx).long_term.recall(query, scope=bounded_scope(scope, server_scope), k=k, where=where)
         return [memory_out(h) for h in hits]
+
+    @server.tool(description=(
+        "List the memories of one scope, oldest first, without a query: to review or audit what "
+        "is known about a user, or find one to `forget`. Returns the most recent `limit` of them; "
+        "`where` narrows them down by metadata or date."
+    ))
+    def list_memories(
+        ctx: Context[Any, Any],
+        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        where: Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)] = None,
+        limit: Annotated[int, Field(description="At most this many, the most recent (1-500).", ge=1, le=500)] = 100,
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            found = mem(ctx).long_term.all(scope=bounded_scope(scope, server_scope), where=where)
+        return [memory_out(r) for r in found[-limit:]]
 
     @server.tool(description=(
         "Delete one memory by the id that `remember` or `recall` gave. Use it when the user asks "
@@ -123,7 +198,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         ctx: Context[Any, Any],
     ) -> str:
         with _tool_errors():
-            mem(ctx).long_term.forget(memory_id)
+            owning(ctx, memory_id).long_term.forget(memory_id)
         return f"forgot {memory_id}"
 
     @server.tool(description=(
@@ -199,6 +274,11 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         return [doc_hit_out(h) for h in hits]
 
     return server
+
+
+def _written(mid: MemoryId) -> dict[str, Any]:
+    return {"id": str(mid), "created": mid.created, "redacted": [r.kind for r in mid.redactions],
+            "supersedes": list(mid.supersedes)}
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from fourfold._files import narrow_tree, private_dir, private_file
 from fourfold._locks import FileLock
 from fourfold.embeddings.base import Embedder
 from fourfold.errors import EmbedderMismatch, FourfoldError, MissingDependency, StoreUnavailable
@@ -174,7 +175,8 @@ class ChromaVectorStore(VectorStore):
         if built_with != embedder.identity:
             raise EmbedderMismatch(
                 f"{where} was built with embedder {built_with!r}, not {embedder.identity!r}: "
-                "open it with the embedder that built it, or re-index into a new data dir"
+                "open it with the embedder that built it, or move it to the new one: `fourfold export` it, "
+                "then `fourfold --data-dir NEW_DIR --embedder SPEC import --reembed` the file"
             )
         self._max_batch = int(self._call(client.get_max_batch_size))
 
@@ -184,8 +186,7 @@ class ChromaVectorStore(VectorStore):
     ) -> ChromaVectorStore:
         """Embedded Chroma on disk; writes from several processes are serialized by a file lock."""
         chromadb = _chromadb()
-        root = Path(path)
-        root.mkdir(parents=True, exist_ok=True)
+        root = private_dir(path)
         lock = FileLock(root / ".fourfold-write.lock", timeout=lock_timeout, hint=_SERVER_HINT)
         with lock.hold():  # creating the collection is a write too
             state = _path_state(root)
@@ -201,6 +202,7 @@ class ChromaVectorStore(VectorStore):
             store._catalog = ScopeCatalog.open(
                 catalog_path(root, collection), store_is_empty=lambda: store.count() == 0, timeout=lock_timeout
             )
+            narrow_tree(root)  # the files Chroma and the catalog just created
             return store
 
     @classmethod
@@ -250,6 +252,7 @@ class ChromaVectorStore(VectorStore):
                 ticket.generation = self._bump_generation()
                 assert self._root is not None
                 _path_state(self._root).known = ticket.generation
+                narrow_tree(self._root)  # Chroma creates its files with the umask's modes
 
     def _in_write(self) -> bool:
         """Whether this thread holds this store's write block (its view is fresh and stays so)."""
@@ -310,6 +313,16 @@ class ChromaVectorStore(VectorStore):
             documents=[r.text for r in part],
             metadatas=[_stored_metadata(r) for r in part],
         )
+
+    def update_metadata(self, records: Sequence[VectorRecord]) -> None:
+        # Chroma merges the keys given into a record's metadata: only the user metadata's key
+        # changes, and no delete (with its scrub of the files) is needed.
+        if not records:
+            return
+        with self.writing():
+            for part in chunked(list(records), self._max_batch):
+                metadatas = [{"ff_meta": r.flat_metadata()["ff_meta"]} for r in part]
+                self._call(partial(self._collection.update, ids=[r.id for r in part], metadatas=metadatas))
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
@@ -408,7 +421,7 @@ class ChromaVectorStore(VectorStore):
         new bytes would only reopen once more.
         """
         assert self._generation_file is not None
-        fd = os.open(self._generation_file, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = private_file(self._generation_file)
         try:
             old = os.pread(fd, 16, 0)
             current = struct.unpack("<Q", old)[0] if len(old) == 8 else 0

@@ -38,6 +38,7 @@ from fourfold.errors import (
 from fourfold.stores.database import Database
 from fourfold.stores.vector import (
     GLOBAL_SCOPE_KEY,
+    VERSION_KEY,
     VectorRecord,
     VectorStore,
     WriteTicket,
@@ -52,6 +53,9 @@ DATABASE = "fourfold.sqlite3"
 SCHEMA_VERSION = 1
 #: Rows per `IN (...)` list, well under SQLite's limit on bound parameters.
 _CHUNK = 500
+#: The rows whose metadata names a version entry (a superset: the exact test is made on read).
+#: A literal, so that SQLite's planner matches it to the partial index of the same term.
+_VERSIONED = f"metadata LIKE '%\"{VERSION_KEY}\"%'"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     # One clock for every version, so a name that is dropped and written again never
@@ -63,6 +67,8 @@ _SCHEMA = (
     " text TEXT NOT NULL, metadata TEXT NOT NULL, extra TEXT NOT NULL, created_at REAL NOT NULL,"
     " seq INTEGER NOT NULL, embedding BLOB NOT NULL)",
     "CREATE INDEX IF NOT EXISTS memories_scope ON memories (scope, created_at, seq)",
+    # The rows carrying version bookkeeping, few in any scope, found without reading the scope.
+    f"CREATE INDEX IF NOT EXISTS memories_versioned ON memories (scope) WHERE {_VERSIONED}",
     "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value_json TEXT NOT NULL,"
     " description TEXT NOT NULL DEFAULT '', updated_at REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS fact_history (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
@@ -242,7 +248,8 @@ class SQLiteVectorStore(VectorStore):
             elif row[0] != self.embedder_identity:
                 raise EmbedderMismatch(
                     f"{self.db.where} holds vectors of embedder {row[0]!r}, not {self.embedder_identity!r}: "
-                    "open it with the same embedder, or re-index into a new data dir"
+                    "open it with the same embedder, or move it to the new one with "
+                    "`fourfold reindex --embedder SPEC` (same --data-dir or --store)"
                 )
 
     # -- writing ------------------------------------------------------------------------------
@@ -298,6 +305,14 @@ class SQLiteVectorStore(VectorStore):
             self._record(self.db.bump(conn, (_name(_unkey(s)) for s in scopes)))
             self._erased()
 
+    def update_metadata(self, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        rows = [(json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True), r.id) for r in records]
+        with self.writing(), self.db.write() as conn:
+            conn.executemany("UPDATE memories SET metadata = ? WHERE id = ?", rows)
+            self._record(self.db.bump(conn, {_name(r.scope) for r in records}))
+
     def delete_scope(self, scope: str) -> int:
         with self.writing(), self.db.write() as conn:
             removed = conn.execute("DELETE FROM memories WHERE scope = ?", (scope_key(scope),)).rowcount
@@ -329,6 +344,13 @@ class SQLiteVectorStore(VectorStore):
 
     def scan(self, scope: str | None) -> list[VectorRecord]:
         return self.scan_versioned(scope)[0]
+
+    def versioned(self, scope: str | None, ids: Sequence[str] = ()) -> list[VectorRecord]:
+        with self.db.read() as conn:  # one snapshot for both reads
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND {_VERSIONED}", (scope_key(scope),))
+            found = {r.id: r for r in self._records(rows) if VERSION_KEY in r.metadata}
+            found.update((r.id, r) for r in self.get([i for i in ids if i not in found]) if r.scope == scope)
+        return list(found.values())
 
     def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
         with self.db.read() as conn:
@@ -378,6 +400,11 @@ _PREFIX = "memories/"
 def _name(scope: str | None) -> str:
     """The version name of a scope's memories."""
     return _PREFIX + scope_key(scope)
+
+
+def memories_version_name(scope: str | None) -> str:
+    """The version name of a scope's memories, which every write to the scope moves on."""
+    return _name(scope)
 
 
 def _scope_of(name: str) -> str | None:
