@@ -703,6 +703,11 @@ def scenario_startup(work: Path, quick: bool) -> Rows:
     cli = str(Path(py).with_name("fourfold"))
     store = build_memory_store(work, 10_000)
     reps = 3 if quick else 7
+    # A cold process, not uncompiled source: an installed fourfold has its bytecode (pip
+    # compiles it), while a checkout run with PYTHONDONTWRITEBYTECODE=1 compiles every module
+    # of fourfold on every start (0.3-0.4 s of a cold `fourfold recall` here). The children may
+    # write bytecode, and a first untimed run below writes it.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     # The children inherit this environment: they must run the fourfold this process runs.
     where = measure_rss([py, "-c", "import fourfold; print(fourfold.__file__)"])[2].strip()
     import fourfold
@@ -729,6 +734,7 @@ def scenario_startup(work: Path, quick: bool) -> Rows:
         f"print(col.query(query_embeddings=[v], n_results=5, where={{'ff_scope': {scope_name(3)!r}}})['documents'][0])\n"
     )
     floor_code = f"from fourfold.embeddings.default import default_embedder\ndefault_embedder().embed({text!r})\n"
+    measure_rss([*recall_argv])  # compiles fourfold's bytecode, as installing it would
     ours, ref, floor = [], [], []
     for _ in range(reps):  # interleaved, so drifting load reaches all three alike
         t, rss, _ = measure_rss([*recall_argv])
