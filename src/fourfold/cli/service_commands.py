@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fourfold.cli.app import _embedder, _model, _out, _store_url, _where, state
+from fourfold.cli._common import _embedder, _model, _out, _store_url, _where, state
 from fourfold.errors import InvalidInput
 
 if TYPE_CHECKING:
