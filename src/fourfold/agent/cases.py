@@ -16,8 +16,8 @@ from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_cas
 from fourfold.episodic import SHARED_SCOPE
 from fourfold.episodic._codec import build_episode
 from fourfold.errors import InvalidInput
-from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
+from fourfold.protocols import CaseLog, MemoryLike
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
@@ -39,11 +39,14 @@ class CaseBase:
     turns the lever off (the detector alone decides).
     """
 
-    def __init__(self, memory: Memory, *, model: ChatModel | None = None, min_customers: int | None = 3) -> None:
+    def __init__(self, memory: MemoryLike, *, model: ChatModel | None = None, min_customers: int | None = 3) -> None:
+        if not isinstance(memory.episodes, CaseLog):
+            raise InvalidInput(f"{memory!r} keeps no shared cases (its episode log cannot link a case to its customer)")
         if min_customers is not None and (isinstance(min_customers, bool) or not isinstance(min_customers, int)
                                           or min_customers < 1):
             raise InvalidInput("min_customers must be a positive integer or None")
         self.memory = memory
+        self._log: CaseLog = memory.episodes
         self.model = model if model is not None and model.is_llm else None
         self.min_customers = min_customers
         self._vocabulary = _Vocabulary(min_customers or 1)
@@ -66,7 +69,7 @@ class CaseBase:
         item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
                 "tags": [CASE_TAG, case.written_by]}
         episode = replace(build_episode(item, ts=time.time()), scope=SHARED_SCOPE)
-        self.memory.episodes.insert([episode], derived_from={episode.id: source_scope})
+        self._log.insert([episode], derived_from={episode.id: source_scope})
         return episode
 
     def similar(
@@ -77,7 +80,7 @@ class CaseBase:
         found = self.memory.episodes.similar_successes(
             problem_query(situation), k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
         )
-        own = self.memory.episodes.sources([e.id for e in found]) if exclude_source else {}
+        own = self._log.sources([e.id for e in found]) if exclude_source else {}
         kept: list[Episode] = []
         seen: set[tuple[str, str]] = set()
         for episode in found:

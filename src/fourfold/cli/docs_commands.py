@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fourfold.cli.app import _memory, _out, state
+from fourfold.cli._common import _memory, _out, state
 
 if TYPE_CHECKING:
     from fourfold.semantic.docs import Progress

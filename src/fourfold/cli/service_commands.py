@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fourfold._manifest import MANIFEST
-from fourfold.cli.app import _embedder, _model, _out, _say_created, _store_url, _where, state
+from fourfold.cli._common import _embedder, _model, _out, _say_created, _store_url, _where, state
 from fourfold.errors import InvalidInput
 
 if TYPE_CHECKING:

@@ -249,6 +249,7 @@ class LongTermMemory:
             writes = consolidated(
                 writes, {t: v for t, (v, _) in vectors.items()}, held, consolidate,
                 closest=self._closest, lineage_of=lambda i: version_of(self._record(i)).lineage,
+                embed=self.embedder.embed_many,
             )
             for w in writes:
                 if w.lineage is not None:
