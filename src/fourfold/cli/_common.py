@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from fourfold.memory import Memory
     from fourfold.models.base import ChatModel
 
-__all__ = ["WHERE_OPTION_HELP", "State", "_embedder", "_memory", "_model", "_out", "_plain", "_store_url",
+__all__ = ["WHERE_OPTION_HELP", "State", "_embedder", "_memory", "_model", "_out", "_plain", "_say_created", "_store_url",
            "_when", "_where", "state"]
 
 WHERE_OPTION_HELP = ("A filter as JSON: '{\"product\": \"web\"}', '{\"priority\": {\"$gte\": 2}}', "
@@ -76,8 +76,12 @@ def _memory(*, create: bool = False) -> Iterator[Memory]:
     with Memory.open(_where(), embedder=_embedder(), create=create) as mem:
         yield mem
     if fresh:
-        typer.echo(f"fourfold: created a new data dir at {state.data_dir.absolute()} "
-                   f"(choose another with --data-dir or ${DATA_DIR_ENV})", err=True)
+        _say_created()
+
+
+def _say_created() -> None:
+    typer.echo(f"fourfold: created a new data dir at {state.data_dir.absolute()} "
+               f"(choose another with --data-dir or ${DATA_DIR_ENV})", err=True)
 
 
 def _embedder() -> Embedder:

@@ -94,7 +94,8 @@ def _options(
     embedder: Annotated[
         str | None,
         typer.Option(envvar=EMBEDDER_ENV, show_default="minilm",
-                     help="minilm (the bundled model), hash (tests only), or openai-compatible:MODEL@BASE_URL?dimension=N."),
+                     help="minilm (the bundled model), openai:MODEL, openai-compatible:MODEL@BASE_URL?dimension=N, "
+                     "ollama:MODEL?dimension=N, or hash (tests only)."),
     ] = None,
     model: Annotated[
         str | None,
@@ -455,7 +456,9 @@ def _bench_command(name: str) -> None:
         _run_benchmark(name, ctx.args)
 
     command.__doc__ = f"{_BENCHMARKS[name]} Arguments pass through to benchmarks/{name}.py."
-    bench_app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(command)
+    # --help passes through too: the benchmark's own options are what a user asks for.
+    bench_app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                              "help_option_names": []})(command)
 
 
 for _name in _BENCHMARKS:
