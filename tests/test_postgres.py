@@ -267,3 +267,24 @@ def test_the_service_benchmark_on_two_replicas_reads_every_write_back_through_th
     assert out.stdout.count("peak memory (VmHWM): service") == 2
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith("service: rps=") and last.endswith("errors=0 lost=0 stale=0"), last
+
+
+def test_a_reader_on_a_mistyped_schema_is_an_error_and_creates_nothing(
+    postgres_server: PostgresServer, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fourfold.cli import main
+
+    typo = postgres_url + "x"
+    assert main(["--store", typo, "list"]) == 1
+    err = capsys.readouterr().err
+    assert "no fourfold store at" in err and "?schema=" in err and postgres_server.password not in err
+    schema = split_schema(typo)[1]
+    with psycopg.connect(postgres_server.url) as conn:
+        found = conn.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)).fetchone()
+    assert found is None
+    with pytest.raises(StoreUnavailable):
+        Memory.open(typo, embedder=HashEmbedder(), create=False)
+    with Memory.open(typo, embedder=HashEmbedder()) as mem:  # a writer creates it
+        mem.long_term.remember("Prefers email", scope="customer:1")
+    with Memory.open(typo, embedder=HashEmbedder(), create=False) as mem:
+        assert [r.text for r in mem.long_term.all(scope="customer:1")] == ["Prefers email"]

@@ -92,7 +92,7 @@ class Memory:
             if store is not None or chroma_url is not None:
                 raise InvalidInput("a PostgreSQL URL keeps everything in PostgreSQL: open it without store= or chroma_url=")
             return cls._open_database(str(path), embedder=embedder, vector_store=vector_store, config=config,
-                                      enricher=enricher)
+                                      enricher=enricher, create=create)
         data_dir = _data_dir(path, create=create)
         embedder = _embedder(embedder)
         manifest = check_manifest(data_dir, embedder.identity, create=False)
@@ -135,13 +135,14 @@ class Memory:
         vector_store: VectorStore | None,
         config: MemoryConfig,
         enricher: Enricher | None,
+        create: bool,
     ) -> Memory:
-        """Open every store in one PostgreSQL schema (created on first use)."""
+        """Open every store in one PostgreSQL schema (created on first use, if `create`)."""
         from fourfold.stores.pgvector import PostgresVectorStore
         from fourfold.stores.postgres import PostgresDatabase
 
         embedder = _embedder(embedder)
-        db = PostgresDatabase(url, timeout=config.lock_timeout)
+        db = PostgresDatabase(url, timeout=config.lock_timeout, create=create)
         try:
             if vector_store is None:
                 vector_store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)

@@ -193,7 +193,10 @@ class PostgresDatabase(Database):
         schema: str | None = None,
         timeout: float = 30.0,
         pool_size: int | None = None,
+        create: bool = True,
     ) -> None:
+        """`create=False` opens only a schema fourfold already made (`StoreUnavailable` otherwise),
+        so a reader with a mistyped `?schema=` gets an error instead of a new, empty store."""
         psycopg_module()
         conninfo, from_url = split_schema(url)
         conninfo, pool_from_url = _split_param(conninfo, "pool")
@@ -211,7 +214,7 @@ class PostgresDatabase(Database):
         self._closed = False
         self._timeout_ms = max(int(timeout * 1000), 1)
         try:
-            self._setup()
+            self._setup(create=create)
         except BaseException:
             self.close()
             raise
@@ -380,7 +383,7 @@ class PostgresDatabase(Database):
 
     # -- schema -------------------------------------------------------------------------------
 
-    def _setup(self) -> None:
+    def _setup(self, *, create: bool) -> None:
         """Create the schema and its tables (once, whichever process comes first); refuse a
         schema of a newer fourfold or of another program."""
         psycopg = psycopg_module()
@@ -397,6 +400,9 @@ class PostgresDatabase(Database):
                     )
                 }
                 version = self._schema_version(raw, tables)
+                if version is None and not create:
+                    raise StoreUnavailable(f"no fourfold store at {self.where}: check the URL's ?schema= "
+                                           "(a writing command creates it)")
                 if version is None or version < SCHEMA_VERSION:
                     raw.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(self.schema)}")
                     raw.execute(f"SET LOCAL search_path TO {_quote(self.schema)}, public")
