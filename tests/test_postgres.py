@@ -201,6 +201,44 @@ def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: s
         db.close()
 
 
+def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgres_url: str) -> None:
+    """A filter that few records of a large scope pass, none of them near the query, still
+    returns them all (up to k), ranked as an exact search over the scope's matches ranks them."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.longterm.retrieval import ScopeIndex
+    from fourfold.longterm.where import compile_where, fields_of
+    from fourfold.ranking import Background
+    from fourfold.stores.pgvector import PostgresVectorStore
+
+    embedder = HashEmbedder()
+    db = PostgresDatabase(postgres_url)
+    try:
+        # More records than the candidates (800 nearest, 200 by words), so candidates miss some.
+        store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=1000)
+        store.matching_batch = 300  # the matches are ranked across several batches
+        memory = LongTermMemory(store, embedder)
+        items: list[dict[str, object]] = [{"text": _topic_text(i), "scope": "shared"} for i in range(1300)]
+        for j in range(8):
+            items.insert(150 * j + 7, {"text": f"zeppelin hangar {j} logged a {['refund', 'valve', 'sensor'][j % 3]} fault",
+                                       "scope": "shared", "metadata": {"product": "airship", "rank": j}})
+        memory.remember_many(items)
+        assert store.is_large("shared")
+        exact = ScopeIndex(store.scan("shared"), embedder.dimension)
+        query = "customer asked about the refund"
+        vector = embedder.embed(query)
+        null = Background.of(embedder).null(vector)
+        for where, k in [({"product": "airship"}, 10), ({"product": "airship"}, 5), ({"rank": {"$in": [2, 5]}}, 3)]:
+            match = compile_where(where)
+            want = exact.search(vector, query, k=k, keep=lambda r, match=match: match(fields_of(r)), null=null)
+            got = memory.recall(query, scope="shared", k=k, where=where)
+            assert [r.id for r in got] == [r.id for r, _ in want]
+            assert [r.score for r in got] == pytest.approx([s for _, s in want], abs=1e-5)
+        assert len(memory.recall(query, scope="shared", k=10, where={"product": "airship"})) == 8
+        assert memory.recall(query, scope="shared", k=3, where={"product": "bicycle"}) == []
+    finally:
+        db.close()
+
+
 def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postgres_url: str) -> None:
     """The per-scope term counts kept at write time equal a count over the stored features,
     after promotion, later writes and forgets; another process opening the store sees them."""

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm.retrieval import ScopeIndex, Weights
@@ -44,6 +46,11 @@ class CandidateStore(Protocol):
         self, scope: str | None, query_vector: Vectors, query_text: str, *, dense: int, lexical: int
     ) -> Features:
         """Records near the query by vector or by words, with their `ScopeIndex.features`."""
+
+    def matching(
+        self, scope: str | None, keep: Callable[[VectorRecord], bool], query_text: str
+    ) -> Iterator[Features]:
+        """The scope's records that pass `keep`, with their features, a batch at a time in write order."""
 
     def mean_length(self, scope: str | None) -> float:
         """The mean length (sum of term weights) of the scope's records."""
@@ -84,8 +91,36 @@ class LargeScopes:
         stats = CollectionStats(
             n_docs=size, avgdl=self._mean_length(scope, size), df=self.store.document_frequencies(scope, tokens)
         )
-        weighted = [{**c, _REST: length - sum(c.values())} for c, length in zip(counts, lengths, strict=True)]
-        return ScopeIndex.of_features(records, matrix, weighted, weights=weights), stats
+        return ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights), stats
+
+    def matching_index(
+        self, scope: str | None, query_vector: Vectors, query_text: str, *,
+        keep: Callable[[VectorRecord], bool], k: int, stats: CollectionStats, weights: Weights,
+    ) -> ScopeIndex | None:
+        """An index of the k records that rank best, with the scope's `stats`, among all of a
+        large scope's records that pass `keep`; None when none does.
+
+        For a filter so narrow that the candidates hold fewer than k records passing it: every
+        passing record is scored, a batch at a time, and only the best k so far are kept. A
+        record's score depends on its own features and the scope's statistics alone, and batches
+        come in write order (ties go to the later record), so this is the ranking an index of
+        every passing record would give.
+        """
+        records: list[VectorRecord] = []
+        matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+        counts: list[dict[str, float]] = []
+        lengths: list[float] = []
+        for more, more_matrix, more_counts, more_lengths in self.store.matching(scope, keep, query_text):
+            records, counts, lengths = [*records, *more], [*counts, *more_counts], [*lengths, *more_lengths]
+            matrix = np.concatenate([matrix, more_matrix]) if len(matrix) else more_matrix
+            index = ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights)
+            best = {r.id for r, _ in index.search(query_vector, query_text, k=k, keep=_everything, stats=stats)}
+            chosen = [i for i, r in enumerate(records) if r.id in best]  # still in write order
+            records, counts, lengths = [records[i] for i in chosen], [counts[i] for i in chosen], [lengths[i] for i in chosen]
+            matrix = matrix[chosen]
+        if not records:
+            return None
+        return ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights)
 
     def _mean_length(self, scope: str | None, size: int) -> float:
         """The scope's mean record length, measured again once its size moved or after a while."""
@@ -99,3 +134,12 @@ class LargeScopes:
         with self._lock:
             self._lengths[scope] = (now, size, mean)
         return mean
+
+
+def _weighted(counts: Sequence[dict[str, float]], lengths: Sequence[float]) -> list[dict[str, float]]:
+    """Each record's query-term weights, with the rest of its length under `_REST`."""
+    return [{**c, _REST: length - sum(c.values())} for c, length in zip(counts, lengths, strict=True)]
+
+
+def _everything(_record: VectorRecord) -> bool:
+    return True

@@ -485,6 +485,12 @@ class LongTermMemory:
             vector = self.embedder.embed(query)
         null = Background.of(self.embedder).null(vector)
         hits = index.explain(vector, query, k=k, keep=keep, weights=self.weights, stats=stats, null=null)
+        if self._large is not None and stats is not None and len(hits) < k:
+            # A filter (where, kinds, as_of) too narrow for the candidates: rank every record
+            # of the scope that passes it, so no match is lost to candidates picked unfiltered.
+            exact = self._large.matching_index(scope, vector, query, keep=keep, k=k, stats=stats, weights=self.weights)
+            if exact is not None:
+                hits = exact.explain(vector, query, k=k, keep=keep, weights=self.weights, stats=stats, null=null)
         return [(_recalled(r, p.relevance), p) for r, p in hits if min_score is None or p.relevance >= min_score]
 
     def _ranking_index(

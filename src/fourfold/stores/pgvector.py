@@ -21,7 +21,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,8 @@ WINDOW = 4
 _PROMOTE_BATCH = 2_000
 #: At most this many records are read (their term weights summed) for full-text candidates.
 LEXICAL_ROWS = 6_000
+#: Records read at a time when a filter too narrow for the candidates is ranked over the scope.
+MATCHING_BATCH = 5_000
 #: How long a large scope's size stays trusted while others write to it.
 _STATS_TTL = 30.0
 
@@ -62,6 +64,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         self.pg = db
         self.large_at = large_at
         self.lexical_rows = LEXICAL_ROWS
+        self.matching_batch = MATCHING_BATCH
         self.ef_search: int | None = None  # HNSW's search breadth (None: twice the candidates, at most 1000)
         self._large: dict[str | None, bool | Hashable] = {}  # True, or the version found small at
         self._stats: dict[str | None, tuple[float, int]] = {}
@@ -313,6 +316,33 @@ class PostgresVectorStore(SQLiteVectorStore):
                      int(lexical)),
                 )]
             return self._features(conn, sorted(set(ids)), sorted(set(tokenize(query_text))))
+
+    def matching(
+        self, scope: str | None, keep: Callable[[VectorRecord], bool], query_text: str
+    ) -> Iterator[Features]:
+        """A large scope's records that pass `keep`, with their ranking features (as `candidates`
+        gives them), `matching_batch` rows read at a time in write order. Each batch is read
+        without vectors and filtered here (the filter is fourfold's predicate, not SQL); only the
+        rows that pass are read with their features."""
+        key = scope_key(scope)
+        words = sorted(set(tokenize(query_text)))
+        unread = bytes(4 * self.dimension)  # the vector of a row read for its filter only
+        after: tuple[float, int] = (float("-inf"), -1)
+        while True:
+            with self.db.read() as conn:
+                rows = conn.execute(
+                    f"SELECT {_FEATURE_COLUMNS} FROM memories WHERE scope = ? AND ann IS NOT NULL"
+                    " AND (created_at, seq) > (?, ?) ORDER BY created_at, seq LIMIT ?",
+                    (key, *after, int(self.matching_batch)),
+                ).fetchall()
+                batch = self._records([(*row[:_VECTOR_AT], unread, *row[_VECTOR_AT:]) for row in rows])
+                passing = [r.id for r in batch if keep(r)]
+                found = self._features(conn, passing, words) if passing else None
+            if not batch:
+                return
+            after = (batch[-1].created_at, batch[-1].seq)
+            if found is not None:
+                yield found
 
     def _telling(self, conn: Any, scope: str | None, words: list[str]) -> dict[str, float]:
         """The query's words that can tell records apart, with their BM25 weights (idf): the
