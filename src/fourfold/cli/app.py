@@ -455,13 +455,21 @@ def _run_benchmark(name: str, args: list[str]) -> None:
 def _register_adapters() -> None:
     # The service, MCP and doctor commands live in their own modules; their heavy imports
     # (fastapi, uvicorn, mcp) happen inside the commands, so --help stays fast.
-    from fourfold.cli import chat, data_commands, docs_commands, doctor_command, service_commands
+    from fourfold.cli import (
+        chat,
+        data_commands,
+        docs_commands,
+        doctor_command,
+        service_commands,
+        ui_command,
+    )
 
     docs_commands.register(app)
     chat.register(app)
     service_commands.register(app)
     doctor_command.register(app)
     data_commands.register(app)
+    ui_command.register(app)
 
 
 _register_adapters()
