@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint typecheck bench clean
+.PHONY: install test demo lint typecheck bench clean browser
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,7 +28,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP)
+# The browser tests drive Debian's chromium (Playwright never downloads a browser here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "the browser tests need chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest -q

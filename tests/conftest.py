@@ -7,7 +7,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -33,6 +33,34 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     with ChromaServer(tmp_path_factory.mktemp("chroma-server")) as server:
         yield server.url
+
+
+#: Chromium's switches on this closed network: no sandbox (root), and none of the background
+#: connections it would otherwise keep trying to outside hosts (see ../shared/FACTS.md).
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the session: Debian's `chromium` driven by Playwright.
+
+    Playwright's own browser downloads are never used (`executable_path`); each launch gets a
+    fresh, empty profile of Playwright's making. `make test` installs chromium when it is missing.
+    """
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium (make test does it)")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
 
 
 @pytest.fixture(scope="session")

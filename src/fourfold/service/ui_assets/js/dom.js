@@ -128,3 +128,17 @@ export async function toggleDetails(row, colspan, build) {
   row.after(h("tr", { class: "history" }, h("td", { colspan }, content)));
   toggle.setAttribute("aria-expanded", "true");
 }
+
+let flashed = "";
+
+/** A status line to show after the next view has rendered (e.g. after leaving an erased scope). */
+export function flash(message) {
+  flashed = message;
+}
+
+/** The flashed message, once. */
+export function takeFlash() {
+  const message = flashed;
+  flashed = "";
+  return message;
+}

@@ -1,7 +1,7 @@
 // The inspector's shell: who you are, the key form, and the router (routes live in the hash,
 // e.g. #/scope?name=customer%3A42; the API key never does).
 import { ApiError, get, setApiKey, apiKey } from "./api.js";
-import { button, h, replace, status } from "./dom.js";
+import { button, h, replace, status, takeFlash } from "./dom.js";
 import { scopesView } from "./views/scopes.js";
 import { scopeView } from "./views/scope.js";
 import { whyView } from "./views/why.js";
@@ -64,16 +64,26 @@ export async function render() {
     if (a.dataset.view === (name || "scopes")) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
-  status("");
+  status(takeFlash());
   try {
-    if (!(await identify())) {
+    // The view starts at once, beside the identity check (one round trip less); it renders
+    // into a detached element that replaces the page only once the caller is known.
+    const view = views[name] || scopesView;
+    const target = h("main");
+    const started = performance.now();
+    const [known, shown] = await Promise.allSettled([identify(), view(target, params, { refresh: render })]);
+    if (known.status === "rejected") throw known.reason;
+    if (!known.value) {
       keyForm(apiKey() ? "That key is unknown or revoked." : "");
       return;
     }
-    const view = views[name] || scopesView;
-    const started = performance.now();
-    await view(main, params, { whoami, refresh: render });
+    if (shown.status === "rejected") throw shown.reason;
+    main.replaceChildren(...target.childNodes);
     main.dataset.renderMs = String(Math.round(performance.now() - started));
+    // Ready once the browser has laid out and painted the view (a task after the next frame):
+    // `shownAt` is then the time since navigation started (benchmarks/inspector.py reads it).
+    await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)));
+    main.dataset.shownAt = String(Math.round(performance.now()));
     main.dataset.ready = "1";
   } catch (err) {
     replace(main, h("div", { class: "card" }, h("h1", {}, "Something went wrong"),

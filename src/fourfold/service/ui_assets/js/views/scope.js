@@ -1,7 +1,7 @@
 // One scope: its memories (with versions where they exist), episodes and conversation thread,
 // and the actions on them: edit or forget a memory, delete an episode, erase the scope.
 import { ApiError, del, get, path, post, withQuery } from "../api.js";
-import { button, confirmDialog, h, link, pre, replace, section, status, table, toggleDetails, tr, when } from "../dom.js";
+import { button, confirmDialog, flash, h, link, pre, replace, section, status, when } from "../dom.js";
 
 export async function scopeView(main, params, ctx) {
   const scope = params.get("name") || "";
@@ -21,7 +21,7 @@ export async function scopeView(main, params, ctx) {
     if (!ok) return;
     const counts = await del(`/v1/scopes/${path(scope)}`);
     location.hash = "#/";
-    status(`Erased ${scope}: ${counts.memories} memories, ${counts.episodes} episodes, ${counts.cases} cases, ${counts.conversations} conversation.`);
+    flash(`Erased ${scope}: ${counts.memories} memories, ${counts.episodes} episodes, ${counts.cases} cases, ${counts.conversations} conversation.`);
   }, { kind: "danger", id: "erase-scope" }) : null;
   replace(main,
     h("h1", {}, h("span", { class: "muted" }, "Scope "), title),
@@ -33,22 +33,30 @@ export async function scopeView(main, params, ctx) {
     thread ? threadSection(thread) : null);
 }
 
+// A scope may hold thousands of memories: each is a block whose layout the browser skips while
+// it is off screen (content-visibility), which a table's rows cannot do.
+const COLUMNS = ["Text", "Kind", "Key", "Written", "Valid", "Metadata", ""];
+
 function memoriesSection(memories, features, ctx) {
-  const rows = memories.map((m) => memoryRow(m, features, ctx));
-  return section(`Memories (${memories.length})`,
-    memories.length
-      ? table(["Text", "Kind", "Key", "Written", "Valid", "Metadata", ""], rows, { caption: "Current versions, oldest first" })
-      : h("p", { class: "muted" }, "No memories."));
+  const list = h("ul", { class: "memories", "aria-label": "Memories, current versions, oldest first" });
+  const frag = document.createDocumentFragment();
+  for (const m of memories) frag.append(memoryItem(m, features, ctx));
+  list.append(frag);
+  return section(`Memories (${memories.length})`, memories.length
+    ? [h("div", { class: "memory head", "aria-hidden": "true" }, COLUMNS.map((c) => h("span", {}, c))), list]
+    : h("p", { class: "muted" }, "No memories."));
 }
 
-function memoryRow(m, features, ctx) {
+function memoryItem(m, features, ctx) {
   const valid = m.valid_from !== undefined
     ? `${when(m.valid_from)} → ${m.valid_to ? when(m.valid_to) : "now"}` : "";
   const meta = Object.keys(m.metadata || {}).length ? h("code", { class: "meta" }, JSON.stringify(m.metadata)) : "";
-  const textCell = h("td", { class: "text" }, m.text);
-  const actions = h("td", { class: "actions" });
-  const row = tr(textCell, m.kind, m.key || "", when(m.created_at), valid, meta, actions);
-  row.dataset.id = m.id;
+  const text = h("div", { class: "text" }, m.text);
+  const actions = h("div", { class: "actions" });
+  const item = h("li", { class: "memory", "data-id": m.id }, text,
+    h("span", { class: "kind", title: "kind" }, m.kind), h("span", { class: "key", title: "key" }, m.key || ""),
+    h("span", { title: "written" }, when(m.created_at)), h("span", { title: "valid" }, valid), h("span", {}, meta),
+    actions);
   const forget = button("Forget", async () => {
     if (!(await confirmDialog(`Forget this memory (and every version of it)? "${short(m.text)}"`, { action: "Forget" }))) return;
     await del(`/v1/memories/${path(m.id)}`);
@@ -56,15 +64,16 @@ function memoryRow(m, features, ctx) {
     await ctx.refresh();
   }, { kind: "danger", "aria-label": `Forget: ${short(m.text)}` });
   if (features.versions) {
-    const edit = button("Edit", () => editInline(row, textCell, m, ctx), { "aria-label": `Edit: ${short(m.text)}` });
-    const history = button("History", () => showHistory(row, m), { "aria-expanded": "false" });
+    const edit = button("Edit", () => editInline(text, m, ctx), { "aria-label": `Edit: ${short(m.text)}` });
+    const history = button("History", () => showHistory(item, history, m), { "aria-expanded": "false",
+      "aria-label": `History: ${short(m.text)}` });
     actions.append(edit, history);
   }
   actions.append(forget);
-  return row;
+  return item;
 }
 
-function editInline(row, cell, m, ctx) {
+function editInline(cell, m, ctx) {
   const area = h("textarea", { rows: 3, "aria-label": "New text of the memory" }, m.text);
   const save = h("button", { type: "submit", class: "primary" }, "Save as a new version");
   const cancel = button("Cancel", () => ctx.refresh());
@@ -83,15 +92,16 @@ function editInline(row, cell, m, ctx) {
   area.focus();
 }
 
-function showHistory(row, m) {
-  return toggleDetails(row, 7, async () => {
-    const { results } = await get(`/v1/memories/${path(m.id)}/history`);
-    return h("ol", { class: "versions", "aria-label": "Versions, oldest first" }, results.map((v) =>
-      h("li", { class: v.valid_to ? "superseded" : "current" },
-        h("span", { class: "text" }, v.text), " ",
-        h("span", { class: "muted" }, `${when(v.valid_from)} → ${v.valid_to ? when(v.valid_to) : "now"}`),
-        v.valid_to ? h("span", { class: "badge" }, "superseded") : h("span", { class: "badge ok" }, "current"))));
-  });
+async function showHistory(item, toggle, m) {
+  const shown = item.querySelector(".versions");
+  toggle.setAttribute("aria-expanded", String(!shown));
+  if (shown) { shown.remove(); return; }
+  const { results } = await get(`/v1/memories/${path(m.id)}/history`);
+  item.append(h("ol", { class: "versions", "aria-label": "Versions, oldest first" }, results.map((v) =>
+    h("li", { class: v.valid_to ? "superseded" : "current" },
+      h("span", { class: "text" }, v.text), " ",
+      h("span", { class: "muted" }, `${when(v.valid_from)} → ${v.valid_to ? when(v.valid_to) : "now"}`), " ",
+      v.valid_to ? h("span", { class: "badge" }, "superseded") : h("span", { class: "badge ok" }, "current")))));
 }
 
 function episodesSection(episodes, ctx) {

@@ -47,11 +47,12 @@ function result(r, i, kind) {
     ["lexical match", r.lexical, `BM25 share ${num(r.lexical_share)} × weight`],
     ["speaker", r.speaker, r.speaker_name ? `speaker: ${r.speaker_name}${r.speaker ? " (named in the query)" : ""}` : "no speaker"],
   ];
-  const max = Math.max(0.001, ...parts.map(([, v]) => Math.abs(v)));
+  // One scale for every result: a bar's full width is one unit of evidence (a cosine of 1).
+  const max = 1;
   const rows = parts.map(([name, value, note]) => h("tr", {},
     h("th", { scope: "row" }, name),
     h("td", { class: "num" }, num(value)),
-    h("td", {}, h("span", { class: value < 0 ? "bar neg" : "bar", style: null, "data-w": Math.round(100 * Math.abs(value) / max) })),
+    h("td", {}, h("span", { class: value < 0 ? "bar neg" : "bar", "data-w": Math.min(100, Math.round(100 * Math.abs(value) / max)) })),
     h("td", { class: "muted" }, note)));
   const words = r.words.length
     ? h("p", {}, "Matched words: ", r.words.map((w) => h("span", { class: `word ${w.source}`, title: `from its ${w.source}` },
