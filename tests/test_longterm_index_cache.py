@@ -59,6 +59,12 @@ class _Counting(VectorStore):
     def existing(self, ids: Sequence[str]) -> set[str]:
         return self.inner.existing(ids)
 
+    def versioned(self, scope: str | None, ids: Sequence[str] = ()) -> list[VectorRecord]:
+        return self.inner.versioned(scope, ids)
+
+    def update_metadata(self, records: Sequence[VectorRecord]) -> None:
+        self.inner.update_metadata(records)
+
     def get(self, ids: Sequence[str]) -> list[VectorRecord]:
         return self.inner.get(ids)
 
@@ -125,6 +131,36 @@ def test_own_writes_update_cached_indexes_exactly_as_a_rescan_would(
         "Maria: and Sundays in July",
     ]  # the batch's order (seq), then the later write
     assert _results(lt, ["c3"]) == {key: value for key, value in rescanned.items() if key[0] == "c3"}
+
+
+def _versions(lt: LongTermMemory, scope: str) -> dict[str, Any]:
+    query = "how to contact: email, phone or chat"
+    return {
+        "current": lt.recall(query, scope=scope, k=10),
+        "all": lt.recall(query, scope=scope, k=10, include_superseded=True),
+        "then": lt.recall(query, scope=scope, k=10, as_of=1_500),
+        "listed": lt.all(scope=scope, include_superseded=True),
+    }
+
+
+def test_superseding_writes_update_cached_indexes_exactly_as_a_rescan_would(
+    vector_store: VectorStore, embedder: HashEmbedder
+) -> None:
+    store = _Counting(vector_store)
+    lt = LongTermMemory(store, embedder)
+    first = lt.remember("Prefers email", scope="c1", key="contact", valid_from=1_000)
+    lt.remember("Owns a dog", scope="c1")
+    before = _versions(lt, "c1")  # cached now
+    store.scans.clear()
+    lt.remember("Prefers phone", scope="c1", key="contact", valid_from=2_000)
+    lt.update(first, "Prefers chat")
+    updated = _versions(lt, "c1")
+    if isinstance(vector_store, SQLiteVectorStore):
+        assert store.scans == []  # the new versions and the old ones' ends were folded in
+    assert updated == _versions(LongTermMemory(store, embedder), "c1")
+    assert updated != before
+    assert sorted(r.text for r in updated["current"]) == ["Owns a dog", "Prefers chat"]
+    assert "Prefers email" in [r.text for r in updated["then"]]
 
 
 def test_a_delete_drops_the_scope_and_the_next_recall_reads_the_store(embedder: HashEmbedder) -> None:

@@ -35,6 +35,11 @@ def _fill(mem: Memory) -> None:
                            metadata={"thread": "t1", "tags": ["contact"]})
     mem.long_term.remember("Ships to the Lyon warehouse", scope="customer:bob")
     mem.long_term.remember("Restart the sync worker before anything else")
+    # versions: a keyed memory superseded twice (once backdated), and an updated plain one
+    mem.long_term.remember("Speaks French", scope="customer:alice", kind="preference", key="language", valid_from=1_000)
+    mem.long_term.remember("Speaks German", scope="customer:alice", kind="preference", key="language", valid_from=3_000)
+    mem.long_term.remember("Speaks Dutch", scope="customer:alice", kind="preference", key="language", valid_from=2_000)
+    mem.long_term.update(mem.long_term.remember("Ships to Lille", scope="customer:bob"), "Ships to Nantes")
     mem.docs.ingest_text("# Returns\n\nReturns are accepted within thirty days.", source="returns.md")
     mem.episodes.record(goal="Invoice PDF fails with 502", actions=["cleared the cache"], outcome="fixed",
                         success=True, scope="customer:alice", tags=["billing"])
@@ -64,8 +69,16 @@ def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(tmp_path: P
     assert {item["type"] for item in dump} == {"header", "memory", "episode", "fact", "fact_history", "thread"}
     with Memory.open(tmp_path / "b", embedder=HashEmbedder()) as second:
         counts = import_memory(second, out.getvalue().splitlines())
-        assert (counts.memories, counts.episodes, counts.facts, counts.fact_history, counts.threads) == (4, 2, 2, 1, 1)
+        assert (counts.memories, counts.episodes, counts.facts, counts.fact_history, counts.threads) == (9, 2, 2, 1, 1)
         assert _dump(second) == dump
+        history = second.long_term.history(second.long_term.recall("language", scope="customer:alice", k=1)[0].id)
+        assert [(h.text, h.valid_from, h.valid_to, h.key) for h in history] == [
+            ("Speaks French", 1_000, 2_000, "language"), ("Speaks Dutch", 2_000, 3_000, "language"),
+            ("Speaks German", 3_000, None, "language")]
+        assert [m.text for m in second.long_term.all(scope="customer:bob")] == ["Ships to the Lyon warehouse",
+                                                                               "Ships to Nantes"]
+        assert [m.text for m in second.long_term.history(second.long_term.all(scope="customer:bob")[1].id)] == [
+            "Ships to Lille", "Ships to Nantes"]
         hit = second.long_term.recall("email or phone", scope="customer:alice", k=1)[0]
         assert (hit.text, hit.kind, hit.metadata) == ("Prefers email over phone", "preference",
                                                      {"thread": "t1", "tags": ["contact"]})

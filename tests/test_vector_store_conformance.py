@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fourfold.embeddings import HashEmbedder
-from fourfold.stores.vector import VectorRecord, VectorStore
+from fourfold.stores.vector import VERSION_KEY, VectorRecord, VectorStore
 
 
 def rec(e: HashEmbedder, i: int, scope: str | None, *, meta: dict | None = None) -> VectorRecord:  # type: ignore[type-arg]
@@ -53,3 +53,28 @@ def test_generation_changes_on_write_when_known(vector_store: VectorStore, embed
     after = vector_store.generation()
     if before is not None:  # a server cannot tell; it answers None and readers re-read
         assert after != before
+
+
+def test_versioned_finds_ids_and_version_entries_of_one_scope(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    entry = {VERSION_KEY: {"lineage": "id-0", "valid_from": 1.0, "valid_to": None}}
+    vector_store.add([
+        rec(embedder, 0, "a", meta=entry), rec(embedder, 1, "a"), rec(embedder, 2, "a", meta={"note": VERSION_KEY}),
+        rec(embedder, 3, "b", meta=entry), rec(embedder, 4, None, meta=entry),
+    ])
+    assert {r.id for r in vector_store.versioned("a", ["id-1", "id-3", "id-9"])} == {"id-0", "id-1"}
+    assert {r.id for r in vector_store.versioned(None)} == {"id-4"}
+    (got,) = vector_store.versioned("b")
+    assert got.metadata == entry and got.embedding.shape == (embedder.dimension,)
+
+
+def test_update_metadata_keeps_everything_else(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    original = rec(embedder, 1, "a", meta={"x": 1})
+    vector_store.add([original, rec(embedder, 2, "a")])
+    before = vector_store.version("a")
+    vector_store.update_metadata([VectorRecord(original.id, "", original.embedding[:0], "a", "", 0.0, {"x": 2})])
+    (got,) = vector_store.get([original.id])
+    assert (got.text, got.kind, got.created_at, got.metadata) == (original.text, "note", original.created_at, {"x": 2})
+    np.testing.assert_allclose(got.embedding, original.embedding, rtol=1e-6, atol=1e-6)
+    assert vector_store.count() == 2
+    if before is not None:
+        assert vector_store.version("a") != before

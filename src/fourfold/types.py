@@ -43,6 +43,7 @@ class Remembered:
     text: str  # the text as stored (after redaction)
     redactions: tuple[Redaction, ...] = ()
     created: bool = True  # False when an identical memory already existed
+    supersedes: tuple[str, ...] = ()  # the version this write replaced (a keyed memory, an update)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,9 @@ class Recalled:
     score: float
     metadata: Mapping[str, Any] = field(default_factory=dict)
     created_at: float = 0.0  # unix seconds
+    key: str | None = None  # the key a version of it replaces; None: an independent memory
+    valid_from: float = 0.0  # unix seconds: when this version became true (its date, or its write)
+    valid_to: float | None = None  # when a newer version replaced it; None while current
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,13 +86,25 @@ def assemble_system(parts: PromptParts, *, instructions: str = BASE_INSTRUCTIONS
 def dated(item: Recalled | Episode) -> str:
     """A memory or an episode as one line starting with its date, so a model can weigh recency.
 
-    A memory's own date (`occurred_at`/`date` metadata) wins over when it was stored; times
-    are shown to the minute, in UTC unless the memory's date carries its own zone.
+    A memory shows when its version became true (`valid_from`: the memory's own date from
+    its `occurred_at`/`date` metadata, a date given when it was written, or when it was
+    stored); times are shown to the minute, in UTC unless the memory's own date carries its
+    zone.
     """
     if isinstance(item, Episode):
         return f"[{_stamp(datetime.fromtimestamp(item.ts, tz=UTC))}] {render_episode(item)}"
-    when = memory_date(item.metadata) or (datetime.fromtimestamp(item.created_at, tz=UTC) if item.created_at else None)
+    own = memory_date(item.metadata)
+    since = item.valid_from or item.created_at
+    if own is not None and (not since or _same_moment(own, since)):
+        when: datetime | None = own  # written as the memory gave it, zone and all
+    else:
+        when = datetime.fromtimestamp(since, tz=UTC) if since else None
     return f"[{_stamp(when)}] {item.text}" if when is not None else item.text
+
+
+def _same_moment(when: datetime, seconds: float) -> bool:
+    aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return abs(aware.timestamp() - seconds) < 1.0
 
 
 def _stamp(when: datetime) -> str:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from fourfold._validate import (
+    check_identifier,
     check_k,
     check_kind,
     check_metadata,
@@ -24,6 +28,16 @@ from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
+from fourfold.longterm.versions import (
+    VERSION_KEY,
+    Write,
+    as_timestamp,
+    history_order,
+    is_current,
+    plan,
+    user_metadata,
+    version_of,
+)
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.text import is_chatter, redact
 from fourfold.types import Recalled, Redaction, Remembered
@@ -41,12 +55,20 @@ class MemoryId(str):
 
     redactions: tuple[Redaction, ...]
     created: bool
+    supersedes: tuple[str, ...]
 
-    def __new__(cls, value: str, *, redactions: tuple[Redaction, ...] = (), created: bool = True) -> MemoryId:
+    def __new__(
+        cls, value: str, *, redactions: tuple[Redaction, ...] = (), created: bool = True, supersedes: tuple[str, ...] = ()
+    ) -> MemoryId:
         self = super().__new__(cls, value)
         self.redactions = redactions
         self.created = created
+        self.supersedes = supersedes
         return self
+
+    @staticmethod
+    def of(result: Remembered) -> MemoryId:
+        return MemoryId(result.id, redactions=result.redactions, created=result.created, supersedes=result.supersedes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +79,16 @@ class MemoryInput:
     scope: str | None = None
     kind: str = "note"
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: A memory with a key replaces the scope's current memory with that key (a new version).
+    key: str | None = None
+    #: When it became true (unix seconds or a datetime); default: `occurred_at`, else now.
+    valid_from: float | datetime | None = None
+
+
+#: Values a time travel takes: unix seconds or a datetime.
+When = float | int | datetime
+
+_MAX_KEY = 128
 
 
 def memory_id(scope: str | None, text: str, *, prefix: str = "mem") -> str:
@@ -101,10 +133,18 @@ class LongTermMemory:
         scope: str | None = None,
         kind: str = "note",
         metadata: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        valid_from: When | None = None,
     ) -> MemoryId:
-        """Store one durable memory; returns its id (which also lists any redactions)."""
-        result = self.remember_many([MemoryInput(text, scope, kind, metadata or {})])[0]
-        return MemoryId(result.id, redactions=result.redactions, created=result.created)
+        """Store one durable memory; returns its id (which also lists redactions and what it superseded).
+
+        With a `key`, the memory is a new version of the scope's memory with that key: the
+        current one gets `valid_to` and `MemoryId.supersedes` names it. Without one, memories
+        are independent (several may hold at once). Writing the text the scope holds already
+        stores nothing when kind and metadata are the same too (`created` is False), and a new
+        version carrying them when they differ.
+        """
+        return MemoryId.of(self.remember_many([MemoryInput(text, scope, kind, metadata or {}, key, valid_from)])[0])
 
     def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[Remembered]:
         """Validate, redact and embed all items, then store them in one locked write.
@@ -116,7 +156,46 @@ class LongTermMemory:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidInput(f"remember_many takes a list of memories, not {type(items).__name__}")
         prepared = [self._prepare(_as_input(item)) for item in items]
-        return self._write(prepared)
+        return self._write_versions(prepared)
+
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        valid_from: When | None = None,
+    ) -> MemoryId:
+        """A new version of a memory with another text, valid from now (or `valid_from`).
+
+        Kind and metadata stay the memory's unless given. The version current until then
+        gets `valid_to`; both stay in `history`. Any version's id names the memory.
+        """
+        record = self._record(memory_id)
+        current = user_metadata(record.metadata)
+        item = MemoryInput(
+            text, record.scope, kind or record.kind, current if metadata is None else metadata,
+            version_of(record).key, time.time() if valid_from is None else valid_from,
+        )
+        return MemoryId.of(self._write_versions([self._prepare(item)], lineage=version_of(record).lineage)[0])
+
+    def history(self, memory_id: str) -> list[Recalled]:
+        """Every version of a memory, oldest first (by `valid_from`), each with `valid_to`."""
+        return [_recalled(r, 1.0) for r in self._lineage(self._record(memory_id))]
+
+    def _record(self, memory_id: str) -> VectorRecord:
+        found = self.store.get([memory_id]) if isinstance(memory_id, str) and memory_id else []
+        if not found or found[0].kind == DOC_KIND:
+            raise NotFound(f"no memory with id {memory_id!r}")
+        return found[0]
+
+    def _lineage(self, record: VectorRecord) -> list[VectorRecord]:
+        """The versions of a record's lineage, in the order they held."""
+        if VERSION_KEY not in record.metadata:
+            return [record]
+        lineage = version_of(record).lineage
+        return sorted((r for r in self.store.versioned(record.scope) if version_of(r).lineage == lineage), key=history_order)
 
     def _prepare(self, item: MemoryInput, *, allow_doc: bool = False) -> _Prepared:
         text = check_text(item.text, max_chars=self.max_chars)
@@ -125,6 +204,10 @@ class LongTermMemory:
         if not allow_doc and kind == DOC_KIND:
             raise InvalidInput("kind 'doc' is reserved for documents: use docs.ingest")
         metadata = check_metadata(item.metadata)
+        if VERSION_KEY in metadata:
+            raise InvalidInput(f"metadata key {VERSION_KEY!r} is reserved for memory versions")
+        key = _check_key(item.key)
+        valid_from = None if item.valid_from is None else as_timestamp(item.valid_from, what="valid_from")
         if kind != DOC_KIND and is_chatter(text):
             raise InvalidInput(f"not a durable memory (chatter): {text[:60]!r}")
         clean, redactions = redact(text)
@@ -133,7 +216,46 @@ class LongTermMemory:
             log.warning("redacted %d secret(s) before storing a memory", len(redactions) + meta_redactions)
         prefix = "doc" if kind == DOC_KIND else "mem"
         key_text = clean if kind != DOC_KIND else f"{metadata.get('source', '')}\x00{metadata.get('position', '')}\x00{clean}"
-        return _Prepared(memory_id(scope, key_text, prefix=prefix), clean, scope, kind, metadata, redactions)
+        return _Prepared(memory_id(scope, key_text, prefix=prefix), clean, scope, kind, metadata, redactions, key, valid_from)
+
+    def _write_versions(self, prepared: Sequence[_Prepared], *, lineage: str | None = None) -> list[Remembered]:
+        """Write memories as versions (`fourfold.longterm.versions.plan`), in one locked write."""
+        if not prepared:
+            return []
+        writes = [Write(p.text, p.scope, p.kind, p.metadata, p.key, lineage, p.valid_from, p.id) for p in prepared]
+        ids: dict[str | None, list[str]] = {}
+        for p in prepared:
+            ids.setdefault(p.scope, []).extend((p.id, lineage) if lineage else (p.id,))
+        # Slow work (embedding, an enricher) happens before the write lock, for texts the
+        # scopes do not hold yet; a text held already brings its stored vector.
+        known = {scope: self.store.versioned(scope, wanted) for scope, wanted in ids.items()}
+        vectors = self._vectors(prepared, known)
+        now = round(time.time(), 6)  # microseconds: what every store reads back exactly
+        with self.store.writing() as ticket:
+            known = {scope: self.store.versioned(scope, wanted) for scope, wanted in ids.items()}
+            done = plan(writes, known, now=now, new_id=_new_id)
+            # What another process wrote or deleted since the first look is handled here.
+            vectors.update(self._vectors([p for p in prepared if p.text not in vectors], known))
+            added = [replace(r, embedding=vectors[r.text][0], extra=vectors[r.text][1]) for r in done.added]
+            changed = list(done.changed.values())
+            self.store.update_metadata(changed)
+            self.store.add(added)
+        self._wrote(ticket, set(ids), added=added, changed=changed)
+        return [
+            Remembered(o.id, p.text, p.redactions, o.created, o.supersedes)
+            for p, o in zip(prepared, done.outcomes, strict=True)
+        ]
+
+    def _vectors(
+        self, prepared: Sequence[_Prepared], known: Mapping[str | None, Sequence[VectorRecord]]
+    ) -> dict[str, tuple[Vectors, tuple[str, ...]]]:
+        """text -> (vector, enriched facts): stored ones for texts held already, new ones for the rest."""
+        held = {r.text: (r.embedding, r.extra) for records in known.values() for r in records if r.embedding.size}
+        out = {p.text: held[p.text] for p in prepared if p.text in held}
+        fresh = list({p.text: p for p in prepared if p.text not in out}.values())
+        embedded = self._embed_new(fresh)
+        out.update((p.text, embedded[p.id]) for p in fresh)
+        return out
 
     def _write(self, prepared: Sequence[_Prepared]) -> list[Remembered]:
         if not prepared:
@@ -183,7 +305,7 @@ class LongTermMemory:
         return extras
 
     def forget(self, memory_id: str) -> None:
-        """Delete one memory; NotFound if it does not exist."""
+        """Erase one memory and every version of it; NotFound if it does not exist."""
         self.forget_many([memory_id])
 
     def forget_many(self, memory_ids: Sequence[str]) -> None:
@@ -200,7 +322,12 @@ class LongTermMemory:
             missing = set(wanted) - {r.id for r in found}
             if missing:
                 raise NotFound(f"no memory with id {sorted(missing)[0]!r}")
-            self.store.delete(wanted)
+            # every version of each memory goes with it
+            doomed = dict.fromkeys(wanted)
+            for record in found:
+                if record.kind != DOC_KIND:
+                    doomed.update(dict.fromkeys(r.id for r in self._lineage(record)))
+            self.store.delete(list(doomed))
         self._wrote(ticket, {r.scope for r in found})
 
     def forget_scope(self, scope: str) -> int:
@@ -214,16 +341,26 @@ class LongTermMemory:
         return removed
 
     def get(self, memory_id: str) -> Recalled:
+        """One memory (any version, current or not) by id."""
         found = self.store.get([memory_id]) if isinstance(memory_id, str) and memory_id else []
         if not found:
             raise NotFound(f"no memory with id {memory_id!r}")
         return _recalled(found[0], 1.0)
 
-    def all(self, *, scope: str | None = None, kinds: Sequence[str] | None = None) -> list[Recalled]:
-        """Every memory of a scope, oldest first (documents only when kinds asks for them)."""
+    def all(
+        self,
+        *,
+        scope: str | None = None,
+        kinds: Sequence[str] | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
+    ) -> list[Recalled]:
+        """Every current memory of a scope, oldest first (documents only when kinds asks for
+        them); `as_of` and `include_superseded` as in `recall`."""
         keep = _kind_filter(kinds)
+        holds = _validity(as_of, include_superseded)
         index = self._index(check_scope(scope))
-        records = sorted((r for r in index.records if keep(r.kind)), key=lambda r: r.created_at)
+        records = sorted((r for r in index.records if keep(r.kind) and holds(r)), key=lambda r: r.created_at)
         return [_recalled(r, 1.0) for r in records]
 
     # -- reading --------------------------------------------------------------------------
@@ -237,8 +374,13 @@ class LongTermMemory:
         kinds: Sequence[str] | None = None,
         where: Mapping[str, Any] | None = None,
         min_score: float | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
     ) -> list[Recalled]:
         """The k memories of `scope` most relevant to `query`, best first.
+
+        Only current versions are searched: `as_of` (unix seconds or a datetime) searches
+        the versions that were current then, `include_superseded=True` every version.
 
         Scope is a hard filter: scope=None sees only memories stored without a scope.
         Documents (kind 'doc') come back only when `kinds` names them.
@@ -259,9 +401,10 @@ class LongTermMemory:
         keep_kind = _kind_filter(kinds)
         where = check_metadata(where) if where else {}
         check_min_score(min_score)
+        holds = _validity(as_of, include_superseded)
 
         def keep(r: VectorRecord) -> bool:
-            return bool(keep_kind(r.kind)) and (not where or matches_where(r.metadata, where))
+            return bool(keep_kind(r.kind)) and holds(r) and (not where or matches_where(r.metadata, where))
 
         if self._large is not None and self._large.store.is_large(scope):
             hits = self._large.search(scope, self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
@@ -311,14 +454,22 @@ class LongTermMemory:
             _, (_, evicted) = self._indexes.popitem(last=False)
             cached -= len(evicted)
 
-    def _wrote(self, ticket: WriteTicket, scopes: set[str | None], *, added: Sequence[VectorRecord] | None = None) -> None:
+    def _wrote(
+        self,
+        ticket: WriteTicket,
+        scopes: set[str | None],
+        *,
+        added: Sequence[VectorRecord] | None = None,
+        changed: Sequence[VectorRecord] = (),
+    ) -> None:
         """After our own write: bring the touched scopes' cached indexes up to date.
 
         A cached index that was current when the write began (its version is the write's
         "before") and that the write only `added` to becomes itself plus the new records,
-        exactly what a rescan would give, without reading the store again. Otherwise (a
-        delete, or a cache that was already behind) the scope is dropped and rescanned
-        when next recalled.
+        exactly what a rescan would give, without reading the store again; records whose
+        metadata it `changed` (a version's end of validity, which no ranking reads) are
+        replaced in it. Otherwise (a delete, or a cache that was already behind) the scope
+        is dropped and rescanned when next recalled.
         """
         bases: dict[str | None, tuple[Hashable, Hashable, ScopeIndex]] = {}
         with self._lock:
@@ -332,7 +483,7 @@ class LongTermMemory:
         # Built outside the lock, so recalls are not held up; installed only over the index it
         # was built from (another write meanwhile makes the next recall rescan instead).
         rebuilt = {
-            scope: (before, after, base.with_added([r for r in added or () if r.scope == scope]))
+            scope: (before, after, _with_metadata(base, changed).with_added([r for r in added or () if r.scope == scope]))
             for scope, (before, after, base) in bases.items()
         }
         with self._lock:
@@ -353,6 +504,43 @@ class _Prepared:
     kind: str
     metadata: dict[str, Any]
     redactions: tuple[Redaction, ...]
+    key: str | None = None
+    valid_from: float | None = None
+
+
+def _new_id() -> str:
+    """A version's id: never derived from its text, which an earlier version may share."""
+    return f"mem_{uuid.uuid4().hex}"
+
+
+def _check_key(key: object) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key.strip() or len(key) > _MAX_KEY or not key.isprintable():
+        raise InvalidInput(f"key must be 1-{_MAX_KEY} printable characters, got {str(key)[:40]!r}")
+    return check_identifier(key, what="key")
+
+
+def _validity(as_of: When | None, include_superseded: bool) -> Callable[[VectorRecord], bool]:
+    """Which versions a read sees: current ones, those current at `as_of`, or all."""
+    if as_of is not None:
+        if include_superseded:
+            raise InvalidInput("give as_of or include_superseded, not both")
+        when = as_timestamp(as_of, what="as_of")
+        return lambda r: version_of(r).at(when)
+    if include_superseded:
+        return lambda r: True
+    return is_current
+
+
+def _with_metadata(index: ScopeIndex, changed: Sequence[VectorRecord]) -> ScopeIndex:
+    """The index with these records' metadata replaced (a new object: recalls may be reading it)."""
+    updated = {r.id: r.metadata for r in changed}
+    if not any(r.id in updated for r in index.records):
+        return index
+    out = copy.copy(index)
+    out.records = [replace(r, metadata=updated[r.id]) if r.id in updated else r for r in index.records]
+    return out
 
 
 def _as_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
@@ -360,12 +548,15 @@ def _as_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
         return item
     if not isinstance(item, Mapping):
         raise InvalidInput(f"each memory must be a MemoryInput or a mapping, not {type(item).__name__}")
-    unknown = set(item) - {"text", "scope", "kind", "metadata"}
+    unknown = set(item) - {"text", "scope", "kind", "metadata", "key", "valid_from"}
     if unknown:
         raise InvalidInput(f"unknown memory fields: {sorted(unknown)}")
     if "text" not in item:
         raise InvalidInput("each memory needs a 'text'")
-    return MemoryInput(item["text"], item.get("scope"), item.get("kind", "note"), item.get("metadata") or {})
+    return MemoryInput(
+        item["text"], item.get("scope"), item.get("kind", "note"), item.get("metadata") or {},
+        item.get("key"), item.get("valid_from"),
+    )
 
 
 def _kind_filter(kinds: Sequence[str] | None) -> Any:
@@ -398,12 +589,16 @@ def _redact_metadata(metadata: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 def _recalled(record: VectorRecord, score: float) -> Recalled:
+    version = version_of(record)
     return Recalled(
         id=record.id,
         text=record.text,
         kind=record.kind,
         scope=record.scope,
         score=score,
-        metadata=dict(record.metadata),
+        metadata=user_metadata(record.metadata),
         created_at=record.created_at,
+        key=version.key,
+        valid_from=version.valid_from,
+        valid_to=version.valid_to,
     )

@@ -38,6 +38,7 @@ from fourfold.errors import (
 from fourfold.stores.database import Database
 from fourfold.stores.vector import (
     GLOBAL_SCOPE_KEY,
+    VERSION_KEY,
     VectorRecord,
     VectorStore,
     WriteTicket,
@@ -298,6 +299,14 @@ class SQLiteVectorStore(VectorStore):
             self._record(self.db.bump(conn, (_name(_unkey(s)) for s in scopes)))
             self._erased()
 
+    def update_metadata(self, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        rows = [(json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True), r.id) for r in records]
+        with self.writing(), self.db.write() as conn:
+            conn.executemany("UPDATE memories SET metadata = ? WHERE id = ?", rows)
+            self._record(self.db.bump(conn, {_name(r.scope) for r in records}))
+
     def delete_scope(self, scope: str) -> int:
         with self.writing(), self.db.write() as conn:
             removed = conn.execute("DELETE FROM memories WHERE scope = ?", (scope_key(scope),)).rowcount
@@ -329,6 +338,17 @@ class SQLiteVectorStore(VectorStore):
 
     def scan(self, scope: str | None) -> list[VectorRecord]:
         return self.scan_versioned(scope)[0]
+
+    def versioned(self, scope: str | None, ids: Sequence[str] = ()) -> list[VectorRecord]:
+        # The LIKE finds a superset (any metadata naming the entry); the exact test is below.
+        with self.db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND metadata LIKE ?",
+                (scope_key(scope), f'%"{VERSION_KEY}"%'),
+            )
+            found = {r.id: r for r in self._records(rows) if VERSION_KEY in r.metadata}
+        found.update((r.id, r) for r in self.get([i for i in ids if i not in found]) if r.scope == scope)
+        return list(found.values())
 
     def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
         with self.db.read() as conn:

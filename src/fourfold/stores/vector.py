@@ -11,17 +11,20 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from fourfold.embeddings.base import Vectors
 
-__all__ = ["GLOBAL_SCOPE_KEY", "VectorRecord", "VectorStore", "scope_key"]
+__all__ = ["GLOBAL_SCOPE_KEY", "VERSION_KEY", "VectorRecord", "VectorStore", "scope_key"]
 
 #: How the unscoped space (scope=None) is stored; user scopes are never empty strings.
 GLOBAL_SCOPE_KEY = ""
+#: The metadata entry holding a memory's version bookkeeping (`fourfold.longterm.versions`):
+#: stores keep it like any metadata and only need to find the records that carry it.
+VERSION_KEY = "ff_version"
 
 
 def scope_key(scope: str | None) -> str:
@@ -132,6 +135,29 @@ class VectorStore(ABC):
     @abstractmethod
     def scopes(self) -> list[str | None]:
         """Every scope that holds at least one record."""
+
+    def versioned(self, scope: str | None, ids: Sequence[str] = ()) -> list[VectorRecord]:
+        """The scope's records with one of `ids`, and every record of it that carries a
+        `VERSION_KEY` entry in its metadata: what a versioned write must see.
+
+        This default scans the scope; a store that can filter on its side should.
+        """
+        wanted = set(ids)
+        return [r for r in self.scan(scope) if r.id in wanted or VERSION_KEY in r.metadata]
+
+    def update_metadata(self, records: Sequence[VectorRecord]) -> None:
+        """Store new metadata for records that exist (everything else about them is kept).
+
+        This default deletes and adds them again in one write block; a store that can
+        update a row in place should (a delete is an erasure, which can cost more).
+        """
+        if not records:
+            return
+        with self.writing():
+            stored = {r.id: r for r in self.get([r.id for r in records])}
+            kept = [replace(stored[r.id], metadata=dict(r.metadata)) for r in records if r.id in stored]
+            self.delete([r.id for r in kept])
+            self.add(kept)
 
     @contextmanager
     def writing(self) -> Iterator[WriteTicket]:
