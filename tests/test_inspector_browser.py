@@ -43,6 +43,7 @@ def _seed(data: Path) -> None:
         lt.remember("Has a premium plan since 2021", scope=ANN, kind="fact")
         lt.remember("Wants invoices in Portuguese", scope="customer:forget-me", kind="preference")
         lt.remember("Keeps nothing important", scope="customer:erase-me", kind="note")
+        lt.remember("Prefers email", scope="customer:edit-me", kind="preference", key="contact_channel")
         lt.remember("Hostile scope's memory", scope=HOSTILE_SCOPE)
         mem.episodes.record(goal="Invoice PDF download fails with 502", actions=["lookup_policy(invoices)"],
                             outcome="Fixed by clearing the browser cache", success=True, scope=ANN)
@@ -254,6 +255,28 @@ def test_forgetting_a_memory_from_the_page_removes_it_from_the_store(ui: Page, d
     ui.ready()
     assert page.locator("li.memory").count() == 0
     assert _memories(data_dir, "customer:forget-me") == []
+
+
+def test_editing_a_memory_makes_a_new_version_shown_in_its_history(ui: Page, live: LiveService, data_dir: Path) -> None:
+    if not httpx.get(f"{live.url}/v1/inspector/features").json()["versions"]:
+        pytest.skip("the service has no memory versions route (POST/GET /v1/memories/{id}/versions) yet")
+    page = ui.open("#/scope?name=customer%3Aedit-me")
+    page.get_by_role("button", name="Edit: Prefers email").click()
+    page.fill("li.memory textarea", "Prefers text messages now")
+    page.evaluate("document.querySelector('main').dataset.ready = '0'")
+    page.get_by_role("button", name="Save as a new version").click()
+    ui.ready()
+    assert page.locator("li.memory .text").all_inner_texts() == ["Prefers text messages now"]
+    with _store(data_dir) as mem:
+        (current,) = mem.long_term.all(scope="customer:edit-me")
+        old, new = mem.long_term.history(current.id)
+    assert (old.text, new.text) == ("Prefers email", "Prefers text messages now")
+    assert old.valid_to is not None and new.valid_to is None and new.key == "contact_channel"
+    page.get_by_role("button", name="History: Prefers text messages now").click()
+    versions = page.locator("ol.versions > li")
+    versions.nth(1).wait_for()
+    assert "superseded" in versions.nth(0).inner_text() and "current" in versions.nth(1).inner_text()
+    assert "Prefers email" in versions.nth(0).inner_text()
 
 
 def test_erasing_a_scope_asks_for_its_name_first(ui: Page, data_dir: Path) -> None:

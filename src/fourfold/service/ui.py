@@ -49,6 +49,9 @@ CSP = (
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: The REST route of a memory's versions (POST: a new version, GET: its history), which the
+#: page's Edit and History use.
+VERSIONS_ROUTE = "/v1/memories/{memory_id}/versions"
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
           ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
@@ -213,9 +216,10 @@ def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool) -> APIR
     Scope = Annotated[str | None, Query(description="The scope; omit it for your unscoped space.")]
 
     @api.get("/inspector/features", tags=["inspector"])
-    def features(mem: Mem) -> dict[str, bool]:
-        """What this service offers the inspector: memory versions, and the case review queue."""
-        return {"versions": callable(getattr(mem.long_term, "history", None)), "review_cases": review_cases}
+    def features(request: Request, mem: Mem) -> dict[str, bool]:
+        """What this service offers the inspector: memory versions (edit, history), the case review queue."""
+        paths = request.app.openapi()["paths"]  # built once, then cached by FastAPI
+        return {"versions": VERSIONS_ROUTE in paths, "review_cases": review_cases}
 
     @api.get("/scopes", tags=["inspector"])
     def scopes(mem: Mem) -> dict[str, Any]:

@@ -81,7 +81,7 @@ function editInline(cell, m, ctx) {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
-      await post(`/v1/memories/${path(m.id)}/update`, { text: area.value });
+      await post(`/v1/memories/${path(m.id)}/versions`, { text: area.value });
       status("Saved: a new version replaces the old one (see History).");
       await ctx.refresh();
     } catch (err) {
@@ -96,7 +96,7 @@ async function showHistory(item, toggle, m) {
   const shown = item.querySelector(".versions");
   toggle.setAttribute("aria-expanded", String(!shown));
   if (shown) { shown.remove(); return; }
-  const { results } = await get(`/v1/memories/${path(m.id)}/history`);
+  const { results } = await get(`/v1/memories/${path(m.id)}/versions`);
   item.append(h("ol", { class: "versions", "aria-label": "Versions, oldest first" }, results.map((v) =>
     h("li", { class: v.valid_to ? "superseded" : "current" },
       h("span", { class: "text" }, v.text), " ",
