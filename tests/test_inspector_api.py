@@ -5,6 +5,7 @@ The page itself is tested in a real browser in test_inspector_browser.py."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -349,3 +350,56 @@ def test_the_review_routes(tmp_path: Path) -> None:
         assert c.post(f"/v1/cases/{case_id}/review", json={"approve": False}).status_code == 404
     tenants.close()
     keys.close()
+
+
+# -- `fourfold ui` -------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> list[str]:
+    from fourfold.service.testing import cli_command
+
+    return cli_command(*args)
+
+
+def test_fourfold_ui_serves_on_loopback_and_opens_the_browser(tmp_path: Path) -> None:
+    """`fourfold ui DATA_DIR` binds 127.0.0.1 and opens /ui with the user's browser ($BROWSER
+    here: a script that records the address it was given)."""
+    import time
+
+    import httpx
+
+    from fourfold.service.testing import free_port
+
+    data = tmp_path / "data"
+    with Memory.open(data, embedder=EMBEDDER) as m:
+        m.long_term.remember("Prefers email", scope="customer:ann")
+    opened = tmp_path / "opened.txt"
+    recorder = tmp_path / "browser.sh"
+    recorder.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    recorder.chmod(0o755)
+    port = free_port()
+    env = {**os.environ, "BROWSER": str(recorder), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(_cli("--embedder", "hash", "--model", "offline", "ui", str(data), "--port", str(port)),
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not opened.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert opened.read_text().strip() == f"http://127.0.0.1:{port}/ui"
+        page = httpx.get(f"http://127.0.0.1:{port}/ui")
+        assert page.status_code == 200 and page.headers["content-security-policy"] == CSP
+        scopes = httpx.get(f"http://127.0.0.1:{port}/v1/scopes").json()["scopes"]
+        assert [s["scope"] for s in scopes] == ["customer:ann"]
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_fourfold_ui_on_a_missing_data_dir_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "data"
+    out = subprocess.run(_cli("--embedder", "hash", "ui", str(missing), "--no-browser"), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode != 0 and "no fourfold data dir" in out.stderr
+    assert not (tmp_path / "nope").exists()

@@ -130,8 +130,8 @@ class BrowserGuard:
 
     - /ui, and any request a browser marks (`Origin`, `Sec-Fetch-Site`), must name an allowed
       `Host` (DNS rebinding);
-    - a browser's request must come from this service's own origin (`Origin` equal to
-      scheme://Host, `Sec-Fetch-Site: same-origin`);
+    - a browser's request must come from this service's own origin (`Origin` naming the
+      `Host`, `Sec-Fetch-Site: same-origin`);
     - a browser's write without an `Authorization` header must carry `X-Fourfold-Request`.
 
     Clients that are not browsers (curl, the Python client, MCP) send none of these headers
@@ -160,7 +160,8 @@ class BrowserGuard:
         path = str(scope.get("path", ""))
         if (browser or path == "/ui" or path.startswith("/ui/")) and not self._host_ok(host):
             return f"host {host[:80]!r} is not one this service answers browsers on (start it with --allow-host)"
-        if origin is not None and origin != f"{scope.get('scheme', 'http')}://{host}":
+        # Host and port must match; the scheme may differ behind a proxy that ends TLS.
+        if origin is not None and (urlsplit(origin).netloc.lower() != host.lower() or not host):
             return "cross-origin requests are refused"
         if site is not None and site not in ("same-origin", "none"):
             return f"cross-site requests are refused (Sec-Fetch-Site: {site[:20]})"
