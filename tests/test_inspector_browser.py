@@ -47,6 +47,8 @@ def _seed(data: Path) -> None:
         lt.remember("Hostile scope's memory", scope=HOSTILE_SCOPE)
         mem.episodes.record(goal="Invoice PDF download fails with 502", actions=["lookup_policy(invoices)"],
                             outcome="Fixed by clearing the browser cache", success=True, scope=ANN)
+        mem.episodes.record(goal="A ticket to delete", actions=[], outcome="closed", success=True,
+                            scope="customer:episode-gone")
         mem.episodes.record(goal="Refund for a damaged parcel", actions=[], outcome="Refund refused: too late",
                             success=False, scope=ANN)
         mem.conversations.save(Thread(ANN, messages=(
@@ -277,6 +279,17 @@ def test_editing_a_memory_makes_a_new_version_shown_in_its_history(ui: Page, liv
     versions.nth(1).wait_for()
     assert "superseded" in versions.nth(0).inner_text() and "current" in versions.nth(1).inner_text()
     assert "Prefers email" in versions.nth(0).inner_text()
+
+
+def test_deleting_an_episode_from_the_page_erases_it(ui: Page, data_dir: Path) -> None:
+    page = ui.open("#/scope?name=customer%3Aepisode-gone")
+    page.locator("li.episode").get_by_role("button", name="Delete episode").click()
+    page.evaluate("document.querySelector('main').dataset.ready = '0'")
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    ui.ready()
+    assert page.locator("li.episode").count() == 0
+    with _store(data_dir) as mem:
+        assert mem.episodes.episodes(scope="customer:episode-gone") == []
 
 
 def test_erasing_a_scope_asks_for_its_name_first(ui: Page, data_dir: Path) -> None:
