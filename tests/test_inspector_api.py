@@ -130,6 +130,23 @@ def test_dns_rebinding_is_refused_by_host(client: TestClient) -> None:
     assert client.get("/ui", headers={"Host": "localhost:8765"}).status_code == 200
 
 
+@pytest.mark.parametrize(("allowed", "host", "status"), [
+    (["127.0.0.1", "inspector.example"], "inspector.example:8765", 200),
+    (["127.0.0.1", "inspector.example"], "other.example:8765", 403),
+    (None, "any.example:8765", 200),  # a wildcard bind without --allow-host: keys guard it
+])
+def test_the_hosts_a_browser_may_use_are_configurable(tmp_path: Path, allowed: list[str] | None, host: str,
+                                                      status: int) -> None:
+    tenants = Tenants(tmp_path, embedder=EMBEDDER)
+    keys = KeyStore(tmp_path / "fourfold.sqlite3")
+    app = create_app(tenants, keys, mount_mcp=False, allowed_hosts=allowed)
+    with TestClient(app, base_url=f"http://{host}") as c:
+        assert c.get("/ui").status_code == status
+        assert c.get("/v1/scopes", headers={"Origin": f"http://{host}"}).status_code == (401 if status == 200 else 403)
+    tenants.close()
+    keys.close()
+
+
 @pytest.mark.parametrize("headers", [
     {"Origin": "http://attacker.example"},
     {"Origin": "http://localhost:8765"},  # another origin, though a loopback one

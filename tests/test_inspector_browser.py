@@ -191,6 +191,7 @@ def test_why_was_this_recalled_shows_each_score_and_its_parts(ui: Page, shots: P
     assert words["email"].split()[0] == "text" and words["may"].split()[0] == "date"
     assert words["sunday"].split()[0] == "context"  # lent by the next memory of thread t1
     assert "2023-05-09" in first.inner_text() and "(as returned)" in first.inner_text()
+    assert page.locator("main script").count() == 0 and page.title() == TITLE
     scores = [float(s) for s in results.locator(".score").all_inner_texts()]
     assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
     page.screenshot(path=str(shots / "inspector-why.png"), full_page=True)

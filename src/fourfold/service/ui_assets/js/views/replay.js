@@ -44,5 +44,5 @@ function show(out, r) {
     used("Shared cases", rep.cases, (e) => `${e.goal} → ${e.outcome}`),
     used("Documents", rep.docs, (d) => `${d.source}#${d.position}: ${d.text}`),
     section("System prompt", pre(r.system_prompt, "prompt")),
-    section(`Messages sent (${r.messages.length})`, pre(r.messages)));
+    section(`The first request's messages (${r.messages.length}), as sent`, pre(r.messages)));
 }
