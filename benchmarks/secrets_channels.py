@@ -5,6 +5,15 @@ documents (the secret with prose around it), facts, the support agent's conversa
 what it sent to the model), MCP tools, and the REST API. Each channel writes into its own
 data dir, so a secret found on disk names the channel that let it through.
 
+With `postgres=` (a running `fourfold.testing.postgres.PostgresServer`), PostgreSQL is the
+engine instead: each channel writes into its own schema, and after each channel a CHECKPOINT
+puts every change on disk and the server's whole data directory (tables, indexes, TOAST, WAL
+in pg_wal/) and its log are scanned. A secret first seen there after a channel is that
+channel's leak. So that the scan reads stored values as they are, the benchmark's schemas
+store every column uncompressed (`SET STORAGE EXTERNAL`): PostgreSQL compresses values of
+rows over about 2 kB (a document chunk with its vector), and a compressed secret would be
+invisible to a byte scan, not absent. `run` checks afterwards that no value was compressed.
+
     secrets: caught=N of M leaked_channels=N false_positives=N of K
 
 caught: corpus secrets found nowhere, in any channel's reads or files; leaked_channels:
@@ -41,10 +50,21 @@ class SecretsResult:
     leaked_channels: dict[str, list[str]] = field(default_factory=dict)  # channel -> kinds found
     false_positives: list[str] = field(default_factory=list)
     ordinary: int = 0
+    missed: set[int] = field(default_factory=set)  # indices in SECRETS of the secrets found somewhere
 
-    def line(self) -> str:
-        return (f"secrets: caught={self.caught} of {self.total} leaked_channels={len(self.leaked_channels)} "
+    def line(self, engine: str = "") -> str:
+        label = f"secrets ({engine})" if engine else "secrets"
+        return (f"{label}: caught={self.caught} of {self.total} leaked_channels={len(self.leaked_channels)} "
                 f"false_positives={len(self.false_positives)} of {self.ordinary}")
+
+
+def combine(results: dict[str, SecretsResult]) -> SecretsResult:
+    """One result for several engines: a secret is caught only if caught on every engine."""
+    missed = set().union(*(r.missed for r in results.values()))
+    leaked = {f"{channel} ({engine})": kinds for engine, r in results.items() for channel, kinds in r.leaked_channels.items()}
+    changed = list(dict.fromkeys(s for r in results.values() for s in r.false_positives))
+    return SecretsResult(total=len(SECRETS), caught=len(SECRETS) - len(missed), leaked_channels=leaked,
+                         false_positives=changed, ordinary=len(ORDINARY), missed=missed)
 
 
 def markers(secret: str) -> list[str]:
@@ -61,14 +81,109 @@ def _files(root: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
 
 
+def _hits(haystack: bytes) -> set[int]:
+    """Indices of the corpus secrets found in `haystack`."""
+    return {i for i, case in enumerate(SECRETS) if _found(case.secret, haystack)}
+
+
+#: Where one channel's Memory lives: a data dir, or a postgresql:// URL.
+Target = Path | str
+
+
+class SQLiteEngine:
+    """Each channel in its own data dir under `root`; its disk is every file there."""
+
+    name = "sqlite"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def target(self, channel: str) -> Target:
+        return self.root / _slug(channel)
+
+    def keys(self, channel: str) -> Target:
+        return self.root / _slug(channel) / "keys.sqlite3"
+
+    def prepare(self) -> None:
+        """Nothing to do: SQLite stores text as it is."""
+
+    def disk(self, channel: str) -> set[int]:
+        return _hits(_files(self.root / _slug(channel)))
+
+    def check(self) -> None:
+        """Nothing to check."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+class PostgresEngine:
+    """Each channel in its own schema of one PostgreSQL; its disk is the server's whole data
+    directory and log, so a secret is charged to the first channel after which it shows."""
+
+    name = "postgres"
+
+    def __init__(self, server: Any) -> None:
+        import psycopg
+
+        self.server = server
+        self.conn = psycopg.connect(server.url, autocommit=True)
+        self.seen: set[int] = set()
+
+    def target(self, channel: str) -> Target:
+        return f"{self.server.url}?schema=secrets_{_slug(channel).replace('-', '_').lower()}"
+
+    def keys(self, channel: str) -> Target:
+        return self.target(channel)
+
+    def prepare(self) -> None:
+        """Store every column of fourfold's tables uncompressed (see the module doc)."""
+        columns = self._columns("a.attstorage IN ('x', 'm')")
+        for schema, table, column in columns:
+            self.conn.execute(f'ALTER TABLE "{schema}"."{table}" ALTER COLUMN "{column}" SET STORAGE EXTERNAL')
+        for schema, table in {(s, t) for s, t, _ in columns}:
+            self.conn.execute(f'ALTER TABLE "{schema}"."{table}" SET (toast_tuple_target = 8160)')
+
+    def disk(self, channel: str) -> set[int]:
+        self.conn.execute("CHECKPOINT")
+        log = self.server.root / "server.log"
+        found = _hits(_files(self.server.data_dir) + (log.read_bytes() if log.exists() else b"")) - self.seen
+        self.seen |= found
+        return found
+
+    def check(self) -> None:
+        """Fail loudly if any stored value was compressed: the scan could not have seen it."""
+        for schema, table, column in self._columns("a.attlen = -1"):  # every variable-length column
+            row = self.conn.execute(
+                f'SELECT count(*) FROM "{schema}"."{table}" WHERE pg_column_compression("{column}") IS NOT NULL'
+            ).fetchone()
+            if row and row[0]:
+                raise RuntimeError(f"{row[0]} compressed values in {schema}.{table}.{column}: the byte scan is blind")
+
+    def _columns(self, condition: str) -> list[tuple[str, str, str]]:
+        """(schema, table, column) of the benchmark's schemas' table columns meeting `condition`."""
+        return self.conn.execute(
+            "SELECT n.nspname, c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND a.attnum > 0 "
+            f"AND NOT a.attisdropped AND {condition} AND starts_with(n.nspname, 'secrets_')"
+        ).fetchall()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+Engine = SQLiteEngine | PostgresEngine
+
+
 # A vector store factory: None is the default (on-disk) store; tests pass a fast in-memory
 # one, the benchmark keeps the default so that the byte scan covers its files.
 StoreFactory = Callable[[], Any] | None
 
 
 @contextmanager
-def _memory(root: Path, store: StoreFactory) -> Iterator[Memory]:
-    with Memory.open(root, embedder=EMBEDDER, vector_store=store() if store else None) as mem:
+def _memory(target: Target, store: StoreFactory, engine: Engine) -> Iterator[Memory]:
+    with Memory.open(target, embedder=EMBEDDER, vector_store=store() if store else None) as mem:
+        engine.prepare()  # the stores' tables exist now, and nothing is written yet
         yield mem
 
 
@@ -118,20 +233,22 @@ _LIBRARY_CHANNELS: dict[str, Callable[[Memory, int, str], None]] = {
 }
 
 
-def _library_channel(root: Path, write: Callable[[Memory, int, str], None], texts: list[str], store: StoreFactory) -> bytes:
-    with _memory(root, store) as mem:
+def _library_channel(
+    target: Target, write: Callable[[Memory, int, str], None], texts: list[str], store: StoreFactory, engine: Engine
+) -> bytes:
+    with _memory(target, store, engine) as mem:
         for i, text in enumerate(texts):
             write(mem, i, text)
         mem.episodes.similar_successes("ticket rotated", k=3)  # writes the vector cache too
         return _stored_reads(mem)
 
 
-def _agent_channel(root: Path, texts: list[str], store: StoreFactory) -> bytes:
+def _agent_channel(target: Target, texts: list[str], store: StoreFactory, engine: Engine) -> bytes:
     from fourfold.agent import SupportAgent
     from fourfold.models import ChatResponse, ScriptedModel
 
     model = ScriptedModel(lambda *_: ChatResponse(text="ok"))
-    with _memory(root, store) as mem:
+    with _memory(target, store, engine) as mem:
         agent = SupportAgent(mem, model, doc_k=0)
         for i, text in enumerate(texts):
             agent.turn(f"c{i}", f"Here is my info: {text}")
@@ -139,13 +256,13 @@ def _agent_channel(root: Path, texts: list[str], store: StoreFactory) -> bytes:
         return _stored_reads(mem) + json.dumps(model.requests, ensure_ascii=False, default=str).encode()
 
 
-def _mcp_channel(root: Path, texts: list[str], store: StoreFactory) -> bytes:
+def _mcp_channel(target: Target, texts: list[str], store: StoreFactory, engine: Engine) -> bytes:
     import anyio
     from mcp import Client
 
     from fourfold.service.mcp import build_mcp_server
 
-    with _memory(root, store) as mem:
+    with _memory(target, store, engine) as mem:
         async def main() -> None:
             async with Client(build_mcp_server(lambda _r: mem, scope="user:me")) as client:
                 for text in texts:
@@ -157,18 +274,20 @@ def _mcp_channel(root: Path, texts: list[str], store: StoreFactory) -> bytes:
         return _stored_reads(mem)
 
 
-def _rest_channel(root: Path, texts: list[str], store: StoreFactory) -> bytes:
+def _rest_channel(target: Target, keys_at: Target, texts: list[str], store: StoreFactory, engine: Engine) -> bytes:
     from fastapi.testclient import TestClient
 
     from fourfold.service.app import create_app
     from fourfold.service.keys import KeyStore
     from fourfold.service.tenancy import Tenants
 
-    tenants = Tenants(root, embedder=EMBEDDER, vector_store=(lambda _t: store()) if store else None)
-    keys = KeyStore(root / "keys.sqlite3")
+    tenants = Tenants(target, embedder=EMBEDDER, vector_store=(lambda _t: store()) if store else None)
+    keys = KeyStore(keys_at)
     try:
         client = TestClient(create_app(tenants, keys, mount_mcp=False))
         auth = {"Authorization": f"Bearer {keys.create('acme')[1]}"}
+        tenants.get("acme")
+        engine.prepare()  # the tenant's tables exist now
         answers = []
         for i, text in enumerate(texts):
             for path, body in [
@@ -183,8 +302,8 @@ def _rest_channel(root: Path, texts: list[str], store: StoreFactory) -> bytes:
         keys.close()
 
 
-def _false_positives(root: Path, store: StoreFactory) -> list[str]:
-    with _memory(root, store) as mem:
+def _false_positives(target: Target, store: StoreFactory, engine: Engine) -> list[str]:
+    with _memory(target, store, engine) as mem:
         changed = []
         for sentence in ORDINARY:
             stored = mem.long_term.remember_many([{"text": sentence, "scope": "customer:o"}])[0]
@@ -193,36 +312,43 @@ def _false_positives(root: Path, store: StoreFactory) -> list[str]:
         return changed
 
 
-def run(root: Path, *, vector_store: StoreFactory = None) -> SecretsResult:
-    """Every secret through every channel under `root`; then scan each channel's files."""
-    store = vector_store
+def run(root: Path, *, vector_store: StoreFactory = None, postgres: Any = None) -> SecretsResult:
+    """Every secret through every channel; then scan each channel's files.
+
+    On SQLite (the default) each channel has a data dir under `root`. With `postgres` (a
+    started PostgresServer) every channel keeps everything in its own schema of it, and the
+    scan reads the server's data directory and log (see the module doc).
+    """
+    engine: Engine = PostgresEngine(postgres) if postgres is not None else SQLiteEngine(root)
+    store = vector_store if postgres is None else None
     texts = [c.text for c in SECRETS]
-    reads: dict[str, bytes] = {}
-    for name, write in _LIBRARY_CHANNELS.items():
-        reads[name] = _library_channel(root / _slug(name), write, texts, store)
-    reads["agent conversation"] = _agent_channel(root / "agent", texts, store)
-    reads["mcp"] = _mcp_channel(root / "mcp", texts, store)
-    reads["rest"] = _rest_channel(root / "rest", texts, store)
     leaked: dict[str, list[str]] = {}
     missed: set[int] = set()
-    for name, read in reads.items():
-        haystack = read + _files(root / _slug(name) if name in _LIBRARY_CHANNELS else root / _dir(name))
-        hits = [i for i, case in enumerate(SECRETS) if _found(case.secret, haystack)]
-        if hits:
-            leaked[name] = sorted({SECRETS[i].kind for i in hits})
-            missed.update(hits)
-    result = SecretsResult(total=len(SECRETS), caught=len(SECRETS) - len(missed), leaked_channels=leaked)
-    result.false_positives = _false_positives(root / "ordinary", store)
-    result.ordinary = len(ORDINARY)
-    return result
+    try:
+        for name in [*_LIBRARY_CHANNELS, "agent conversation", "mcp", "rest"]:
+            target = engine.target(name)
+            if name in _LIBRARY_CHANNELS:
+                read = _library_channel(target, _LIBRARY_CHANNELS[name], texts, store, engine)
+            elif name == "agent conversation":
+                read = _agent_channel(target, texts, store, engine)
+            elif name == "mcp":
+                read = _mcp_channel(target, texts, store, engine)
+            else:
+                read = _rest_channel(target, engine.keys(name), texts, store, engine)
+            hits = _hits(read) | engine.disk(name)
+            if hits:
+                leaked[name] = sorted({SECRETS[i].kind for i in hits})
+                missed.update(hits)
+        false_positives = _false_positives(engine.target("ordinary"), store, engine)
+        engine.check()
+    finally:
+        engine.close()
+    return SecretsResult(total=len(SECRETS), caught=len(SECRETS) - len(missed), leaked_channels=leaked,
+                         false_positives=false_positives, ordinary=len(ORDINARY), missed=missed)
 
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name)
-
-
-def _dir(name: str) -> str:
-    return {"agent conversation": "agent", "mcp": "mcp", "rest": "rest"}[name]
 
 
 def describe(result: SecretsResult) -> Iterable[str]:

@@ -24,8 +24,10 @@ def _mode(path: Path) -> int:
 
 
 def test_private_dir_is_0700_with_its_new_parents_and_narrows_an_existing_one(tmp_path: Path) -> None:
+    before = _mode(tmp_path)
     made = private_dir(tmp_path / "a" / "b")
-    assert _mode(made) == 0o700
+    assert _mode(made) == _mode(tmp_path / "a") == 0o700  # the new parent too
+    assert _mode(tmp_path) == before  # an existing parent is not ours to narrow
     existing = tmp_path / "open"
     existing.mkdir(mode=0o755)
     assert _mode(private_dir(existing)) == 0o700
@@ -69,3 +71,33 @@ def test_every_file_and_folder_of_a_data_dir_is_private_whatever_the_umask(tmp_p
                 assert _mode(path) == (0o700 if path.is_dir() else 0o600), path
     finally:
         os.umask(old_umask)
+
+
+def _open_modes(root: Path) -> list[str]:
+    """Every folder under `root` (itself included) not 0700 and every file not 0600."""
+    return [f"{oct(_mode(p))} {p.relative_to(root.parent)}" for p in [root, *sorted(root.rglob("*"))]
+            if _mode(p) != (0o700 if p.is_dir() else 0o600)]
+
+
+def test_a_chroma_data_dir_and_a_served_tenant_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    """Embedded Chroma writes its database and index files with the umask's modes (0644); the
+    service's tenants folder was made 0755. Both must be private like the rest."""
+    from fourfold import Memory
+    from fourfold.embeddings import HashEmbedder
+    from fourfold.service.keys import KeyStore
+    from fourfold.service.tenancy import Tenants
+
+    with Memory.open(tmp_path / "chroma", embedder=HashEmbedder(), store="chroma") as mem:
+        mem.long_term.remember_many([{"text": f"Customer {i} prefers email", "scope": "c1"} for i in range(50)])
+        assert any(p.name == "chroma.sqlite3" for p in (tmp_path / "chroma").rglob("*"))
+        assert _open_modes(tmp_path / "chroma") == []
+    tenants = Tenants(tmp_path / "served", embedder=HashEmbedder())
+    keys = KeyStore(tmp_path / "served" / "fourfold.sqlite3")
+    try:
+        keys.create("acme")
+        tenants.get("acme").long_term.remember("Prefers email", scope="c1")
+        assert (tmp_path / "served" / "tenants" / "acme").is_dir()
+        assert _open_modes(tmp_path / "served") == []
+    finally:
+        tenants.close()
+        keys.close()

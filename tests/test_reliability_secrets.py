@@ -10,7 +10,10 @@ stored there at all, so `facts.set` should refuse it, not rewrite it.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,6 +23,9 @@ from fourfold.embeddings import HashEmbedder
 from fourfold.models import ScriptedModel
 from fourfold.shortterm.threads import Thread
 from test_text import ORDINARY, SECRETS, _secret_of
+
+if TYPE_CHECKING:
+    from fourfold.testing.postgres import PostgresServer
 
 
 def _files(root: Path) -> bytes:
@@ -99,15 +105,67 @@ def test_ordinary_support_sentences_are_stored_unchanged_in_every_store(tmp_path
         assert users == ORDINARY[:40]
 
 
-def test_the_corpus_through_every_channel_leaves_no_secret_in_reads_or_files(tmp_path: Path) -> None:
-    """The benchmark's workload (benchmarks/secrets_channels.py), 40+ formats x 8 channels."""
+def _channels():  # type: ignore[no-untyped-def]
+    """benchmarks/secrets_channels.py, the benchmark's workload."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import secrets_channels
+
+    return secrets_channels
+
+
+def test_the_corpus_through_every_channel_leaves_no_secret_in_reads_or_files(tmp_path: Path) -> None:
+    """The benchmark's workload (benchmarks/secrets_channels.py), 40+ formats x 8 channels."""
     from fourfold.stores import InMemoryVectorStore
+
+    secrets_channels = _channels()
 
     embedder = secrets_channels.EMBEDDER
     result = secrets_channels.run(tmp_path, vector_store=lambda: InMemoryVectorStore(embedder_identity=embedder.identity))
     assert result.leaked_channels == {}
     assert (result.caught, result.false_positives) == (result.total, [])
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL of this test's own: its data directory holds nothing but what the test wrote."""
+    from fourfold.testing.postgres import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_corpus_leaves_no_secret_in_its_data_directory_or_wal(
+    tmp_path: Path, own_postgres: PostgresServer
+) -> None:
+    """Every channel with PostgreSQL as the engine; after a CHECKPOINT, a byte scan of the
+    server's data directory (tables, TOAST, indexes, pg_wal/) and log finds no secret."""
+    result = _channels().run(tmp_path, postgres=own_postgres)
+    assert result.leaked_channels == {}
+    assert (result.caught, result.false_positives) == (result.total, [])
+
+
+@pytest.mark.postgres
+def test_the_postgresql_scan_sees_a_secret_written_in_clear(own_postgres: PostgresServer) -> None:
+    """The control: a secret stored unredacted (around it, prose PostgreSQL would compress) is
+    found on disk, in the table or the WAL; and a compressed value is reported, not missed."""
+    channels = _channels()
+    engine = channels.PostgresEngine(own_postgres)
+    try:
+        case = channels.SECRETS[0]
+        prose = "The nightly export copies the order tables to the warehouse. " * 60
+        for schema, raw in (("control", True), ("compressed", False)):
+            with Memory.open(engine.target(schema), embedder=HashEmbedder()):
+                if raw:
+                    engine.prepare()
+            table = engine.target(schema).rsplit("schema=", 1)[1]
+            engine.conn.execute(f'INSERT INTO "{table}".meta (name, value) VALUES (%s, %s)',
+                                (schema, prose + case.secret + prose))
+            if raw:
+                assert engine.disk("control") == {0}
+        with pytest.raises(RuntimeError, match=re.escape("compressed values in secrets_compressed.meta.value")):
+            engine.check()
+    finally:
+        engine.close()

@@ -253,6 +253,21 @@ def test_token_budget_keeps_the_exchange_in_progress_by_cutting_a_huge_tool_inpu
     assert written.startswith("xxx") and written.endswith(TRUNCATION_MARKER.format(n=50_000 - written.index("…")))
 
 
+def test_token_budget_cuts_texts_before_it_cuts_a_tool_input() -> None:
+    # A long pasted spec, then a pending write call whose file fits the budget only if the
+    # spec is shortened: the call stays verbatim (it is what the model did), the spec is cut.
+    spec = {"role": "user", "content": "Task: write this spec to disk. " + "The spec says. " * 1000}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_9", "name": "write",
+                                              "input": {"path": "spec.md", "content": "y" * 30_000}}]}
+    messages = [spec, {"role": "assistant", "content": "Sure."}, {"role": "user", "content": "Do it."}, call]
+    budget = EstimateCounter().count([call]) + 1000
+    out = TokenBudget(budget)(messages)
+    assert EstimateCounter().count(out) <= budget
+    assert out[1:] == [call]
+    assert out[0]["content"].startswith("Task: write this spec")
+    assert TRUNCATION_MARKER.split("{")[0] in out[0]["content"]
+
+
 def test_token_budget_raises_rather_than_drop_the_newest_turn() -> None:
     reply = {"role": "assistant", "content": "I found the duplicate charge and will refund it. " * 5}
     budget = TokenBudget(30)

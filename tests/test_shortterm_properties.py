@@ -315,6 +315,54 @@ def test_token_budget_drops_as_few_old_turns_as_fit_and_cuts_only_when_it_must(
         assert EstimateCounter().count(render(parts, earlier[-1]), system=prompt) > budget
 
 
+def with_calls_of(shortened: Sequence[Message], originals: Sequence[Message]) -> list[Message]:
+    """`shortened` with each tool_use block put back as it was in `originals` (same shapes)."""
+    out: list[Message] = []
+    for cut, original in zip(shortened, originals, strict=True):
+        content = cut.get("content")
+        if isinstance(content, list):
+            blocks = original["content"]
+            content = [b if b.get("type") != "tool_use" else blocks[i] for i, b in enumerate(content)]
+        out.append({**cut, "content": content})
+    return out
+
+
+@st.composite
+def file_writes(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A conversation whose newest turn writes a file, its result maybe still pending."""
+    messages = draw(conversations(openai=False))
+    if not messages or messages[-1]["role"] == "assistant":
+        messages.append({"role": "user", "content": draw(texts()) + " " + "spec " * draw(st.integers(0, 3000))})
+    file = "file " * draw(st.integers(100, 6000))
+    lead = [{"type": "text", "text": draw(texts())}] if draw(st.booleans()) else []
+    call = {"type": "tool_use", "id": "call_write", "name": "write", "input": {"path": "a.md", "content": file}}
+    messages.append({"role": "assistant", "content": [*lead, call]})
+    if draw(st.booleans()):
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_write", "content": draw(texts())}]})
+    return messages
+
+
+@SETTINGS
+@given(st.one_of(conversations(openai=False), file_writes()), st.integers(0, 100), PROMPTS)
+def test_token_budget_keeps_tool_calls_verbatim_when_cutting_texts_makes_room(
+    messages: list[dict[str, Any]], share: int, prompt: str
+) -> None:
+    # A budget between the floor (every text at its marker, the calls whole) and the whole
+    # newest turn: texts must give way, tool inputs must not.
+    kept = [*pinned(messages), *newest_turn(messages)]
+    counter = EstimateCounter()
+    floor = counter.count(with_calls_of(shortest(messages), kept), system=prompt)
+    budget = max(1, floor + share * max(counter.count(kept, system=prompt) - floor, 0) // 100)
+    out = apply(TokenBudget(budget), messages, system=prompt)
+    assert counter.count(out, system=prompt) <= budget
+    given_calls = tool_calls(messages)
+    assert all(call in given_calls for call in tool_calls(out))
+
+
+def tool_calls(messages: Sequence[Message]) -> list[Any]:
+    return [b for m in messages for b in content_blocks(m) if b.get("type") == "tool_use"]
+
+
 class Wordy:
     """A summarizer whose summaries outgrow the budgets below."""
 

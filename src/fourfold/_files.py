@@ -3,21 +3,42 @@ user can read a memory. Every store that creates files goes through these."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "private_dir", "private_file", "write_private"]
+__all__ = ["DIR_MODE", "FILE_MODE", "narrow_tree", "private_dir", "private_file", "write_private"]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:
-    """Create `path` (and missing parents) as 0700; an existing directory is narrowed to 0700."""
+    """Create `path` and its missing parents as 0700; an existing `path` is narrowed to 0700.
+
+    Parents that already exist keep their mode (a home directory is not ours to narrow).
+    """
     directory = Path(path)
+    missing = []
+    for folder in (directory, *directory.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
     directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)  # the mode is masked by umask...
-    os.chmod(directory, DIR_MODE)  # ...so set it outright
+    for folder in [*missing, directory]:
+        os.chmod(folder, DIR_MODE)  # ...so set it outright
     return directory
+
+
+def narrow_tree(root: str | os.PathLike[str]) -> None:
+    """Narrow every folder under `root` to 0700 and every file to 0600, for files another
+    library created with the umask's modes (embedded Chroma's database and index files)."""
+    for folder, dirs, files in os.walk(root):
+        for name, mode in [*((d, DIR_MODE) for d in dirs), *((f, FILE_MODE) for f in files)]:
+            path = os.path.join(folder, name)
+            with contextlib.suppress(FileNotFoundError):  # removed by its writer meanwhile
+                if os.lstat(path).st_mode & 0o077:
+                    os.chmod(path, mode)
 
 
 def private_file(path: str | os.PathLike[str], flags: int = os.O_RDWR | os.O_CREAT) -> int:

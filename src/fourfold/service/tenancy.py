@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fourfold._files import private_dir, private_file
 from fourfold._manifest import MANIFEST, check_manifest, store_kind
 from fourfold.embeddings.asymmetric import AsymmetricEmbedder
 from fourfold.embeddings.coalescing import CoalescingEmbedder, for_reader
@@ -147,7 +148,7 @@ class Tenants:
             return Memory.open(home, embedder=self.embedder, config=config, store="sqlite")
         from fourfold.stores.chroma import ChromaVectorStore
 
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(home)
         check_manifest(home, self.embedder.identity, store="chroma")  # before Chroma, as Memory.open does
         collection = config.collection if tenant == DEFAULT_TENANT else f"fourfold_t_{tenant}"
         store = ChromaVectorStore.persistent(
@@ -193,8 +194,8 @@ def _on_chroma(data_dir: Path) -> bool:
 
 def _hold_service_lock(data_dir: Path) -> int:
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(data_dir / SERVICE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        private_dir(data_dir)
+        fd = private_file(data_dir / SERVICE_LOCK)
     except OSError as exc:
         raise StoreUnavailable(f"cannot use the data dir {data_dir}: {exc.strerror}") from None
     try:

@@ -173,12 +173,16 @@ class TokenBudget(Strategy):
     - what is dropped is the oldest whole turns after the task, as few as fit the budget;
       a tool call is never kept without its results;
     - a message the budget cannot hold whole is kept shortened, never dropped: its longest
-      strings (texts, tool results, string values in a tool input) are cut, each ending in
-      TRUNCATION_MARKER; ids, names and keys stay, so tool pairs stay valid. A summary
-      message keeps its label (`is_summary` stays True). Every other message is verbatim.
+      texts and tool results are cut, each ending in TRUNCATION_MARKER; ids, names and keys
+      stay, so tool pairs stay valid. A summary message keeps its label (`is_summary` stays
+      True). Every other message is verbatim;
+    - tool calls (tool_use blocks) stay verbatim whenever the texts and tool results, cut
+      down to their markers, make room; only when they cannot are string values inside a
+      tool input (a written file, say) cut too, with the same marker.
 
     Raises BudgetExceeded (an InvalidInput) when even the system messages, the task and
-    the newest turn, shortened, exceed `max_tokens`: nothing is dropped silently instead.
+    the newest turn, with every string above cut down to its marker, exceed `max_tokens`:
+    nothing is dropped silently instead.
     """
 
     def __init__(
@@ -219,7 +223,7 @@ class TokenBudget(Strategy):
         least = self.counter.count(out, system=prompt)
         raise BudgetExceeded(
             f"max_tokens={self.max_tokens} cannot hold the system prompt and messages, the first "
-            f"request and the newest turn: they count {least} tokens with their texts cut"
+            f"request and the newest turn: they count {least} tokens with every string cut to its marker"
         )
 
     def _tail_fit(

@@ -1,8 +1,8 @@
 """Shrinking messages in place of dropping them: long strings cut, with a visible marker.
 
 What may be cut: a string content, a text block, a tool_result's content (a string or its
-text blocks), and any string value inside a tool_use input (a `write_file` call's file,
-say). Never a system message, a role, a block type, a tool id or name, or a key of a tool
+text blocks), and, only when cutting those to their markers cannot make room, any string
+value inside a tool_use input (a `write_file` call's file, say). Never a system message, a role, a block type, a tool id or name, or a key of a tool
 input, so a cut message keeps its shape and a tool call still pairs with its result. A
 summary message keeps its SUMMARY_PREFIX label, so `is_summary` still recognises it.
 """
@@ -105,12 +105,16 @@ Slot = tuple[int, Path]  # (message index, path in it)
 
 
 def shrink_to_fit(messages: Sequence[Message], fits: Fits) -> list[Message]:
-    """Cut every string longer than one common length, the largest length that `fits`.
+    """Cut strings to one common length, the largest that `fits`; tool inputs only if needed.
 
-    The longest strings lose the most and short ones stay whole, so no single text (a long
-    task, say) is emptied while another keeps thousands of characters. Returns the best it
-    could do, every cuttable string reduced to the marker at worst, which may still not
-    fit: the caller decides what then. System messages are never cut; nothing is mutated.
+    First only the texts and tool results are cut, every one longer than the common length,
+    so the longest lose the most and short ones stay whole (no single text, a long task say,
+    is emptied while another keeps thousands of characters). Tool-call inputs stay verbatim
+    in this step: an input is the record of what the model did, and a cut one reads as an
+    action it never took. Only when the texts cut to their markers still do not fit is every
+    string, tool inputs included, cut to one common length. Returns the best it could do,
+    every cuttable string reduced to its marker at worst, which may still not fit: the caller
+    decides what then. System messages are never cut; nothing is mutated.
     """
     originals = list(messages)
     texts = {
@@ -121,9 +125,25 @@ def shrink_to_fit(messages: Sequence[Message], fits: Fits) -> list[Message]:
     }
     if not texts or fits(originals):
         return originals
-    lo, hi = 0, max(len(t) for t in texts.values())
+    prose = {slot: text for slot, text in texts.items() if not _in_tool_input(slot[1])}
+    for cuttable in (prose, texts) if len(prose) < len(texts) else (texts,):
+        found = _largest_fitting(originals, cuttable, fits)
+        if found is not None:
+            return found
+    return _capped(originals, texts, 0)
+
+
+def _in_tool_input(path: Path) -> bool:
+    return len(path) > 2 and path[2] == "input"
+
+
+def _largest_fitting(
+    originals: list[Message], texts: dict[Slot, str], fits: Fits
+) -> list[Message] | None:
+    """The messages with `texts` cut to the largest common length that fits, or None."""
+    lo, hi = 0, max((len(t) for t in texts.values()), default=0)
     if not fits(_capped(originals, texts, lo)):
-        return _capped(originals, texts, lo)
+        return None
     while lo < hi:  # the largest length that fits; counts grow with it
         mid = (lo + hi + 1) // 2
         if fits(_capped(originals, texts, mid)):

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from fourfold._files import narrow_tree, private_dir, private_file
 from fourfold._locks import FileLock
 from fourfold.embeddings.base import Embedder
 from fourfold.errors import EmbedderMismatch, FourfoldError, MissingDependency, StoreUnavailable
@@ -184,8 +185,7 @@ class ChromaVectorStore(VectorStore):
     ) -> ChromaVectorStore:
         """Embedded Chroma on disk; writes from several processes are serialized by a file lock."""
         chromadb = _chromadb()
-        root = Path(path)
-        root.mkdir(parents=True, exist_ok=True)
+        root = private_dir(path)
         lock = FileLock(root / ".fourfold-write.lock", timeout=lock_timeout, hint=_SERVER_HINT)
         with lock.hold():  # creating the collection is a write too
             state = _path_state(root)
@@ -201,6 +201,7 @@ class ChromaVectorStore(VectorStore):
             store._catalog = ScopeCatalog.open(
                 catalog_path(root, collection), store_is_empty=lambda: store.count() == 0, timeout=lock_timeout
             )
+            narrow_tree(root)  # the files Chroma and the catalog just created
             return store
 
     @classmethod
@@ -250,6 +251,7 @@ class ChromaVectorStore(VectorStore):
                 ticket.generation = self._bump_generation()
                 assert self._root is not None
                 _path_state(self._root).known = ticket.generation
+                narrow_tree(self._root)  # Chroma creates its files with the umask's modes
 
     def _in_write(self) -> bool:
         """Whether this thread holds this store's write block (its view is fresh and stays so)."""
@@ -408,7 +410,7 @@ class ChromaVectorStore(VectorStore):
         new bytes would only reopen once more.
         """
         assert self._generation_file is not None
-        fd = os.open(self._generation_file, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = private_file(self._generation_file)
         try:
             old = os.pread(fd, 16, 0)
             current = struct.unpack("<Q", old)[0] if len(old) == 8 else 0
