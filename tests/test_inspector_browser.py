@@ -135,13 +135,13 @@ def _memories(data_dir: Path, scope: str) -> list[str]:
 
 def test_scopes_lists_every_scope_with_its_counts_and_filters_by_name(ui: Page) -> None:
     page = ui.open()
-    rows = page.locator("main tbody tr")
-    names = rows.locator("td:first-child").all_inner_texts()
+    rows = page.locator("li.scope")
+    names = rows.locator(".name").all_inner_texts()
     assert ANN in names and HOSTILE_SCOPE in names  # the hostile name, as text
     ann = rows.filter(has_text=ANN)
-    assert ann.locator("td").all_inner_texts()[1:] == ["4", "0", "2", "1"]
+    assert ann.locator(".num").all_inner_texts() == ["4", "0", "2", "1"]
     page.fill("#scope-filter", "ann-")
-    assert page.locator("main tbody tr:visible td:first-child").all_inner_texts() == [ANN]
+    assert page.locator("li.scope:visible .name").all_inner_texts() == [ANN]
     assert page.locator("main p[aria-live]").inner_text().startswith("1 of ")
     assert page.title() == TITLE
 
@@ -375,7 +375,7 @@ def test_with_keys_the_page_asks_for_one_and_sees_only_its_tenant(browser: Any, 
         page.fill("#api-key", key)
         page.press("#api-key", "Enter")
         ui.ready()
-        assert page.locator("main tbody td:first-child").all_inner_texts() == ["customer:acme-1"]
+        assert page.locator("li.scope .name").all_inner_texts() == ["customer:acme-1"]
         assert "acme" in page.locator("#who").inner_text()
         ui.go("#/scope?name=customer%3Aglobex-1")  # another tenant's scope, named by hand
         assert page.locator("li.memory").count() == 0 and "Memories (0)" in page.locator("main").inner_text()
