@@ -230,7 +230,7 @@ def test_demo_runs_on_any_messages_api_server(tmp_path: Path) -> None:
         paths = {r.path for r in server.requests}
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "model claude-sonnet-4-6" in proc.stdout and "Refund window: 30 days." in proc.stdout
-    assert proc.stdout.count("PASS") == 5 and "FAIL" not in proc.stdout and paths == {"/v1/messages", "/v1/messages/count_tokens"}
+    assert proc.stdout.count("PASS") == 6 and "FAIL" not in proc.stdout and paths == {"/v1/messages", "/v1/messages/count_tokens"}
 
 
 def test_what_is_irrelevant_to_the_message_stays_out_of_the_prompt(mem: Memory) -> None:

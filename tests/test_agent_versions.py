@@ -56,3 +56,53 @@ def test_the_prompt_carries_only_the_current_version_with_its_date(mem: Memory) 
     model = ScriptedModel(["noted"])
     SupportAgent(mem, model).turn("ann", "How will you send me updates, email or text messages?")
     assert memory_lines(model.requests[0]["system"]) == ["[2024-06-01 00:00 UTC] Prefers text messages for updates"]
+
+
+def test_a_changed_contact_preference_replaces_the_old_one(mem: Memory) -> None:
+    from fourfold.models import OfflineModel
+
+    agent = SupportAgent(mem, OfflineModel())
+    agent.turn("ann", "My invoice download fails. Please email me when it is fixed.")
+    agent.resolve("ann", "Invoice download fixed by clearing the cache")
+    agent.turn("ann", "The export is slow. Text me instead of email, not email any more.")
+    agent.resolve("ann", "Export sped up by archiving old reports")
+    prefs = mem.long_term.all(scope=customer_scope("ann"), kinds=("preference",))
+    assert [(p.text, p.key) for p in prefs] == [
+        ("Customer said: Text me instead of email, not email any more.", "contact_channel")]
+    history = mem.long_term.history(prefs[0].id)
+    assert [h.text for h in history] == ["Customer said: Please email me when it is fixed.",
+                                         "Customer said: Text me instead of email, not email any more."]
+    agent.turn("ann", "Another question about my account")
+    agent.resolve("ann", "Answered")  # the thread still holds both statements: nothing changes
+    assert [h.id for h in mem.long_term.history(prefs[0].id)] == [h.id for h in history]
+    assert mem.facts.keys() == []  # preferences never go into the company's facts
+
+
+@pytest.mark.parametrize(("sentence", "key"), [
+    ("Please always contact me by email, never by phone.", "contact_channel"),
+    ("Text me instead of email.", "contact_channel"),
+    ("Please call me in the evening, after 6pm.", "time_of_day"),
+    ("Reply in Spanish, please.", "language"),
+    ("I prefer deliveries on Saturdays.", "day_of_week"),
+    ("I would rather pay by bank transfer.", "payment_method"),
+    ("I prefer paper copies of my invoices.", "document_format"),
+    ("I prefer metric units.", None),  # a kind the rules do not list: independent, no key
+])
+def test_the_offline_distiller_keys_common_preference_kinds(sentence: str, key: str | None) -> None:
+    from fourfold.agent.distill import distill_offline
+
+    distilled = distill_offline("a ticket about something", "fixed", [sentence])
+    assert distilled.keyed()[0] == (f"Customer said: {sentence}", "preference", key)
+
+
+def test_the_model_distiller_keys_preferences_too() -> None:
+    from fourfold.agent.distill import distill_with_model
+
+    model = ScriptedModel([json.dumps({"memories": [
+        {"text": "Prefers SMS for updates", "kind": "preference", "key": "contact_channel"},
+        {"text": "Wants large-print letters", "kind": "preference", "key": "Not A Key!"},
+        {"text": "Prefers Spanish", "kind": "preference"},
+        {"text": "Export fixed by archiving", "kind": "resolution", "key": "x"},
+    ]})])
+    distilled = distill_with_model(model, "goal", "outcome", "customer: hi")
+    assert [key for _, _, key in distilled.keyed()] == ["contact_channel", "contact_channel", "language", None]

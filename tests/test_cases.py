@@ -181,6 +181,7 @@ def test_the_demo_checks_that_bob_gets_alices_fix_and_nothing_of_hers(mem: Memor
     outcome = run_demo(mem, OfflineModel())
     checks = dict(outcome.checks)
     assert checks["bob's prompt carries alice's fix, de-identified"]
-    assert all(checks.values()) and len(checks) == 5
-    bob = outcome.steps[-1].reply
+    assert checks["alice's changed contact preference replaced the old one: the old is in its history only"]
+    assert all(checks.values()) and len(checks) == 6
+    bob = next(step.reply for step in outcome.steps if step.customer == "bob")
     assert bob is not None and ALICE_FIX in bob.text and "no relevant memory" not in bob.text

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,3 +121,35 @@ def test_fourfold_store_env_points_every_process_at_postgresql(postgres_url: str
     with Memory.open(postgres_url, embedder=HashEmbedder()) as mem:
         assert [r.id for r in mem.long_term.recall("Oslo", scope="c:9")] == [json.loads(proc.stdout)["id"]]
     assert not any(tmp_path.iterdir())  # nothing written to a data dir
+
+
+def test_versions_from_the_command_line(tmp_path: Path) -> None:
+    """remember --key, update, history, recall --as-of / --all-versions, forget: each a real process."""
+    def fourfold(*args: str) -> Any:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fourfold.cli", "--data-dir", str(tmp_path), "--embedder", "hash", "--json", *args],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    a = fourfold("remember", "Prefers email", "--scope", "c1", "--kind", "preference", "--key", "contact_channel",
+                 "--valid-from", "2024-01-05")
+    b = fourfold("remember", "Prefers text messages", "--scope", "c1", "--key", "contact_channel")
+    assert a["supersedes"] == [] and b["supersedes"] == [a["id"]]
+    c = fourfold("update", b["id"], "Prefers WhatsApp")
+    assert c["supersedes"] == [b["id"]]
+    history = fourfold("history", a["id"])
+    assert [h["text"] for h in history] == ["Prefers email", "Prefers text messages", "Prefers WhatsApp"]
+    assert history[0]["valid_from"] == 1704412800.0 and history[-1]["valid_to"] is None
+    assert history[0]["key"] == "contact_channel"
+    assert [h["text"] for h in fourfold("recall", "email text WhatsApp", "--scope", "c1", "-k", "5")] == ["Prefers WhatsApp"]
+    assert [h["text"] for h in fourfold("recall", "email", "--scope", "c1", "--as-of", "2024-02-01")] == ["Prefers email"]
+    assert len(fourfold("recall", "email text WhatsApp", "--scope", "c1", "-k", "5", "--all-versions")) == 3
+    fourfold("forget", b["id"])
+    assert fourfold("recall", "email text WhatsApp", "--scope", "c1", "--all-versions") == []
+    human = subprocess.run(
+        [sys.executable, "-m", "fourfold.cli", "--data-dir", str(tmp_path), "--embedder", "hash", "recall", "x",
+         "--as-of", "someday"], capture_output=True, text=True, timeout=120,
+    )
+    assert human.returncode != 0 and "--as-of must be ISO 8601" in human.stderr

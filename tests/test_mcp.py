@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from fourfold.service.mcp import build_mcp_server
 from fourfold.service.testing import CLI_LAUNCHER, LiveService
 from fourfold.stores import InMemoryVectorStore
 
-TOOLS = {"remember", "recall", "forget", "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
+TOOLS = {"remember", "recall", "update", "history", "forget", "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
 
 
 @pytest.fixture
@@ -111,6 +112,7 @@ def test_fourfold_mcp_over_stdio_with_the_official_client(tmp_path: Path) -> Non
     params = StdioServerParameters(
         command=sys.executable,
         args=["-c", CLI_LAUNCHER, "--embedder", "hash", "--data-dir", str(tmp_path), "mcp", "--scope", "user:me"],
+        env=dict(os.environ),  # the client passes only a few variables by default: PYTHONPATH must reach it
     )
 
     async def main() -> None:
@@ -171,3 +173,26 @@ def test_mcp_at_slash_mcp_needs_a_key_and_keeps_tenants_apart(tmp_path: Path) ->
                            headers=live.headers("acme")).json()["results"]
         assert [h["text"] for h in found] == ["Acme likes invoices in PDF"]
         assert json.dumps(found)
+
+
+def test_versions_through_mcp_stay_within_the_server_scope(memory: Memory) -> None:
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory, scope="user:me")) as client:
+            a = structured(await client.call_tool("remember", {"text": "Prefers email", "key": "contact_channel"}))
+            b = structured(await client.call_tool("remember", {"text": "Prefers text messages", "key": "contact_channel"}))
+            assert b["supersedes"] == [a["id"]]
+            c = structured(await client.call_tool("update", {"memory_id": b["id"], "text": "Prefers WhatsApp"}))
+            assert c["supersedes"] == [b["id"]]
+            history = structured(await client.call_tool("history", {"memory_id": a["id"]}))
+            assert [h["text"] for h in history] == ["Prefers email", "Prefers text messages", "Prefers WhatsApp"]
+            assert history[0]["valid_to"] == history[1]["valid_from"] and history[2]["valid_to"] is None
+            hits = structured(await client.call_tool("recall", {"query": "email text or WhatsApp", "k": 5}))
+            assert [h["text"] for h in hits] == ["Prefers WhatsApp"]
+            # a memory of another scope cannot be read, changed or erased by id
+            other = memory.long_term.remember("Prefers phone calls", scope="user:other")
+            for tool, args in (("history", {}), ("update", {"text": "Prefers fax"}), ("forget", {})):
+                result = await client.call_tool(tool, {"memory_id": other, **args})
+                assert result.is_error and "not_found" in text(result), tool
+            assert [r.text for r in memory.long_term.history(other)] == ["Prefers phone calls"]
+
+    anyio.run(main)

@@ -236,7 +236,7 @@ def test_memories_round_trip_with_redaction(svc: Service) -> None:
     body = r.json()
     assert [x["kind"] for x in body["redacted"]] == ["password"] and "hunter22" not in body["text"]
     (hit,) = svc.call("acme", "POST", "/v1/memories/search", {"query": "VPN password", "scope": "ops"}).json()["results"]
-    assert set(hit) == {"id", "text", "kind", "scope", "score", "metadata", "created_at"}
+    assert set(hit) == {"id", "text", "kind", "scope", "score", "metadata", "created_at", "key", "valid_from", "valid_to"}
     assert (hit["id"], hit["kind"], hit["scope"], hit["metadata"]) == (body["id"], "fact", "ops", {"src": "t1"})
     assert svc.call("acme", "DELETE", f"/v1/memories/{body['id']}").json() == {"deleted": body["id"]}
     assert error(svc.call("acme", "DELETE", f"/v1/memories/{body['id']}")) == (404, "not_found")

@@ -216,7 +216,8 @@ def test_token_budget_truncates_a_single_huge_message_with_a_marker() -> None:
     out = TokenBudget(300)([huge])
     assert EstimateCounter().count(out) <= 300
     text = out[0]["content"]
-    assert text.startswith("xxx") and "truncated" in text and "to fit the token budget" in text
+    kept = text.index("…")
+    assert text == "x" * kept + f"…[{20_000 - kept} chars cut]"
 
 
 def test_token_budget_truncates_a_huge_tool_result_but_keeps_the_pair() -> None:
@@ -270,11 +271,13 @@ def test_token_budget_cuts_texts_before_it_cuts_a_tool_input() -> None:
 
 def test_token_budget_raises_rather_than_drop_the_newest_turn() -> None:
     reply = {"role": "assistant", "content": "I found the duplicate charge and will refund it. " * 5}
-    budget = TokenBudget(30)
+    # room for the task cut to its marker and two tokens more: too little for any message
+    cut_task = {**TASK, "content": TRUNCATION_MARKER.format(n=len(TASK["content"]))}
+    budget = TokenBudget(EstimateCounter().count([cut_task]) + 2)
     with pytest.raises(BudgetExceeded) as raised:
         budget([TASK, reply])
     assert isinstance(raised.value, InvalidInput)  # callers catching the old error still do
-    assert budget([TASK]) == [TASK]  # the task alone fits: only the newest turn is too much
+    assert len(budget([TASK])) == 1  # the task alone fits (cut): only the newest turn is too much
 
 
 def test_token_budget_keeps_the_label_of_a_summary_it_cuts() -> None:

@@ -233,3 +233,40 @@ def test_versions_in_a_large_postgresql_scope(postgres_url: str) -> None:
         assert [h.id for h in lt.history(a)] == [a, b]
     finally:
         db.close()
+
+
+def test_concurrent_keyed_writers_leave_one_current_version_and_a_linear_history(
+    database_target: Path | str, embedder: HashEmbedder
+) -> None:
+    """Writers in two databases' connections (as two processes would) supersede one key at once."""
+    import threading
+
+    from fourfold.stores.postgres import PostgresDatabase
+    from fourfold.stores.sqlite import SQLiteDatabase, SQLiteVectorStore
+
+    def open_db() -> SQLiteDatabase | PostgresDatabase:
+        return SQLiteDatabase(database_target) if isinstance(database_target, Path) else PostgresDatabase(database_target)
+
+    dbs = [open_db(), open_db()]
+    try:
+        lts = [LongTermMemory(SQLiteVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension),
+                              embedder) for db in dbs]
+
+        def write(w: int) -> None:
+            for n in range(8):
+                lts[w % 2].remember(f"Writer {w} says contact channel number {n}", scope=S, key="contact")
+
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        for lt in lts:
+            current = lt.all(scope=S)
+            assert len(current) == 1
+            history = lt.history(current[0].id)
+            assert len(history) == 32 and history[-1].id == current[0].id
+            assert all(a.valid_to == b.valid_from for a, b in zip(history, history[1:], strict=False))
+    finally:
+        for db in dbs:
+            db.close()

@@ -162,7 +162,8 @@ class Memory:
 
         for scope in self.long_term.store.scopes():
             if scope is not None:
-                counts(scope)["memories"] = len(self.long_term.all(scope=scope))
+                # every version: what erasing the scope would remove
+                counts(scope)["memories"] = len(self.long_term.all(scope=scope, include_superseded=True))
                 counts(scope)["docs"] = len(self.long_term.all(scope=scope, kinds=(DOC_KIND,)))
         for episode in self.episodes.episodes():
             if episode.scope is not None:

@@ -21,7 +21,8 @@ from urllib.parse import quote
 import httpx
 
 from fourfold.errors import InvalidInput, StoreUnavailable
-from fourfold.longterm.store import MemoryId, MemoryInput
+from fourfold.longterm.store import MemoryId, MemoryInput, When
+from fourfold.longterm.versions import as_timestamp
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 from fourfold.service.errors import ServiceError, TooLarge, Unauthorized, error_for
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
@@ -124,11 +125,35 @@ class RemoteLongTermMemory:
         self._http = http
 
     def remember(
-        self, text: str, *, scope: str | None = None, kind: str = "note", metadata: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        *,
+        scope: str | None = None,
+        kind: str = "note",
+        metadata: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        valid_from: When | None = None,
     ) -> MemoryId:
-        body = {"text": text, "scope": scope, "kind": kind, "metadata": _plain(metadata)}
-        r = _remembered(self._http.call("POST", "/v1/memories", body))
-        return MemoryId(r.id, redactions=r.redactions, created=r.created)
+        body = {"text": text, "scope": scope, "kind": kind, "metadata": _plain(metadata), "key": key,
+                "valid_from": _when(valid_from, "valid_from")}
+        return MemoryId.of(_remembered(self._http.call("POST", "/v1/memories", _unset(body, "key", "valid_from"))))
+
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        valid_from: When | None = None,
+    ) -> MemoryId:
+        body = {"text": text, "kind": kind, "metadata": _plain(metadata), "valid_from": _when(valid_from, "valid_from")}
+        path = f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions"
+        return MemoryId.of(_remembered(self._http.call("POST", path, body)))
+
+    def history(self, memory_id: str) -> list[Recalled]:
+        path = f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions"
+        return [_recalled(r) for r in self._http.call("GET", path)["results"]]
 
     def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[Remembered]:
         body = {"items": [_memory_input(item) for item in items]}
@@ -143,10 +168,13 @@ class RemoteLongTermMemory:
         kinds: Sequence[str] | None = None,
         where: Mapping[str, Any] | None = None,
         min_score: float | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
     ) -> list[Recalled]:
         body = {
             "query": query, "scope": scope, "k": k, "kinds": _kinds(kinds),
             "where": _plain(where), "min_score": min_score,
+            "as_of": _when(as_of, "as_of"), "include_superseded": include_superseded,
         }
         return [_recalled(r) for r in self._http.call("POST", "/v1/memories/search", body)["results"]]
 
@@ -159,8 +187,16 @@ class RemoteLongTermMemory:
     def get(self, memory_id: str) -> Recalled:
         return _recalled(self._http.call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}"))
 
-    def all(self, *, scope: str | None = None, kinds: Sequence[str] | None = None) -> list[Recalled]:
-        params = {"scope": scope, "kind": _kinds(kinds)}
+    def all(
+        self,
+        *,
+        scope: str | None = None,
+        kinds: Sequence[str] | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
+    ) -> list[Recalled]:
+        params = {"scope": scope, "kind": _kinds(kinds), "as_of": _when(as_of, "as_of"),
+                  "include_superseded": "true" if include_superseded else None}
         return [_recalled(r) for r in self._http.call("GET", "/v1/memories", params=params)["results"]]
 
 
@@ -329,19 +365,36 @@ def _kinds(kinds: Sequence[str] | None) -> Any:
 
 def _memory_input(item: MemoryInput | Mapping[str, Any]) -> Any:
     if isinstance(item, MemoryInput):
-        return {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": _plain(item.metadata)}
-    return _plain(item)
+        body = {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": _plain(item.metadata),
+                "key": item.key, "valid_from": _when(item.valid_from, "valid_from")}
+        return _unset(body, "key", "valid_from")
+    plain = _plain(item)
+    if isinstance(plain, dict) and "valid_from" in plain:
+        plain["valid_from"] = _when(plain["valid_from"], "valid_from")
+    return plain
+
+
+def _when(value: Any, what: str) -> float | None:
+    """A time as unix seconds for the wire (the library's checks, before anything is sent)."""
+    return None if value is None else as_timestamp(value, what=what)
+
+
+def _unset(body: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The body without these fields when they are None (a service of before versions refuses them)."""
+    return {k: v for k, v in body.items() if k not in names or v is not None}
 
 
 def _remembered(r: Mapping[str, Any]) -> Remembered:
     redactions = tuple(Redaction(**x) for x in r["redacted"])
-    return Remembered(r["id"], r["text"], redactions, bool(r["created"]))
+    return Remembered(r["id"], r["text"], redactions, bool(r["created"]), tuple(r.get("supersedes", ())))
 
 
 def _recalled(r: Mapping[str, Any]) -> Recalled:
     return Recalled(
         id=r["id"], text=r["text"], kind=r["kind"], scope=r["scope"], score=float(r["score"]),
         metadata=dict(r["metadata"]), created_at=float(r["created_at"]),
+        key=r.get("key"), valid_from=float(r.get("valid_from") or 0.0),
+        valid_to=None if r.get("valid_to") is None else float(r["valid_to"]),
     )
 
 

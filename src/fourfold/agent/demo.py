@@ -11,7 +11,7 @@ from fourfold.episodic import render_episode
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
 
-__all__ = ["ALICE_DETAILS", "ALICE_FIRST", "ALICE_FIX", "ALICE_OUTCOME", "POLICIES", "DemoOutcome", "DemoStep", "run_demo"]
+__all__ = ["ALICE_CHANGE", "ALICE_DETAILS", "ALICE_FIRST", "ALICE_FIX", "ALICE_OUTCOME", "POLICIES", "DemoOutcome", "DemoStep", "run_demo"]
 
 #: Alice's first message and the operator's outcome hold personal details of several kinds.
 ALICE_FIRST = (
@@ -20,6 +20,8 @@ ALICE_FIRST = (
 )
 ALICE_OUTCOME = "Called Alice back on +1 415 555 0142: invoice PDF error 502 fixed by clearing the browser cache"
 ALICE_FIX = "clearing the browser cache"
+#: Later alice changes how she wants to be contacted: the new preference replaces the old one.
+ALICE_CHANGE = "One more thing: please text me instead of email from now on."
 ALICE_DETAILS = ("Alice", "Okonkwo", "ORD-88412", "88412", "alice.okonkwo@example.com", "415 555 0142",
                  "contact me by email", "never by phone")
 
@@ -51,7 +53,8 @@ class DemoOutcome:
 
 def run_demo(memory: Memory, model: ChatModel, *, on_step: Callable[[DemoStep], None] = lambda s: None) -> DemoOutcome:
     """Policies are set; A's first ticket is solved and resolved; A returns; B gets A's fix,
-    de-identified, and nothing personal of A's."""
+    de-identified, and nothing personal of A's; A changes her contact preference, and the new
+    one replaces the old (kept in its history)."""
     agent = SupportAgent(memory, model)
     steps: list[DemoStep] = []
 
@@ -83,7 +86,15 @@ def run_demo(memory: Memory, model: ChatModel, *, on_step: Callable[[DemoStep], 
                 "The invoice PDF download gives error 502 again. How many days do I have to request a refund? Reply by email.")
     other = say("Another customer", "bob", "My invoice PDF download fails with error 502, what should I do?")
 
-    alice_texts = {m.text for m in memory.long_term.all(scope=customer_scope("alice"))}
+    say("Ticket 2, later turn", "alice", ALICE_CHANGE)
+    agent.resolve("alice", "Sent the refund window (30 days) by text message", success=True)
+    contact = [m for m in memory.long_term.all(scope=customer_scope("alice")) if m.key == "contact_channel"]
+    versions = memory.long_term.history(contact[0].id) if contact else []
+    note("Ticket 2 resolved", "alice", "contact preference now: " + "; ".join(
+        f"{v.text} ({'current' if v.valid_to is None else 'replaced'})" for v in versions))
+    third = say("Ticket 3", "alice", "How will you contact me about my refund, by email or by text?")
+
+    alice_texts = {m.text for m in memory.long_term.all(scope=customer_scope("alice"), include_superseded=True)}
     bob_prompt = other.report.system_prompt
     leaked = [d for d in ALICE_DETAILS if d.lower() in bob_prompt.lower()]
     checks = (
@@ -97,5 +108,10 @@ def run_demo(memory: Memory, model: ChatModel, *, on_step: Callable[[DemoStep], 
         ("bob saw nothing personal of alice's: no memory, episode, name, contact, number or preference",
          not other.report.memories and not other.report.episodes and not leaked
          and not any(quote(text) in bob_prompt for text in alice_texts)),
+        ("alice's changed contact preference replaced the old one: the old is in its history only",
+         len(contact) == 1 and "text me" in contact[0].text and len(versions) == 2
+         and versions[0].valid_to is not None and "by email" in versions[0].text
+         and any(m.id == contact[0].id for m in third.report.memories)
+         and not any(m.id == versions[0].id for m in third.report.memories)),
     )
     return DemoOutcome(tuple(steps), checks)

@@ -14,6 +14,8 @@ from fourfold.agent.deidentify import Ticket
 from fourfold.agent.distill import distill_offline, distill_with_model
 from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_system
 from fourfold.errors import InvalidInput
+from fourfold.longterm import MemoryInput
+from fourfold.longterm.consolidate import Consolidator, ModelConsolidator, SimilarityConsolidator
 from fourfold.memory import Memory
 from fourfold.models.anthropic import AnthropicModel
 from fourfold.models.base import ChatModel, ChatResponse
@@ -120,9 +122,11 @@ class SupportAgent:
         instructions: str = BASE_INSTRUCTIONS,
         min_relevance: float = RELEVANCE_FLOOR,
         policy: PolicyTool | None = None,
+        consolidator: Consolidator | None = None,
     ) -> None:
         """`policy` is the facts tool offered to the model; pass `PolicyTool(facts, description=...)`
-        to describe it in your own words."""
+        to describe it in your own words. `consolidator` judges what a resolve remembers against
+        the customer's similar memories (default: the model, with an LLM; else similarity)."""
         self.memory = memory
         self.model = model
         self.short_term = short_term or default_short_term(model)
@@ -136,6 +140,7 @@ class SupportAgent:
         self.instructions = instructions
         #: The prompt floor: memories, episodes and documents less relevant than this stay out.
         self.min_relevance = check_min_score(min_relevance)
+        self.consolidator = consolidator or (ModelConsolidator(model) if model.is_llm else SimilarityConsolidator())
 
     # -- one turn -------------------------------------------------------------------------
 
@@ -264,11 +269,17 @@ class SupportAgent:
             distilled = distill_with_model(self.model, thread.ticket_goal, outcome, transcript)
         else:
             distilled = distill_offline(thread.ticket_goal, outcome, user_texts)
-        ids = []
-        for text, kind in distilled.items:
+        items = [MemoryInput(text, scope, kind, key=key) for text, kind, key in distilled.keyed()]
+        lt = self.memory.long_term
+        try:  # one write, so a consolidating model is asked once
+            return tuple(r.id for r in lt.remember_many(items, consolidate=self.consolidator))
+        except InvalidInput:  # an item is chatter or empty: keep the others
+            pass
+        ids: list[str] = []
+        for item in items:
             try:
-                ids.append(str(self.memory.long_term.remember(text, scope=scope, kind=kind)))
-            except InvalidInput:  # chatter or empty: not worth keeping
+                ids.extend(r.id for r in lt.remember_many([item], consolidate=self.consolidator))
+            except InvalidInput:
                 continue
         return tuple(ids)
 

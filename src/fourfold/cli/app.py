@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, is_dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,6 +22,7 @@ from fourfold.models.spec import MODEL_ENV
 
 if TYPE_CHECKING:
     from fourfold.embeddings.base import Embedder
+    from fourfold.longterm.store import MemoryId
     from fourfold.memory import Memory
     from fourfold.models.base import ChatModel
 
@@ -200,13 +202,67 @@ def remember(
     scope: Annotated[str | None, typer.Option(help="Who or what the memory belongs to, e.g. customer:42.")] = None,
     kind: Annotated[str, typer.Option(help="preference, resolution, lesson, fact, note...")] = "note",
     meta: Annotated[list[str] | None, typer.Option("--meta", "-m", help="key=value (JSON values allowed).")] = None,
+    key: Annotated[str | None, typer.Option(help="Replace the scope's current memory with this key (a new version).")] = None,
+    valid_from: Annotated[str | None, typer.Option(help="When it became true: ISO 8601 or unix seconds.")] = None,
 ) -> None:
     """Store a durable memory (secrets are redacted first)."""
     with _memory(create=True) as mem:
-        mid = mem.long_term.remember(text, scope=scope, kind=kind, metadata=_parse_meta(meta))
+        mid = mem.long_term.remember(
+            text, scope=scope, kind=kind, metadata=_parse_meta(meta), key=key, valid_from=_when(valid_from, "--valid-from")
+        )
+    _written(mid)
+
+
+def _written(mid: MemoryId) -> None:
     redacted = [r.kind for r in mid.redactions]
     note = f" (redacted: {', '.join(redacted)})" if redacted else ""
-    _out({"id": str(mid), "created": mid.created, "redacted": redacted}, f"{mid}{note}")
+    note += f" (supersedes {', '.join(mid.supersedes)})" if mid.supersedes else ""
+    note += "" if mid.created else " (unchanged)"
+    _out({"id": str(mid), "created": mid.created, "redacted": redacted, "supersedes": list(mid.supersedes)},
+         f"{mid}{note}")
+
+
+def _when(text: str | None, option: str) -> float | datetime | None:
+    """A time given on the command line: unix seconds or ISO 8601."""
+    if text is None:
+        return None
+    from fourfold.text.dates import parse_date
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    when = parse_date(text)
+    if when is None:
+        raise InvalidInput(f"{option} must be ISO 8601 (2024-05-01, 2024-05-01T09:00Z) or unix seconds, got {text!r}")
+    return when
+
+
+@app.command()
+def update(
+    memory_id: str,
+    text: str,
+    kind: Annotated[str | None, typer.Option(help="The new version's kind (default: the memory's).")] = None,
+) -> None:
+    """Store a new version of a memory; the current one stays in its history."""
+    with _memory() as mem:
+        mid = mem.long_term.update(memory_id, text, kind=kind)
+    _written(mid)
+
+
+@app.command()
+def history(memory_id: str) -> None:
+    """Every version of a memory, oldest first, with when each held."""
+    with _memory() as mem:
+        versions = mem.long_term.history(memory_id)
+    _out(versions, "\n".join(
+        f"{_stamp(v.valid_from)} .. {_stamp(v.valid_to) if v.valid_to is not None else 'now':<16}  {v.text}  ({v.id})"
+        for v in versions
+    ))
+
+
+def _stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 @app.command()
@@ -215,16 +271,20 @@ def recall(
     scope: Annotated[str | None, typer.Option(help="Only this scope's memories (default: unscoped ones).")] = None,
     k: Annotated[int, typer.Option("-k", "--k", help="How many to return.")] = 3,
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")] = None,
+    as_of: Annotated[str | None, typer.Option(help="Search the versions current then (ISO 8601 or unix seconds).")] = None,
+    all_versions: Annotated[bool, typer.Option("--all-versions", help="Search superseded versions too.")] = False,
 ) -> None:
     """The memories most relevant to QUERY."""
     with _memory() as mem:
-        hits = mem.long_term.recall(query, scope=scope, k=k, kinds=kind or None)
+        hits = mem.long_term.recall(
+            query, scope=scope, k=k, kinds=kind or None, as_of=_when(as_of, "--as-of"), include_superseded=all_versions
+        )
     _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id})" for h in hits) or "(nothing)")
 
 
 @app.command()
 def forget(memory_id: str) -> None:
-    """Delete one memory by id."""
+    """Erase one memory by id, with every version of it."""
     with _memory() as mem:
         mem.long_term.forget(memory_id)
     _out({"forgotten": memory_id}, f"forgot {memory_id}")

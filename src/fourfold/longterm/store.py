@@ -25,6 +25,7 @@ from fourfold._validate import (
 )
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput, NotFound
+from fourfold.longterm.consolidate import CONSOLIDATE_K, Consolidator, Similar, consolidated
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
@@ -109,10 +110,13 @@ class LongTermMemory:
         weights: Weights | None = None,
         max_cached_records: int = 50_000,
         enricher: Enricher | None = None,
+        consolidator: Consolidator | None = None,
     ) -> None:
         self.store = store
         #: Write-time enrichment (an LLM extracting facts to index); None, the default, is offline.
         self.enricher = enricher
+        #: Judges new memories against similar current ones on every write (None: never).
+        self.consolidator = consolidator
         self.embedder = embedder
         self.max_chars = max_chars
         self.weights = weights or Weights()
@@ -135,6 +139,7 @@ class LongTermMemory:
         metadata: Mapping[str, Any] | None = None,
         key: str | None = None,
         valid_from: When | None = None,
+        consolidate: Consolidator | None = None,
     ) -> MemoryId:
         """Store one durable memory; returns its id (which also lists redactions and what it superseded).
 
@@ -144,10 +149,16 @@ class LongTermMemory:
         stores nothing when kind and metadata are the same too (`created` is False), and a new
         version carrying them when they differ.
         """
-        return MemoryId.of(self.remember_many([MemoryInput(text, scope, kind, metadata or {}, key, valid_from)])[0])
+        item = MemoryInput(text, scope, kind, metadata or {}, key, valid_from)
+        return MemoryId.of(self.remember_many([item], consolidate=consolidate)[0])
 
-    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[Remembered]:
+    def remember_many(
+        self, items: Iterable[MemoryInput | Mapping[str, Any]], *, consolidate: Consolidator | None = None
+    ) -> list[Remembered]:
         """Validate, redact and embed all items, then store them in one locked write.
+
+        A `consolidate` judge (default: this memory's `consolidator`, None unless given)
+        keeps restatements of current memories from piling up (`fourfold.longterm.consolidate`).
 
         Nothing is written unless every item is valid, so a bad item never leaves half
         a batch behind. The batch's order is kept: items next to each other (in the same
@@ -156,7 +167,7 @@ class LongTermMemory:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidInput(f"remember_many takes a list of memories, not {type(items).__name__}")
         prepared = [self._prepare(_as_input(item)) for item in items]
-        return self._write_versions(prepared)
+        return self._write_versions(prepared, consolidate=consolidate if consolidate is not None else self.consolidator)
 
     def update(
         self,
@@ -218,7 +229,9 @@ class LongTermMemory:
         key_text = clean if kind != DOC_KIND else f"{metadata.get('source', '')}\x00{metadata.get('position', '')}\x00{clean}"
         return _Prepared(memory_id(scope, key_text, prefix=prefix), clean, scope, kind, metadata, redactions, key, valid_from)
 
-    def _write_versions(self, prepared: Sequence[_Prepared], *, lineage: str | None = None) -> list[Remembered]:
+    def _write_versions(
+        self, prepared: Sequence[_Prepared], *, lineage: str | None = None, consolidate: Consolidator | None = None
+    ) -> list[Remembered]:
         """Write memories as versions (`fourfold.longterm.versions.plan`), in one locked write."""
         if not prepared:
             return []
@@ -226,10 +239,19 @@ class LongTermMemory:
         ids: dict[str | None, list[str]] = {}
         for p in prepared:
             ids.setdefault(p.scope, []).extend((p.id, lineage) if lineage else (p.id,))
-        # Slow work (embedding, an enricher) happens before the write lock, for texts the
-        # scopes do not hold yet; a text held already brings its stored vector.
+        # Slow work (embedding, an enricher, a consolidating model) happens before the write
+        # lock, for texts the scopes do not hold yet; a text held already brings its stored vector.
         known = {scope: self.store.versioned(scope, wanted) for scope, wanted in ids.items()}
         vectors = self._vectors(prepared, known)
+        if consolidate is not None and lineage is None:
+            held = {(r.scope, r.text) for records in known.values() for r in records}
+            writes = consolidated(
+                writes, {t: v for t, (v, _) in vectors.items()}, held, consolidate,
+                closest=self._closest, lineage_of=lambda i: version_of(self._record(i)).lineage,
+            )
+            for w in writes:
+                if w.lineage is not None:
+                    ids[w.scope].append(w.lineage)  # the memory it updates, for the plan to see
         now = round(time.time(), 6)  # microseconds: what every store reads back exactly
         with self.store.writing() as ticket:
             known = {scope: self.store.versioned(scope, wanted) for scope, wanted in ids.items()}
@@ -245,6 +267,19 @@ class LongTermMemory:
             Remembered(o.id, p.text, p.redactions, o.created, o.supersedes)
             for p, o in zip(prepared, done.outcomes, strict=True)
         ]
+
+    def _closest(self, w: Write, vector: Vectors) -> list[Similar]:
+        """The current memories of the write's scope and kind closest to it, by their own vectors."""
+
+        def keep(r: VectorRecord) -> bool:
+            return r.kind == w.kind and is_current(r)
+
+        if self._large is not None and self._large.store.is_large(w.scope):
+            hits = self._large.search(w.scope, vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights)
+        else:
+            hits = self._index(w.scope).search(vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights)
+        stored = {r.id: r for r in self.store.get([r.id for r, _ in hits])}
+        return [Similar(r.id, r.text, float(stored[r.id].embedding @ vector)) for r, _ in hits if r.id in stored]
 
     def _vectors(
         self, prepared: Sequence[_Prepared], known: Mapping[str | None, Sequence[VectorRecord]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -149,6 +149,8 @@ class Write:
     lineage: str | None = None  # `update`: the lineage to add a version to
     valid_from: float | None = None  # None: the memory's own date, or the write time
     content_id: str = ""  # the id an independent memory of this text gets when it is free
+    follows: int | None = None  # consolidation: the batch's earlier write whose lineage it joins
+    skip: bool = False  # consolidation: the lineage holds it already; store nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,14 +186,18 @@ def plan(
     scopes: dict[str | None, list[VectorRecord]] = {s: list(rs) for s, rs in known.items()}
     out = Plan([], {}, [])
     seq = 0
+    lineages: list[str | None] = []  # the lineage each write ended in
     for w in writes:
         records = scopes.setdefault(w.scope, [])
+        if w.follows is not None:
+            w = replace(w, lineage=lineages[w.follows])
         lineage = _lineage_of(w, records)
         history = sorted(lineage, key=history_order)
         current = next((r for r in reversed(history) if version_of(r).valid_to is None), None)
-        if current is not None and current.text == w.text and current.kind == w.kind \
-                and user_metadata(current.metadata) == dict(w.metadata):
+        if current is not None and (w.skip or (current.text == w.text and current.kind == w.kind
+                                               and user_metadata(current.metadata) == dict(w.metadata))):
             out.outcomes.append(Outcome(current.id, False))
+            lineages.append(version_of(current).lineage)
             continue
         valid_from = w.valid_from if w.valid_from is not None else default_valid_from(w.metadata, now)
         before, valid_to = place(history, valid_from)
@@ -222,6 +228,7 @@ def plan(
         records.append(record)
         out.added.append(record)
         out.outcomes.append(Outcome(record_id, True, (before.id,) if before is not None else ()))
+        lineages.append(version.lineage)
     return out
 
 

@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -31,6 +32,7 @@ from fourfold.service.keys import KeyStore
 from fourfold.service.swagger import install_swagger_ui
 from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
 from fourfold.service.ui import LOOPBACK_HOSTS, install_inspector
+from fourfold.types import Remembered
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_WORKER_THREADS", "Authenticator", "create_app"]
 
@@ -173,14 +175,22 @@ def create_app(
     def recall(body: s.SearchIn, mem: Mem) -> s.MemoriesOut:
         """The k memories of a scope most relevant to the query, best first."""
         hits = mem.long_term.recall(
-            body.query, scope=body.scope, k=body.k, kinds=body.kinds, where=body.where, min_score=body.min_score
+            body.query, scope=body.scope, k=body.k, kinds=body.kinds, where=body.where, min_score=body.min_score,
+            as_of=body.as_of, include_superseded=body.include_superseded,
         )
         return s.MemoriesOut.model_validate({"results": [s.memory_out(h) for h in hits]})
 
     @api.get("/memories", tags=["memories"])
-    def all_memories(mem: Mem, scope: Scope = None, kind: Annotated[list[str] | None, Query()] = None) -> s.MemoriesOut:
-        """Every memory of a scope, oldest first."""
-        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in mem.long_term.all(scope=scope, kinds=kind)]})
+    def all_memories(
+        mem: Mem,
+        scope: Scope = None,
+        kind: Annotated[list[str] | None, Query()] = None,
+        as_of: Annotated[datetime | None, Query(description="The versions current then.")] = None,
+        include_superseded: Annotated[bool, Query(description="Every version.")] = False,
+    ) -> s.MemoriesOut:
+        """Every current memory of a scope, oldest first."""
+        found = mem.long_term.all(scope=scope, kinds=kind, as_of=as_of, include_superseded=include_superseded)
+        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in found]})
 
     @api.delete("/memories", tags=["memories"])
     def forget_memories_of_scope(mem: Mem, scope: Annotated[str, Query()]) -> s.DeletedCount:
@@ -191,9 +201,23 @@ def create_app(
     def get_memory(memory_id: str, mem: Mem) -> s.MemoryOut:
         return s.MemoryOut.model_validate(s.memory_out(mem.long_term.get(memory_id)))
 
+    @api.post("/memories/{memory_id}/versions", status_code=201, tags=["memories"])
+    def update(memory_id: str, body: s.UpdateIn, mem: Mem) -> s.RememberedOut:
+        """A new version of a memory (any of its versions' ids names it); the current one ends."""
+        done = mem.long_term.update(memory_id, body.text, kind=body.kind, metadata=body.metadata, valid_from=body.valid_from)
+        stored = mem.long_term.get(done).text
+        return s.RememberedOut.model_validate(
+            s.remembered_out(Remembered(done, stored, done.redactions, done.created, done.supersedes))
+        )
+
+    @api.get("/memories/{memory_id}/versions", tags=["memories"])
+    def history(memory_id: str, mem: Mem) -> s.MemoriesOut:
+        """Every version of a memory, oldest first, each with valid_from and valid_to."""
+        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in mem.long_term.history(memory_id)]})
+
     @api.delete("/memories/{memory_id}", tags=["memories"])
     def forget(memory_id: str, mem: Mem) -> s.DeletedOut:
-        """Delete one memory by id."""
+        """Erase one memory by id, with every version of it."""
         mem.long_term.forget(memory_id)
         return s.DeletedOut(deleted=memory_id)
 

@@ -15,7 +15,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from fourfold.errors import FourfoldError, InvalidInput
+from fourfold.errors import FourfoldError, InvalidInput, NotFound
+from fourfold.longterm.store import MemoryId
 from fourfold.memory import Memory
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 from fourfold.service.errors import one_line
@@ -29,7 +30,8 @@ MemoryFor = Callable[[Any], Memory]
 INSTRUCTIONS = (
     "fourfold is your long-term memory. Before answering, `recall` what you know about the "
     "user or topic; after learning a durable fact, preference or resolution, `remember` it in "
-    "one self-contained sentence. Use `lookup_policy` for authoritative values (limits, "
+    "one self-contained sentence (with a `key` such as contact_channel when it replaces an "
+    "earlier value), or `update` a memory that changed. Use `lookup_policy` for authoritative values (limits, "
     "windows, prices) instead of trusting memory, and `search_docs` for documentation. When a "
     "task ends, `record_episode` what you tried and how it went; at the start of a similar "
     "task, `similar_successes` shows what worked before."
@@ -84,6 +86,17 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     def mem(ctx: Context[Any, Any]) -> Memory:
         return memory_for(ctx.request_context.request)
 
+    def owning(ctx: Context[Any, Any], memory_id: str) -> Memory:
+        """The call's memory, once the memory named by id is known to lie within the server's
+        scope (one outside it is not found: ids do not reach past the scope either)."""
+        memory = mem(ctx)
+        if server_scope is not None:
+            try:
+                bounded_scope(memory.long_term.get(memory_id).scope, server_scope)
+            except InvalidInput:
+                raise NotFound(f"no memory with id {memory_id!r}") from None
+        return memory
+
     @server.tool(description=(
         "Store one durable memory: a preference, fact, resolution or lesson worth knowing in a "
         "later conversation. Write it as one self-contained sentence ('Prefers email over "
@@ -94,10 +107,38 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         ctx: Context[Any, Any],
         scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
         kind: Annotated[str, Field(description="preference, fact, resolution, lesson or note.")] = "note",
+        key: Annotated[str | None, Field(description=(
+            "For a single-valued attribute (contact_channel, language...): the new memory replaces "
+            "the scope's current one with this key, which stays in its history."
+        ))] = None,
     ) -> dict[str, Any]:
         with _tool_errors():
-            mid = mem(ctx).long_term.remember(text, scope=bounded_scope(scope, server_scope), kind=kind)
-        return {"id": str(mid), "created": mid.created, "redacted": [r.kind for r in mid.redactions]}
+            mid = mem(ctx).long_term.remember(text, scope=bounded_scope(scope, server_scope), kind=kind, key=key)
+        return _written(mid)
+
+    @server.tool(description=(
+        "Correct a memory: store a new version of it with another text. The version current until "
+        "now stays in its history (see `history`) but is no longer recalled. Use it when the user "
+        "says something known about them has changed."
+    ))
+    def update(
+        memory_id: Annotated[str, Field(description="The id of the memory (any of its versions).")],
+        text: Annotated[str, Field(description="The new version, one self-contained sentence.")],
+        ctx: Context[Any, Any],
+    ) -> dict[str, Any]:
+        with _tool_errors():
+            return _written(owning(ctx, memory_id).long_term.update(memory_id, text))
+
+    @server.tool(description=(
+        "Every version of a memory, oldest first, each with when it became true (valid_from) and "
+        "when a newer one replaced it (valid_to, null for the current one)."
+    ))
+    def history(
+        memory_id: Annotated[str, Field(description="The id of the memory (any of its versions).")],
+        ctx: Context[Any, Any],
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            return [memory_out(r) for r in owning(ctx, memory_id).long_term.history(memory_id)]
 
     @server.tool(description=(
         "Recall the memories most relevant to a query, best first, from one scope. Use it "
@@ -123,7 +164,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         ctx: Context[Any, Any],
     ) -> str:
         with _tool_errors():
-            mem(ctx).long_term.forget(memory_id)
+            owning(ctx, memory_id).long_term.forget(memory_id)
         return f"forgot {memory_id}"
 
     @server.tool(description=(
@@ -199,6 +240,11 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         return [doc_hit_out(h) for h in hits]
 
     return server
+
+
+def _written(mid: MemoryId) -> dict[str, Any]:
+    return {"id": str(mid), "created": mid.created, "redacted": [r.kind for r in mid.redactions],
+            "supersedes": list(mid.supersedes)}
 
 
 @contextmanager

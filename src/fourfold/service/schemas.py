@@ -7,6 +7,7 @@ not a k, `42` is not a text) instead of quietly coercing it.
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
@@ -48,6 +49,7 @@ __all__ = [
     "SourcesOut",
     "TurnIn",
     "TurnOut",
+    "UpdateIn",
     "WhoAmIOut",
     "doc_hit_out",
     "episode_out",
@@ -83,6 +85,20 @@ class RememberIn(BaseModel):
     scope: Scope = Field(None, description="Who it belongs to, e.g. customer:42; null is your unscoped space.")
     kind: StrictStr = Field("note", description="preference, fact, resolution, lesson, note...")
     metadata: dict[str, Any] | None = None
+    key: StrictStr | None = Field(
+        None, description="A new version of the scope's memory with this key replaces it (e.g. contact_channel)."
+    )
+    valid_from: datetime | None = Field(
+        None, description="When it became true (ISO 8601 or unix seconds); default: metadata occurred_at, else now."
+    )
+
+
+class UpdateIn(BaseModel):
+    model_config = _IN
+    text: StrictStr = Field(description="The new version's text; the memory's current version ends now.")
+    kind: StrictStr | None = Field(None, description="Default: the memory's kind.")
+    metadata: dict[str, Any] | None = Field(None, description="Default: the memory's metadata.")
+    valid_from: datetime | None = Field(None, description="When it became true; default: now.")
 
 
 class MemoriesIn(BaseModel):
@@ -104,6 +120,7 @@ class RememberedOut(BaseModel):
     redacted: list[RedactionOut] = Field(description="Secrets removed before storage (never the secret).")
     created: bool = Field(description="False when the same memory already existed.")
     text: str = Field(description="The text as stored, after redaction.")
+    supersedes: list[str] = Field([], description="The version this write replaced (a keyed memory, an update).")
 
 
 class RememberedManyOut(BaseModel):
@@ -118,6 +135,8 @@ class SearchIn(BaseModel):
     kinds: list[StrictStr] | None = Field(None, description="Only these kinds; documents only when 'doc' is named.")
     where: dict[str, Any] | None = Field(None, description="Exact matches on metadata fields.")
     min_score: float | None = None
+    as_of: datetime | None = Field(None, description="Search the versions current then (ISO 8601 or unix seconds).")
+    include_superseded: StrictBool = Field(False, description="Search every version, not only current ones.")
 
 
 class MemoryOut(BaseModel):
@@ -128,6 +147,9 @@ class MemoryOut(BaseModel):
     score: float
     metadata: dict[str, Any]
     created_at: float
+    key: str | None = Field(None, description="The key its versions share; null for an independent memory.")
+    valid_from: float = Field(description="Unix seconds: when this version became true.")
+    valid_to: float | None = Field(None, description="When a newer version replaced it; null while current.")
 
 
 class MemoriesOut(BaseModel):
@@ -326,13 +348,15 @@ def redactions_out(redactions: tuple[Redaction, ...]) -> list[dict[str, Any]]:
 
 
 def remembered_out(r: Remembered) -> dict[str, Any]:
-    return {"id": r.id, "text": r.text, "created": r.created, "redacted": redactions_out(r.redactions)}
+    return {"id": r.id, "text": r.text, "created": r.created, "redacted": redactions_out(r.redactions),
+            "supersedes": list(r.supersedes)}
 
 
 def memory_out(r: Recalled) -> dict[str, Any]:
     return {
         "id": r.id, "text": r.text, "kind": r.kind, "scope": r.scope, "score": float(r.score),
         "metadata": dict(r.metadata), "created_at": r.created_at,
+        "key": r.key, "valid_from": r.valid_from, "valid_to": r.valid_to,
     }
 
 

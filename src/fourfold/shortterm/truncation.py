@@ -17,8 +17,10 @@ from fourfold.shortterm.messages import SUMMARY_PREFIX, is_summary, is_system
 
 __all__ = ["TRUNCATION_MARKER", "cut_text", "shrink_to_fit", "text_paths"]
 
-#: Appended where `TokenBudget` cut a text; `{n}` is the number of characters removed.
-TRUNCATION_MARKER = "…[truncated {n} chars to fit the token budget]"
+#: Appended where `TokenBudget` cut a text; `{n}` is the number of characters removed. Short on
+#: purpose (about 5 tokens): every cut string pays for it, and under a tight budget a longer marker
+#: is what decides whether the newest turn still fits or `BudgetExceeded` is raised.
+TRUNCATION_MARKER = "…[{n} chars cut]"
 
 #: Keys and list indices from a message down to one string in it.
 Path = tuple[Any, ...]

@@ -174,6 +174,7 @@ _PREFERENCE_CUE = (
     r"(?i:\bI(?:'d|’d| would)? (?:prefer|rather)\b|\bmy (?:preferred|favou?rite)\b|\bI (?:always|only) (?:use|want)\b"
     rf"|\b(?:please )?(?:always|only|never|don't|don’t|do not) (?:\w+ ){{0,2}}?{_CONTACT}\b"
     rf"|\b{_CHANNEL} me (?:only |instead |always )?(?:by|via|through|over|on|in|instead)\b"
+    r"|\bplease (?:e-?mail|text|message|whatsapp|sms) me\b"
     r"|\b(?:reply|answer|respond|write|speak|talk)(?: to me)? (?:only |always )?in (?:english|spanish|french|german"
     r"|italian|portuguese|dutch|polish|turkish|arabic|chinese|japanese|korean|russian|hindi|swedish|danish)\b)"
 )
