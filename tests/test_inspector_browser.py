@@ -36,7 +36,9 @@ TITLE = "fourfold inspector"
 def _seed(data: Path) -> None:
     with Memory.open(data, embedder=EMBEDDER) as mem:
         lt = mem.long_term
-        lt.remember(HOSTILE_TEXT, scope=ANN, kind="preference",
+        lt.remember("Prefers phone calls", scope=ANN, kind="preference", key="contact_channel",
+                    metadata={"speaker": "Ann", "occurred_at": "2023-04-02"})
+        lt.remember(HOSTILE_TEXT, scope=ANN, kind="preference", key="contact_channel",
                     metadata={"speaker": "Ann", "occurred_at": "2023-05-09", "thread": "t1", "note": "<b>bold</b>"})
         lt.remember("Yes, every Sunday works for a call", scope=ANN, metadata={"speaker": "Ann", "thread": "t1"})
         lt.remember("Ships to the Lisbon office, floor 3", scope=ANN, kind="fact")
@@ -139,7 +141,7 @@ def test_scopes_lists_every_scope_with_its_counts_and_filters_by_name(ui: Page) 
     names = rows.locator(".name").all_inner_texts()
     assert ANN in names and HOSTILE_SCOPE in names  # the hostile name, as text
     ann = rows.filter(has_text=ANN)
-    assert ann.locator(".num").all_inner_texts() == ["4", "0", "2", "1"]
+    assert ann.locator(".num").all_inner_texts() == ["5", "0", "2", "1"]  # every version counts
     page.fill("#scope-filter", "ann-")
     assert page.locator("li.scope:visible .name").all_inner_texts() == [ANN]
     assert page.locator("main p[aria-live]").inner_text().startswith("1 of ")
@@ -170,6 +172,11 @@ def test_a_scope_shows_memories_episodes_and_the_thread_with_stored_text_inert(u
     assert "<script>alert(1)</script>" in messages.nth(2).inner_text()
     assert page.locator("main script, main img, main i, main b").count() == 0  # stored markup is text
     assert page.title() == TITLE
+    assert row.locator(".key").inner_text() == "contact_channel"
+    row.get_by_role("button", name=re.compile("^History: Prefers email")).click()
+    versions = row.locator("ol.versions > li")
+    versions.nth(1).wait_for()
+    assert "Prefers phone calls" in versions.nth(0).inner_text() and "superseded" in versions.nth(0).inner_text()
     page.screenshot(path=str(shots / "inspector-scope.png"), full_page=True)
 
 
