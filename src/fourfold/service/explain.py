@@ -53,6 +53,7 @@ class Explained:
     words: tuple[Word, ...] = ()
     date: str | None = None  # the result's own date (metadata occurred_at/date), ISO
     speaker_name: str | None = None
+    null: float = 0.0  # what the query's background similarity takes off the evidence, weighted
     detail: Mapping[str, Any] = field(default_factory=dict)  # the result itself, as the API shows it
 
     @property

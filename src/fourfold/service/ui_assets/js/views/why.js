@@ -47,6 +47,7 @@ function result(r, i, kind) {
     ["lexical match", r.lexical, `BM25 share ${num(r.lexical_share)} × weight`],
     ["speaker", r.speaker, r.speaker_name ? `speaker: ${r.speaker_name}${r.speaker ? " (named in the query)" : ""}` : "no speaker"],
   ];
+  if (r.null) parts.push(["background (subtracted)", -r.null, "how close the query comes to unrelated everyday text"]);
   // One scale for every result: a bar's full width is one unit of evidence (a cosine of 1).
   const max = 1;
   const rows = parts.map(([name, value, note]) => h("tr", {},
