@@ -30,7 +30,8 @@ export async function whyView(main, params) {
   });
   replace(main, h("h1", {}, "Why was this recalled?"),
     h("p", { class: "muted" }, "Each result's score is its relevance in [0, 1]: the ranker adds the dense ",
-      "similarity, the weighted lexical match and the speaker lift, and maps the sum to a relevance."),
+      "similarity, the weighted lexical match and the speaker lift, takes off how close the query comes to ",
+      "unrelated text (where it weighs that), and maps the sum to a relevance."),
     form, list, results);
   if (!params.get("q")) { query.focus(); return; }
   const body = { query: params.get("q"), scope: params.get("scope") || null, k: Number(params.get("k") || 5) };
