@@ -51,6 +51,9 @@ TYPES: tuple[AttributeType, ...] = (
         how do they want us to communicate?
         should I ring them or send something written?
         how can we notify this customer about the fix?
+        what contact method do they prefer?
+        is email fine for this customer?
+        can I phone them about the refund?
         """),
     _t("language", """
         speaks Portuguese and reads replies best in Portuguese
@@ -64,6 +67,9 @@ TYPES: tuple[AttributeType, ...] = (
         do we need a translator for this person?
         is English okay for this account?
         where is the person from, linguistically?
+        which language do they speak?
+        should I answer in English?
+        do they speak Spanish?
         """),
     _t("location", """
         lives in Sydney, ten hours ahead of our office
@@ -77,6 +83,9 @@ TYPES: tuple[AttributeType, ...] = (
         what city is this account in?
         what region should the callback be scheduled for?
         what country does the client reside in?
+        what time zone are they on?
+        where does the customer live?
+        which city are they based in?
         """),
     _t("plan", """
         on the Enterprise plan with 40 seats
@@ -90,6 +99,9 @@ TYPES: tuple[AttributeType, ...] = (
         how much does this account cost per year?
         are they a premium client?
         what package is the customer on?
+        what plan are they on?
+        is this account on the Enterprise plan?
+        how many seats do they pay for?
         """),
     _t("payment", """
         pays with a corporate Amex card
@@ -103,6 +115,9 @@ TYPES: tuple[AttributeType, ...] = (
         how does this client pay us?
         which card or wallet do they use for orders?
         how are their charges handled?
+        does this customer pay by card?
+        what do they use to pay invoices?
+        when does their card expire?
         """),
     _t("device", """
         uses an iPhone 13 with the latest iOS
@@ -116,6 +131,9 @@ TYPES: tuple[AttributeType, ...] = (
         what browser or operating system should I troubleshoot?
         is the person on mobile or desktop?
         what gadget do they open our product with?
+        which phone does the customer use?
+        do they use the app on Android or iPhone?
+        what laptop are they on?
         """),
     _t("access", """
         is blind and relies on a screen reader
@@ -129,6 +147,9 @@ TYPES: tuple[AttributeType, ...] = (
         anything about their health that changes how we help?
         do they need accessibility support?
         should our replies be adapted in some way for them?
+        do they use a screen reader?
+        can we call them or are voice calls a problem?
+        are there accessibility needs on the account?
         """),
     _t("delivery", """
         leave parcels with the neighbour at number 12
@@ -142,6 +163,9 @@ TYPES: tuple[AttributeType, ...] = (
         how do we get orders to this customer safely?
         what should the driver know?
         where do we ship to?
+        where should the courier leave parcels?
+        any delivery instructions?
+        can packages be left outside?
         """),
     _t("name", """
         goes by Sam, not Samantha
@@ -155,6 +179,9 @@ TYPES: tuple[AttributeType, ...] = (
         what name do they like?
         which pronouns are right?
         how should I open my reply to this customer?
+        what name should I use for the customer?
+        which pronouns does the customer use?
+        how do they like to be called?
         """),
     _t("hours", """
         only free after 6 pm on weekdays
@@ -168,6 +195,9 @@ TYPES: tuple[AttributeType, ...] = (
         when can we schedule the callback?
         at what hour should I try to get hold of them?
         is there a moment in the week that suits them?
+        when is the customer free for a call?
+        are they reachable in the mornings?
+        which weekdays are they unavailable?
         """),
     _t("history", """
         was double charged in March and got a refund
@@ -181,6 +211,9 @@ TYPES: tuple[AttributeType, ...] = (
         what went wrong for them in the past?
         is this their first complaint?
         did we ever mess up an order for this customer?
+        were they ever double charged?
+        did they get a refund before?
+        has a parcel of theirs been lost?
         """),
     _t("tenure", """
         has been with us since 2015
@@ -194,6 +227,9 @@ TYPES: tuple[AttributeType, ...] = (
         when did they first join?
         is this a loyal long-time client?
         how many years of business have we had with them?
+        when did they sign up?
+        how long have they been a member?
+        are they one of our first users?
         """),
     _t("job", """
         runs a bakery with three locations
@@ -207,6 +243,9 @@ TYPES: tuple[AttributeType, ...] = (
         what kind of business are they?
         where does the person work?
         what is their profession?
+        where does the customer work?
+        do they run a business?
+        what company do they own?
         """),
     _t("dislikes", """
         gets annoyed by long hold times
@@ -220,6 +259,9 @@ TYPES: tuple[AttributeType, ...] = (
         what makes this customer upset?
         is there anything that bothers them about our service?
         what are their pet peeves?
+        what annoys the customer?
+        do they dislike being transferred?
+        do they hate phone menus?
         """),
     _t("diet", """
         allergic to peanuts; flag every order
@@ -233,6 +275,9 @@ TYPES: tuple[AttributeType, ...] = (
         what should the kitchen know about their meals?
         which ingredients must we exclude?
         do they have an intolerance we need to respect?
+        is the customer allergic to anything?
+        is their meal box vegan?
+        do they need gluten-free items?
         """),
     _t("marketing", """
         opted out of newsletters and promotions
@@ -246,6 +291,9 @@ TYPES: tuple[AttributeType, ...] = (
         is it okay to include them in a campaign?
         have they consented to marketing?
         may I tell them about the sale?
+        did they opt out of newsletters?
+        can we send promo texts?
+        are they subscribed to announcements?
         """),
     _t("pets", """
         owns a golden retriever and buys large-breed dog food
@@ -259,6 +307,9 @@ TYPES: tuple[AttributeType, ...] = (
         which creature are they shopping for?
         is there a dog or cat at home?
         who are the supplies for?
+        which dog food do they buy?
+        do they own a dog?
+        how many cats do they have?
         """),
     _t("budget", """
         very price-sensitive and always asks for discounts
@@ -272,6 +323,9 @@ TYPES: tuple[AttributeType, ...] = (
         should I offer a cheaper alternative?
         are they frugal?
         would a coupon help win them over?
+        do they ask for discounts?
+        should I suggest the cheapest shipping?
+        are they price-sensitive?
         """),
     _t("approver", """
         their IT admin Priya approves all purchases
@@ -285,6 +339,9 @@ TYPES: tuple[AttributeType, ...] = (
         who has the final say?
         who else should be cc'd on decisions?
         who authorises expenses there?
+        who approves purchases for this customer?
+        who must be copied on refunds?
+        who makes the final decisions?
         """),
     _t("returns", """
         returned a sofa because the colour was wrong
@@ -298,7 +355,36 @@ TYPES: tuple[AttributeType, ...] = (
         what did they exchange?
         has the client asked for their money back?
         what came back from them?
+        what did they return?
+        have they asked for an exchange?
+        did they want store credit instead of a refund?
         """),
+)
+
+# Orders: a customer has several, told apart by their number and item, so a question that
+# names one is where word matching wins (dense vectors barely tell order 48213 from 51877).
+ORDER_ITEMS = (
+    "standing desk", "espresso machine", "winter jacket", "wireless router", "office chair",
+    "blender", "running shoes", "bookshelf", "air purifier", "electric kettle", "mattress",
+    "gaming monitor", "baby stroller", "vacuum cleaner", "garden hose", "bike helmet",
+)
+# (what went wrong, a question about it that names neither the order nor the item)
+ORDER_PROBLEMS = (
+    ("arrived with a cracked frame", "which delivery came broken?"),
+    ("was delivered to the wrong address", "did a shipment end up at someone else's house?"),
+    ("is stuck in customs", "is anything held up at the border?"),
+    ("was charged twice at checkout", "were they billed double for something?"),
+    ("came without the power cable", "was a part missing from a box?"),
+    ("was cancelled by mistake", "did we call off a purchase by accident?"),
+    ("is three weeks late", "which package is overdue?"),
+    ("was the wrong colour", "did they get an item in a shade they didn't pick?"),
+)
+ORDER_QUESTIONS = (
+    "what happened with order {n}?",
+    "any update on {n}?",
+    "what is the status of the {item} order?",
+    "what was the problem with the {item}?",
+    "customer asks about order {n}, what do we know?",
 )
 
 # Framings of a memory: the generic words of a support desk, shared across a customer's memories.
@@ -314,6 +400,9 @@ FRAMES = (
     "Per the ticket history, the customer {}.",
     "Told support on a call that he {}.",
 )
+
+ORDER_FRAMES = ("{}", "Noted on the account: {}.", "Account note: {}.", "From the last support ticket: {}.",
+                "Customer called: {}.", "Per the ticket history, {}.")
 
 OFF_TOPIC = (
     "what's the weather like in Paris tomorrow?",
@@ -399,11 +488,22 @@ def build(*, customers: int = 300, seed: int = 19, off_topic_per_customer: int =
     for c in range(customers):
         cid = f"cust-{c:04d}"
         chosen = rng.sample(TYPES, rng.randint(3, 8))
-        memories = tuple(rng.choice(FRAMES).format(rng.choice(t.memories)) for t in chosen)
-        people.append(Customer(cid, memories, tuple(t.name for t in chosen)))
-        for t, memory in zip(chosen, memories, strict=True):
-            text = rng.choice(t.questions)
-            questions.append(Question(text, cid, memory, t.name, not _shares_word(text, memory)))
+        memories = [rng.choice(FRAMES).format(rng.choice(t.memories)) for t in chosen]
+        asked = [rng.choice(t.questions) for t in chosen]
+        names = [t.name for t in chosen]
+        orders = rng.randint(0, 4)
+        for item, (problem, described) in zip(
+            rng.sample(ORDER_ITEMS, orders), rng.sample(ORDER_PROBLEMS, orders), strict=True
+        ):
+            n = rng.randint(10000, 99999)
+            memories.append(rng.choice(ORDER_FRAMES).format(f"order {n} ({item}) {problem}"))
+            asked.append(rng.choice((*ORDER_QUESTIONS, described)).format(n=n, item=item))
+            names.append("order")
+        order = rng.sample(range(len(memories)), len(memories))  # orders are not always last
+        memories, asked, names = [memories[i] for i in order], [asked[i] for i in order], [names[i] for i in order]
+        people.append(Customer(cid, tuple(memories), tuple(names)))
+        for text, memory, name in zip(asked, memories, names, strict=True):
+            questions.append(Question(text, cid, memory, name, not _shares_word(text, memory)))
         for text in rng.sample(OFF_TOPIC, off_topic_per_customer):
             questions.append(Question(text, cid, None, "off-topic", False))
     return Dataset(tuple(people), tuple(questions))
@@ -411,7 +511,7 @@ def build(*, customers: int = 300, seed: int = 19, off_topic_per_customer: int =
 
 def folds(n: int = 5) -> list[frozenset[str]]:
     """Attribute types split into n folds (round robin): each fold's wording is unseen by the rest."""
-    names = [t.name for t in TYPES]
+    names = [*(t.name for t in TYPES), "order"]
     return [frozenset(names[i::n]) for i in range(n)]
 
 

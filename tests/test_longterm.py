@@ -159,7 +159,8 @@ def test_context_stays_inside_a_thread(lt: LongTermMemory) -> None:
 
 
 def test_unthreaded_memories_far_apart_in_time_are_not_neighbours(vector_store: VectorStore, embedder: HashEmbedder) -> None:
-    lt = LongTermMemory(vector_store, embedder, weights=Weights(context_gap=0.0))
+    # the weight threads use, so that the gap alone decides
+    lt = LongTermMemory(vector_store, embedder, weights=Weights(context_gap=0.0, context_unthreaded=0.4))
     lt.remember_many([MemoryInput(t, "u") for t in _FILLER])
     lt.remember_many([MemoryInput("Ann joined a pottery class downtown", "u"), MemoryInput("Every Sunday morning!", "u")])
     assert _rank(lt, "pottery class", "Every Sunday morning!") <= 1  # one batch: no gap
@@ -241,3 +242,16 @@ def test_forget_many_is_all_or_nothing(lt: LongTermMemory) -> None:
     assert len(lt.all(scope="s")) == 2
     lt.forget_many([a, b])
     assert lt.all(scope="s") == []
+
+
+def test_separate_notes_lend_each_other_less_context_than_turns_of_a_thread(lt: LongTermMemory) -> None:
+    notes = ["Prefers email over phone calls", "Lives in Oslo", "On the Pro plan"]
+    lt.remember_many([MemoryInput(t, "notes") for t in notes])  # one batch, no thread
+    lt.remember_many([MemoryInput(t, "chat", metadata={"thread": "T-1"}) for t in notes])
+    query = "how should we get in touch?"
+
+    def context(scope: str) -> float:
+        parts = {r.text: p for r, p in lt.explain(query, scope=scope, k=3)}
+        return abs(parts["Lives in Oslo"].context)
+
+    assert 0 < context("notes") < context("chat")

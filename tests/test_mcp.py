@@ -19,7 +19,7 @@ from fourfold.service.mcp import build_mcp_server
 from fourfold.service.testing import CLI_LAUNCHER, LiveService
 from fourfold.stores import InMemoryVectorStore
 
-TOOLS = {"remember", "recall", "update", "history", "forget", "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
+TOOLS = {"remember", "recall", "remember_conversation", "update", "history", "forget", "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from fourfold import InvalidInput
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import EpisodeLog
 from fourfold.longterm import LongTermMemory
-from fourfold.ranking import RELEVANCE_FLOOR, Fusion, lexical_share, rank, relevance
+from fourfold.ranking import RELEVANCE_FLOOR, Background, Fusion, lexical_share, rank, relevance
 from fourfold.stores import InMemoryVectorStore
 from fourfold.text import BM25Index, tokenize
 
@@ -67,7 +67,7 @@ def test_equal_scores_go_to_the_newer_candidate() -> None:
     assert [i for i, _ in ranked] == [1, 0]
 
 
-@pytest.mark.parametrize("field", ["lexical", "boost", "slope", "offset"])
+@pytest.mark.parametrize("field", ["lexical", "boost", "null", "slope", "offset"])
 def test_fusion_refuses_values_that_are_not_finite(field: str) -> None:
     with pytest.raises(InvalidInput):
         Fusion(**{field: float("nan")})
@@ -132,3 +132,53 @@ def test_document_search_shares_the_scale_of_recall() -> None:
     (hit,) = docs.search("when do refunds reach the card", min_score=RELEVANCE_FLOOR)
     assert hit.source == "refunds.md" and 0.5 < hit.score <= 1.0
     assert docs.search("how tall is Mount Everest?", min_score=RELEVANCE_FLOOR) == []
+
+
+def test_a_query_close_to_background_prose_needs_more_evidence_for_the_same_relevance() -> None:
+    evidence = np.array([0.3])
+    assert relevance(evidence, Fusion(), null=0.4)[0] < relevance(evidence, Fusion(), null=0.0)[0]
+    # one number per query: the order within a query never changes
+    dense, lexical = np.array([0.2, 0.5, 0.35]), np.array([0.3, 0.0, 0.1])
+    plain = [i for i, _ in rank(dense, lexical, k=3, fusion=Fusion())]
+    assert [i for i, _ in rank(dense, lexical, k=3, fusion=Fusion(), null=0.6)] == plain
+
+
+def test_the_background_null_is_a_queries_closeness_to_unrelated_prose() -> None:
+    background = Background.of(HashEmbedder())
+    embedder = HashEmbedder()
+    near = background.null(embedder.embed("The river floods the valley every spring when the snow melts"))
+    far = background.null(embedder.embed("invoice PDF download error 502 on checkout"))
+    assert near > far
+    assert Background.of(HashEmbedder()) is background  # made once per embedder identity
+
+
+def test_explain_gives_each_results_parts_and_the_same_scores_as_recall() -> None:
+    lt = _lt()
+    lt.remember_many([
+        {"text": "Asked about the invoice PDF", "scope": "c1", "metadata": {"thread": "T-1", "speaker": "Ana"}},
+        {"text": "Yes, it fails with error 502", "scope": "c1",
+         "metadata": {"thread": "T-1", "speaker": "Ana", "occurred_at": "2023-05-08"}},
+        {"text": "Lives in Oslo", "scope": "c1", "metadata": {"thread": "T-2"}},
+    ])
+    query = "what did Ana say about error 502 in May?"
+    explained = lt.explain(query, scope="c1", k=3)
+    assert [r for r, _ in explained] == lt.recall(query, scope="c1", k=3)
+    top, parts = explained[0]
+    assert top.text == "Yes, it fails with error 502"
+    fusion = Fusion()
+    assert parts.evidence == pytest.approx(parts.dense + fusion.lexical * parts.lexical + fusion.boost * parts.boost)
+    assert parts.relevance == pytest.approx(float(relevance(np.array([parts.evidence]), fusion, null=parts.null)[0]))
+    assert parts.boost == 1.0 and 0 < parts.date < parts.lexical
+    assert parts.context == pytest.approx(parts.dense - parts.own) and parts.context != 0  # its thread's neighbour
+    oslo = next(p for r, p in explained if r.text == "Lives in Oslo")
+    assert oslo.context == pytest.approx(0.0, abs=1e-6) and oslo.boost == 0.0 and oslo.date == 0.0
+
+
+@pytest.mark.slow
+def test_the_shipped_minilm_background_is_the_models_own() -> None:
+    from fourfold._background import TEXTS
+    from fourfold.embeddings.minilm import default_embedder
+
+    embedder = default_embedder()
+    fresh = embedder.embed_many(list(TEXTS))
+    assert np.abs(Background.of(embedder).vectors - fresh).max() < 2e-3  # float16 on disk

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -266,7 +267,7 @@ def test_concurrent_keyed_writers_leave_one_current_version_and_a_linear_history
             assert len(current) == 1
             history = lt.history(current[0].id)
             assert len(history) == 32 and history[-1].id == current[0].id
-            assert all(a.valid_to == b.valid_from for a, b in zip(history, history[1:], strict=False))
+            assert all(a.valid_to == b.valid_from for a, b in itertools.pairwise(history))
     finally:
         for db in dbs:
             db.close()

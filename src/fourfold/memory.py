@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -15,14 +15,18 @@ from fourfold.config import MemoryConfig, default_data_dir
 from fourfold.embeddings.base import Embedder
 from fourfold.episodic import EpisodeLog
 from fourfold.errors import InvalidInput, NotFound, StoreUnavailable
-from fourfold.longterm import Enricher, LongTermMemory
+from fourfold.longterm import Enricher, LongTermMemory, MemoryInput
+from fourfold.longterm.consolidate import Consolidator, ModelConsolidator, SimilarityConsolidator
+from fourfold.longterm.extract import extract
 from fourfold.longterm.store import DOC_KIND
+from fourfold.models.base import ChatModel
 from fourfold.semantic.docs import DocumentStore
 from fourfold.semantic.facts import FactStore
 from fourfold.shortterm.threads import ConversationStore
 from fourfold.stores.database import Database, is_url
 from fourfold.stores.sqlite import DATABASE, SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import VectorStore
+from fourfold.types import Remembered
 
 if TYPE_CHECKING:
     from fourfold.remote import RemoteMemory
@@ -171,6 +175,30 @@ class Memory:
         for scope in self.conversations.scopes():
             counts(scope)["conversations"] = 1
         return dict(sorted(found.items()))
+
+    def add(
+        self,
+        messages: Iterable[Mapping[str, Any] | str],
+        *,
+        scope: str | None = None,
+        model: ChatModel | None = None,
+        consolidate: Consolidator | None = None,
+    ) -> list[Remembered]:
+        """Keep what a conversation says that is worth remembering (Mem0's `add`).
+
+        `messages` are chat messages ({"role", "content"}; only the user's are read) or plain
+        strings. Offline, the rules keep stated preferences (keyed by kind, so a changed one
+        replaces the old) and lasting facts about the speaker; with an LLM `model`, the model
+        extracts them. What is kept is consolidated with the scope's current memories
+        (`consolidate`, default: the model when it is an LLM, else by similarity). Returns
+        one `Remembered` per memory kept (`created` False when nothing new was stored).
+        """
+        found = extract(messages, model=model)
+        if not found:
+            return []
+        judge = consolidate or (ModelConsolidator(model) if model is not None and model.is_llm else SimilarityConsolidator())
+        items = [MemoryInput(e.text, scope, e.kind, key=e.key) for e in found]
+        return self.long_term.remember_many(items, consolidate=judge)
 
     def forget_scope(self, scope: str, *, missing_ok: bool = True) -> dict[str, int]:
         """Erase one scope from every store, with the shared cases derived from it; other scopes

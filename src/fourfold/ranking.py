@@ -11,34 +11,45 @@ Both signals are absolute, so a score means the same in any query, scope or stor
   the scope earns little; one that names a rare word of the candidate earns much.
 
 They are added (`Fusion.lexical` weighs the lexical share), plus `Fusion.boost` for candidates
-with a bonus (a memory whose speaker the query names), and the sum is mapped to a relevance in
-[0, 1] by a logistic curve fitted on labelled sets (`Fusion.slope`, `Fusion.offset`), so
-`min_score` and the agent's prompt floor read the same scale everywhere.
+with a bonus (a memory whose speaker the query names). That sum orders the candidates.
+
+Its relevance in [0, 1] also weighs the query's *null*: how close the query comes to
+`Background` texts, everyday prose unrelated to any store. Some queries are close to much of
+any text; a memory that a query matches no better than it matches random prose is not
+evidence of anything. The sum minus `Fusion.null` times the null is mapped by a logistic curve
+fitted on labelled sets (`Fusion.slope`, `Fusion.offset`), so `min_score` and the agent's
+prompt floor read the same scale everywhere. The null is one number per query, so it never
+changes the order within a query, only how far the best result stands above chance.
 
 Measured (benchmarks/results/locomo-dev.md, paraphrase.md): the weights were chosen by
 cross-validation on the LoCoMo dev split (leave one conversation out) together with the
 paraphrase set (leave attribute types out). Unlike per-query z-scores, an absolute lexical share
 cannot let a few ordinary words in a customer's other memories outvote a clear dense match.
+The null took held-out off-topic questions left empty at the floor from 0.56 to 0.71
+(benchmarks/results/recall-cv.md).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
 
+from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput
 
-__all__ = ["RELEVANCE_FLOOR", "Fusion", "lexical_share", "rank", "relevance"]
+__all__ = ["RELEVANCE_FLOOR", "Background", "Fusion", "Parts", "lexical_share", "rank", "relevance"]
 
 Floats = npt.NDArray[np.float64]
 
-#: The default floor of relevance for what an agent puts in its prompt: chosen by
-#: cross-validation on the paraphrase set as the highest floor that keeps on-topic hit@3
-#: within 0.01 of no floor (benchmarks/results/paraphrase.md).
-RELEVANCE_FLOOR = 0.1
+#: The default floor of relevance for what an agent puts in its prompt: chosen on the
+#: paraphrase set (benchmarks/recall_cv.py) as about the highest floor that keeps on-topic
+#: hit@3 within 0.01 of no floor (benchmarks/results/paraphrase.md).
+RELEVANCE_FLOOR = 0.08
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +58,12 @@ class Fusion:
 
     lexical: float = 1.75
     boost: float = 0.15
-    slope: float = 4.78
-    offset: float = -2.40
+    null: float = 0.75
+    slope: float = 5.60
+    offset: float = -1.88
 
     def __post_init__(self) -> None:
-        for name in ("lexical", "boost", "slope", "offset"):
+        for name in ("lexical", "boost", "null", "slope", "offset"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise InvalidInput(f"Fusion.{name} must be a finite number, got {value!r}")
@@ -67,10 +79,37 @@ def lexical_share(scores: Floats, best_possible: float) -> Floats:
     return out
 
 
-def relevance(evidence: Floats, fusion: Fusion) -> Floats:
-    """The calibrated relevance in [0, 1] of fused evidence (dense + weighted lexical + boost)."""
-    out: Floats = 1.0 / (1.0 + np.exp(-(fusion.slope * evidence + fusion.offset)))
+def relevance(evidence: Floats, fusion: Fusion, *, null: float = 0.0) -> Floats:
+    """The calibrated relevance in [0, 1] of fused evidence (dense + weighted lexical + boost)
+    for a query whose background similarity is `null` (`Background.null`)."""
+    out: Floats = 1.0 / (1.0 + np.exp(-(fusion.slope * (evidence - fusion.null * null) + fusion.offset)))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What one ranked result's relevance is made of, for an inspector or a curious user.
+
+    `dense` is the cosine the ranker used (with neighbours' context where the caller blends it
+    in), `own` the cosine of the item alone, so `dense - own` is what its context added;
+    `lexical` the lexical share (0-1), of which `date` came from the words of its date;
+    `boost` the 0/1 bonus (a named speaker); `null` the query's background similarity;
+    `evidence` the ranking sum and `relevance` its calibrated score.
+    """
+
+    dense: float
+    own: float
+    lexical: float
+    date: float
+    boost: float
+    null: float
+    evidence: float
+    relevance: float
+
+    @property
+    def context(self) -> float:
+        """What neighbouring memories added to the dense similarity."""
+        return self.dense - self.own
 
 
 def rank(
@@ -81,19 +120,71 @@ def rank(
     fusion: Fusion,
     boost: Floats | None = None,
     newer: Floats | None = None,
+    null: float = 0.0,
 ) -> list[tuple[int, float]]:
     """The k best candidates as (position, relevance), best first.
 
-    `dense` holds cosines, `lexical` lexical shares (`lexical_share`), `boost` 0/1 flags; among
-    equal scores the candidate with the larger `newer` (default: the later position) wins.
+    `dense` holds cosines, `lexical` lexical shares (`lexical_share`), `boost` 0/1 flags, `null`
+    the query's `Background.null`; among equal scores the candidate with the larger `newer`
+    (default: the later position) wins.
     """
+    evidence = _evidence(dense, lexical, fusion, boost)
+    tiebreak = newer if newer is not None else np.arange(len(evidence), dtype=np.float64)
+    top = _top_k(evidence, k, tiebreak=tiebreak)
+    scores = relevance(evidence[top], fusion, null=null)
+    return [(i, float(s)) for i, s in zip(top, scores, strict=True)]
+
+
+def _evidence(dense: Floats, lexical: Floats, fusion: Fusion, boost: Floats | None) -> Floats:
     evidence = dense + fusion.lexical * lexical
     if boost is not None:
         evidence = evidence + fusion.boost * boost
-    tiebreak = newer if newer is not None else np.arange(len(evidence), dtype=np.float64)
-    top = _top_k(evidence, k, tiebreak=tiebreak)
-    scores = relevance(evidence[top], fusion)
-    return [(i, float(s)) for i, s in zip(top, scores, strict=True)]
+    return evidence
+
+
+class Background:
+    """Unit vectors of the background texts (`fourfold._background`) for one embedder.
+
+    `null(query)` is the mean cosine of the query's `NEAREST` closest background texts: how
+    similar the query is to prose that has nothing to do with any store. MiniLM's vectors ship
+    with the package; any other embedder's are embedded once per process, on first use.
+    """
+
+    NEAREST = 3
+
+    def __init__(self, vectors: Vectors) -> None:
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def null(self, query: Vectors) -> float:
+        # einsum, not BLAS: a product of microseconds must not wake BLAS worker threads.
+        cosines = np.einsum("ij,j->i", self.vectors, np.asarray(query, dtype=np.float32))
+        n = min(self.NEAREST, cosines.size)
+        return float(np.partition(cosines, -n)[-n:].mean()) if n else 0.0
+
+    @classmethod
+    def of(cls, embedder: Embedder) -> Background:
+        """The background for this embedder's vectors, made once per identity and process."""
+        identity = embedder.identity
+        with _backgrounds_lock:
+            cached = _backgrounds.get(identity)
+        if cached is not None:
+            return cached
+        shipped = _SHIPPED.get(identity)
+        if shipped is not None:
+            vectors = np.load(resources.files("fourfold").joinpath(shipped).open("rb")).astype(np.float32)
+        else:
+            from fourfold._background import TEXTS
+
+            vectors = embedder.embed_many(list(TEXTS))
+        out = cls(vectors)
+        with _backgrounds_lock:
+            return _backgrounds.setdefault(identity, out)
+
+
+#: Background vectors shipped with the package, by embedder identity (float16, unit length).
+_SHIPPED = {"all-MiniLM-L6-v2:384": "_background-minilm.npy"}
+_backgrounds: dict[str, Background] = {}
+_backgrounds_lock = threading.Lock()
 
 
 def _top_k(scores: Floats, k: int, *, tiebreak: Floats) -> list[int]:

@@ -93,6 +93,13 @@ class RemoteMemory:
         self.facts = RemoteFactStore(http)
         self.docs = RemoteDocumentStore(http)
 
+    def add(self, messages: Iterable[Mapping[str, Any] | str], *, scope: str | None = None) -> list[Remembered]:
+        """Keep what a conversation says that is worth remembering (the service's model or rules)."""
+        if isinstance(messages, (str, Mapping)):
+            raise InvalidInput("messages must be a list of messages")
+        body = {"messages": [_plain(m) for m in messages], "scope": scope}
+        return [_remembered(r) for r in self._http.call("POST", "/v1/memories/add", body)["results"]]
+
     def forget_scope(self, scope: str) -> dict[str, int]:
         """Erase one scope from every store; other scopes are untouched. Returns counts."""
         counts: dict[str, int] = self._http.call("DELETE", f"/v1/scopes/{_segment(scope, 'scope')}")

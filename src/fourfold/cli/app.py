@@ -239,6 +239,38 @@ def _when(text: str | None, option: str) -> float | datetime | None:
 
 
 @app.command()
+def add(
+    source: Annotated[str, typer.Argument(help="A file of messages, or - for stdin.")] = "-",
+    scope: Annotated[str | None, typer.Option(help="Whose memory this is, e.g. customer:42.")] = None,
+) -> None:
+    """Keep what a conversation says that is worth remembering: stated preferences and lasting
+    facts about the user (with --model's LLM, the model extracts them; else rules).
+
+    The input is JSON (a list of {"role", "content"} messages, or of strings) or plain text,
+    each line a user message.
+    """
+    raw = sys.stdin.read() if source == "-" else _read_text(source)
+    try:
+        messages = json.loads(raw)
+    except ValueError:
+        messages = [line for line in raw.splitlines() if line.strip()]
+    if not isinstance(messages, list):
+        raise InvalidInput("the input must be a JSON list of messages, or lines of text")
+    model = _model()
+    with _memory(create=True) as mem:
+        done = mem.add(messages, scope=scope, model=model)
+    _out(done, "\n".join(f"{r.id}  {r.text}" + ("" if r.created else "  (unchanged)") for r in done)
+         or "(nothing worth remembering)")
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+@app.command()
 def update(
     memory_id: str,
     text: str,

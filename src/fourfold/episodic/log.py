@@ -24,7 +24,7 @@ from fourfold.embeddings.coalescing import for_reader
 from fourfold.episodic._codec import build_episode
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
-from fourfold.ranking import Fusion, lexical_share, rank
+from fourfold.ranking import Background, Fusion, lexical_share, rank
 from fourfold.stores.database import Database, open_database
 from fourfold.stores.sqlite import chunked_ids, scope_key, scope_of
 from fourfold.stores.vector import GLOBAL_SCOPE_KEY
@@ -323,7 +323,8 @@ class EpisodeLog:
         keep = np.nonzero((lexical > 0) | (dense >= MIN_COSINE))[0]
         kept = np.asarray(rows, dtype=np.int64)[keep]
         ts = np.array([episodes[row].ts for row in kept.tolist()], dtype=np.float64)
-        ranked = rank(dense[keep], lexical[keep], k=k, fusion=Fusion(), newer=_newest_order(ts, kept))
+        null = Background.of(self.embedder).null(query)
+        ranked = rank(dense[keep], lexical[keep], k=k, fusion=Fusion(), newer=_newest_order(ts, kept), null=null)
         return [int(kept[i]) for i, score in ranked if min_score is None or score >= min_score]
 
     # -- forgetting --------------------------------------------------------------------

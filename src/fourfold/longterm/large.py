@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from fourfold.embeddings.base import Vectors
@@ -65,29 +65,23 @@ class LargeScopes:
         self._lengths: dict[str | None, tuple[float, int, float]] = {}  # scope -> (when, size, mean)
         self._lock = threading.Lock()
 
-    def search(
-        self,
-        scope: str | None,
-        query_vector: Vectors,
-        query_text: str,
-        *,
-        k: int,
-        keep: Callable[[VectorRecord], bool],
-        weights: Weights,
-    ) -> list[tuple[VectorRecord, float]]:
+    def candidate_index(
+        self, scope: str | None, query_vector: Vectors, query_text: str, *, weights: Weights
+    ) -> tuple[ScopeIndex, CollectionStats] | None:
+        """An index of the query's candidates in a large scope, with the scope's statistics to
+        score them as in an index of the whole scope; None when there is no candidate."""
         size = self.store.scope_size(scope)
         records, matrix, counts, lengths = self.store.candidates(
             scope, query_vector, query_text, dense=self.dense, lexical=self.lexical
         )
         if not records:
-            return []
+            return None
         tokens = tokenize(query_text)
         stats = CollectionStats(
             n_docs=size, avgdl=self._mean_length(scope, size), df=self.store.document_frequencies(scope, tokens)
         )
         weighted = [{**c, _REST: length - sum(c.values())} for c, length in zip(counts, lengths, strict=True)]
-        index = ScopeIndex.of_features(records, matrix, weighted, weights=weights)
-        return index.search(query_vector, query_text, k=k, keep=keep, weights=weights, stats=stats)
+        return ScopeIndex.of_features(records, matrix, weighted, weights=weights), stats
 
     def _mean_length(self, scope: str | None, size: int) -> float:
         """The scope's mean record length, measured again once its size moved or after a while."""

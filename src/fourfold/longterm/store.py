@@ -9,13 +9,12 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from fourfold._validate import (
-    check_identifier,
     check_k,
     check_kind,
     check_metadata,
@@ -31,19 +30,24 @@ from fourfold.longterm.large import CandidateStore, LargeScopes
 from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
 from fourfold.longterm.versions import (
     VERSION_KEY,
+    When,
     Write,
     as_timestamp,
+    check_key,
     history_order,
     is_current,
     plan,
     user_metadata,
+    validity,
     version_of,
 )
+from fourfold.ranking import Background, Parts
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
 from fourfold.text import is_chatter, redact
+from fourfold.text.bm25 import CollectionStats
 from fourfold.types import Recalled, Redaction, Remembered
 
-__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput"]
+__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "When"]
 
 log = logging.getLogger("fourfold.longterm")
 
@@ -86,10 +90,6 @@ class MemoryInput:
     valid_from: float | datetime | None = None
 
 
-#: Values a time travel takes: unix seconds or a datetime.
-When = float | int | datetime
-
-_MAX_KEY = 128
 
 
 def memory_id(scope: str | None, text: str, *, prefix: str = "mem") -> str:
@@ -217,7 +217,7 @@ class LongTermMemory:
         metadata = check_metadata(item.metadata)
         if VERSION_KEY in metadata:
             raise InvalidInput(f"metadata key {VERSION_KEY!r} is reserved for memory versions")
-        key = _check_key(item.key)
+        key = check_key(item.key)
         valid_from = None if item.valid_from is None else as_timestamp(item.valid_from, what="valid_from")
         if kind != DOC_KIND and is_chatter(text):
             raise InvalidInput(f"not a durable memory (chatter): {text[:60]!r}")
@@ -274,10 +274,11 @@ class LongTermMemory:
         def keep(r: VectorRecord) -> bool:
             return r.kind == w.kind and is_current(r)
 
-        if self._large is not None and self._large.store.is_large(w.scope):
-            hits = self._large.search(w.scope, vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights)
-        else:
-            hits = self._index(w.scope).search(vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights)
+        found = self._ranking_index(w.scope, vector, w.text)
+        if found is None:
+            return []
+        index, stats = found
+        hits = index.search(vector, w.text, k=CONSOLIDATE_K, keep=keep, weights=self.weights, stats=stats)
         stored = {r.id: r for r in self.store.get([r.id for r, _ in hits])}
         return [Similar(r.id, r.text, float(stored[r.id].embedding @ vector)) for r, _ in hits if r.id in stored]
 
@@ -393,7 +394,7 @@ class LongTermMemory:
         """Every current memory of a scope, oldest first (documents only when kinds asks for
         them); `as_of` and `include_superseded` as in `recall`."""
         keep = _kind_filter(kinds)
-        holds = _validity(as_of, include_superseded)
+        holds = validity(as_of, include_superseded)
         index = self._index(check_scope(scope))
         records = sorted((r for r in index.records if keep(r.kind) and holds(r)), key=lambda r: r.created_at)
         return [_recalled(r, 1.0) for r in records]
@@ -430,25 +431,62 @@ class LongTermMemory:
         month, year and weekday become searchable words), and `speaker` (memories of a speaker
         the query names rank higher).
         """
+        hits = self.explain(
+            query, scope=scope, k=k, kinds=kinds, where=where, min_score=min_score,
+            as_of=as_of, include_superseded=include_superseded,
+        )
+        return [recalled for recalled, _ in hits]
+
+    def explain(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        k: int = 3,
+        kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        min_score: float | None = None,
+        as_of: When | None = None,
+        include_superseded: bool = False,
+    ) -> list[tuple[Recalled, Parts]]:
+        """What `recall` returns, each result with the parts of its score (`fourfold.ranking.Parts`:
+        dense similarity, what neighbouring memories added, lexical share and its date part,
+        the speaker bonus, the query's background similarity)."""
         query = check_text(query, what="query", max_chars=self.max_chars)
         k = check_k(k)
         scope = check_scope(scope)
         keep_kind = _kind_filter(kinds)
         where = check_metadata(where) if where else {}
         check_min_score(min_score)
-        holds = _validity(as_of, include_superseded)
+        holds = validity(as_of, include_superseded)
 
         def keep(r: VectorRecord) -> bool:
             return bool(keep_kind(r.kind)) and holds(r) and (not where or matches_where(r.metadata, where))
 
+        stats = None
         if self._large is not None and self._large.store.is_large(scope):
-            hits = self._large.search(scope, self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
-            return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
-        index = self._index(scope)
-        if not len(index):
-            return []
-        hits = index.search(self.embedder.embed(query), query, k=k, keep=keep, weights=self.weights)
-        return [_recalled(r, s) for r, s in hits if min_score is None or s >= min_score]
+            vector = self.embedder.embed(query)
+            found = self._large.candidate_index(scope, vector, query, weights=self.weights)
+            if found is None:
+                return []
+            index, stats = found
+        else:
+            index = self._index(scope)
+            if not len(index):
+                return []  # nothing to rank: the query need not be embedded
+            vector = self.embedder.embed(query)
+        null = Background.of(self.embedder).null(vector)
+        hits = index.explain(vector, query, k=k, keep=keep, weights=self.weights, stats=stats, null=null)
+        return [(_recalled(r, p.relevance), p) for r, p in hits if min_score is None or p.relevance >= min_score]
+
+    def _ranking_index(
+        self, scope: str | None, vector: Vectors, query: str
+    ) -> tuple[ScopeIndex, CollectionStats | None] | None:
+        """The index a query of this scope is ranked in: the scope's cached index, or for a large
+        scope an index of the store's candidates with the scope's statistics (None if none)."""
+        if self._large is not None and self._large.store.is_large(scope):
+            return self._large.candidate_index(scope, vector, query, weights=self.weights)
+        return self._index(scope), None
 
     def warm(self, scopes: Iterable[str | None]) -> None:
         """Build and cache these scopes' indexes now, so that their next recall reads no store.
@@ -546,26 +584,6 @@ class _Prepared:
 def _new_id() -> str:
     """A version's id: never derived from its text, which an earlier version may share."""
     return f"mem_{uuid.uuid4().hex}"
-
-
-def _check_key(key: object) -> str | None:
-    if key is None:
-        return None
-    if not isinstance(key, str) or not key.strip() or len(key) > _MAX_KEY or not key.isprintable():
-        raise InvalidInput(f"key must be 1-{_MAX_KEY} printable characters, got {str(key)[:40]!r}")
-    return check_identifier(key, what="key")
-
-
-def _validity(as_of: When | None, include_superseded: bool) -> Callable[[VectorRecord], bool]:
-    """Which versions a read sees: current ones, those current at `as_of`, or all."""
-    if as_of is not None:
-        if include_superseded:
-            raise InvalidInput("give as_of or include_superseded, not both")
-        when = as_timestamp(as_of, what="as_of")
-        return lambda r: version_of(r).at(when)
-    if include_superseded:
-        return lambda r: True
-    return is_current
 
 
 def _with_metadata(index: ScopeIndex, changed: Sequence[VectorRecord]) -> ScopeIndex:

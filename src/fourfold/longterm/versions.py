@@ -10,13 +10,14 @@ time, still current. Only this module reads or writes the entry.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from fourfold._validate import check_identifier
 from fourfold.errors import InvalidInput
 from fourfold.stores.vector import VERSION_KEY, VectorRecord
 from fourfold.text import memory_date
@@ -26,16 +27,25 @@ __all__ = [
     "Outcome",
     "Plan",
     "Version",
+    "When",
     "Write",
     "as_timestamp",
+    "check_key",
     "history_order",
     "is_current",
     "place",
     "plan",
     "user_metadata",
+    "validity",
     "version_of",
     "with_version",
 ]
+
+
+#: The longest key a memory may have.
+MAX_KEY = 128
+#: Values a time travel takes: unix seconds or a datetime.
+When = float | int | datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +142,27 @@ def as_timestamp(value: object, *, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidInput(f"{what} must be unix seconds or a datetime, got {type(value).__name__}")
     return float(value)
+
+
+def check_key(key: object) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY or not key.isprintable():
+        raise InvalidInput(f"key must be 1-{MAX_KEY} printable characters, got {str(key)[:40]!r}")
+    return check_identifier(key, what="key")
+
+
+def validity(as_of: When | None, include_superseded: bool) -> Callable[[VectorRecord], bool]:
+    """Which versions a read sees: current ones, those current at `as_of`, or all."""
+    if as_of is not None:
+        if include_superseded:
+            raise InvalidInput("give as_of or include_superseded, not both")
+        when = as_timestamp(as_of, what="as_of")
+        return lambda r: version_of(r).at(when)
+    if include_superseded:
+        return lambda r: True
+    return is_current
+
 
 
 # -- planning a versioned write -----------------------------------------------------------------

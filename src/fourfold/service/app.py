@@ -171,6 +171,14 @@ def create_app(
             mem.long_term.warm({item.scope for item in body.items})  # their first recall scans nothing
         return s.RememberedManyOut.model_validate({"results": [s.remembered_out(r) for r in done]})
 
+    @api.post("/memories/add", status_code=201, tags=["memories"])
+    def add(body: s.AddIn, mem: Mem) -> s.RememberedManyOut:
+        """Keep what a conversation says that is worth remembering: stated preferences (a changed
+        one replaces the old) and lasting facts about the user; with the service's chat model
+        when it is an LLM, else by rules. Only the user's messages are read."""
+        done = mem.add(body.messages, scope=body.scope, model=agents.model())
+        return s.RememberedManyOut.model_validate({"results": [s.remembered_out(r) for r in done]})
+
     @api.post("/memories/search", tags=["memories"])
     def recall(body: s.SearchIn, mem: Mem) -> s.MemoriesOut:
         """The k memories of a scope most relevant to the query, best first."""
@@ -431,15 +439,18 @@ class _Agents:
         self._review = review_cases
         self._lock = threading.Lock()
 
-    def agent(self, memory: Memory) -> Any:
-        from fourfold.agent import SupportAgent
-
+    def model(self) -> ChatModel:
         with self._lock:
             if self._model is None:
                 from fourfold.models import default_model
 
                 self._model = default_model()
-        return SupportAgent(memory, self._model, review_cases=self._review)
+            return self._model
+
+    def agent(self, memory: Memory) -> Any:
+        from fourfold.agent import SupportAgent
+
+        return SupportAgent(memory, self.model(), review_cases=self._review)
 
 
 # -- MCP over streamable HTTP ------------------------------------------------------------

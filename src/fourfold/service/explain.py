@@ -1,11 +1,13 @@
 """Why was this recalled: each result of a recall, a similar-successes search or a document
 search, with the evidence its relevance was made of.
 
-Read-only, and built only on public names: the results are the library's own (`recall`,
-`similar_successes`, `docs.search`); their parts are recomputed beside them with the ranker's
-public functions (`fourfold.ranking`), on an index built like recall's. `recomputed` is the
-relevance those parts give, so a reader (and a test) can see that the parts add up to the
-score. When the ranker gains a way to report its parts itself, this module is what to swap.
+Read-only. For memories and documents the parts are the library's own
+(`LongTermMemory.explain`, `fourfold.ranking.Parts`); this module adds which query words each
+result matched, with their BM25 points and where the result got them (its own text, its date,
+a neighbour), from an index built like recall's. Episodes have no explain of their own: their
+parts are recomputed beside `similar_successes` with the ranker's public functions. Either
+way `recomputed` is the relevance the shown parts give, so a reader (and a test) can see that
+they add up to the score.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from fourfold.longterm import LongTermMemory
 from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.longterm.store import DOC_KIND
 from fourfold.memory import Memory
-from fourfold.ranking import Fusion, lexical_share, relevance
+from fourfold.ranking import Background, Fusion, lexical_share, relevance
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.types import Episode, Recalled
 
@@ -66,44 +68,35 @@ def explain_recall(
     lt: LongTermMemory, query: str, *, scope: str | None, k: int = 5, kinds: Sequence[str] | None = None,
     where: Mapping[str, Any] | None = None,
 ) -> list[Explained]:
-    """`lt.recall(query, ...)`'s results, best first, each with its parts."""
-    hits = lt.recall(query, scope=scope, k=k, kinds=kinds, where=where)
-    if not hits:
+    """`lt.recall(query, ...)`'s results, best first, each with its parts and matched words."""
+    found = lt.explain(query, scope=scope, k=k, kinds=kinds, where=where)
+    if not found:
         return []
     records, _ = lt.store.scan_versioned(scope)
-    own = {r.id: r.embedding for r in records}
     index = ScopeIndex(records, lt.embedder.dimension, weights=lt.weights)
     position = {r.id: i for i, r in enumerate(index.records)}
     fusion = lt.weights.fusion
-    query_vector = lt.embedder.embed(query)
     tokens = tokenize(query)
-    best = index.bm25.best_possible(tokens)
     per_word = {t: index.bm25.scores([t]) for t in dict.fromkeys(tokens)}
     out = []
-    for hit in hits:
+    for hit, parts in found:
         i = position.get(hit.id)
-        if i is None:  # written between the recall and the scan: shown without parts
-            out.append(_bare(hit))
-            continue
-        record = index.records[i]
-        blended, _ = index.features(i)
-        dense = float(np.dot(blended, query_vector))
-        dense_own = float(np.dot(own[hit.id], query_vector))
-        when = memory_date(record.metadata) if lt.weights.dates else None
-        own_words = set(tokenize(" ".join((record.text, *record.extra))))
-        date_words = set(tokenize(" ".join(time_words(when)))) if when else set()
-        words = tuple(
-            Word(t, points, "text" if t in own_words else "date" if t in date_words else "context")
-            for t in dict.fromkeys(tokens)
-            if (points := tokens.count(t) * per_word[t].get(str(i), 0.0)) > 0
-        )
-        share = float(lexical_share(np.array([sum(w.points for w in words)]), best)[0])
-        speaker_name = str(record.metadata.get("speaker") or "") or None
-        named = bool(speaker_name) and bool(set(tokenize(speaker_name or "")) & set(tokens))
+        record = index.records[i] if i is not None else None
+        when = memory_date(hit.metadata) if lt.weights.dates else None
+        words: tuple[Word, ...] = ()
+        if record is not None:  # else written between the search and the scan: no words
+            own_words = set(tokenize(" ".join((record.text, *record.extra))))
+            date_words = set(tokenize(" ".join(time_words(when)))) if when else set()
+            words = tuple(
+                Word(t, points, "text" if t in own_words else "date" if t in date_words else "context")
+                for t in dict.fromkeys(tokens)
+                if (points := tokens.count(t) * per_word[t].get(str(i), 0.0)) > 0
+            )
+        speaker_name = str(hit.metadata.get("speaker") or "") or None
         out.append(_explained(
-            hit.id, hit.text, hit.score, dense, dense_own, share, named, fusion, words=words,
-            date=when.date().isoformat() if when else None, speaker_name=speaker_name,
-            detail=_recalled_detail(hit),
+            hit.id, hit.text, hit.score, parts.dense, parts.own, parts.lexical, bool(parts.boost), fusion,
+            null=parts.null, words=words, date=when.date().isoformat() if when else None,
+            speaker_name=speaker_name, detail=_recalled_detail(hit),
         ))
     return out
 
@@ -139,6 +132,7 @@ def explain_similar(
     query_vector = log.embedder.embed(situation)
     vectors = log.embedder.embed_many([dense_text(e) for e in found])
     fusion = Fusion()
+    null = Background.of(log.embedder).null(query_vector)
     out = []
     for e, vector in zip(found, vectors, strict=True):
         own_words = set(tokenize(lexical_text(e)))
@@ -148,7 +142,7 @@ def explain_similar(
         )
         share = float(lexical_share(np.array([sum(w.points for w in words)]), best)[0])
         dense = float(np.dot(vector, query_vector))
-        explained = _explained(e.id, e.goal, None, dense, dense, share, False, fusion, words=words,
+        explained = _explained(e.id, e.goal, None, dense, dense, share, False, fusion, null=null, words=words,
                                detail=_episode_detail(e))
         out.append(explained)
     return out
@@ -156,21 +150,17 @@ def explain_similar(
 
 def _explained(
     result_id: str, text: str, score: float | None, dense: float, dense_own: float, share: float, named: bool,
-    fusion: Fusion, *, words: tuple[Word, ...], date: str | None = None, speaker_name: str | None = None,
-    detail: Mapping[str, Any],
+    fusion: Fusion, *, null: float, words: tuple[Word, ...], date: str | None = None,
+    speaker_name: str | None = None, detail: Mapping[str, Any],
 ) -> Explained:
     lexical = fusion.lexical * share
     speaker = fusion.boost if named else 0.0
-    recomputed = float(relevance(np.array([dense + lexical + speaker]), fusion)[0])
+    recomputed = float(relevance(np.array([dense + lexical + speaker]), fusion, null=null)[0])
     return Explained(
         id=result_id, text=text, score=recomputed if score is None else float(score), recomputed=recomputed,
         dense=dense, dense_own=dense_own, lexical_share=share, lexical=lexical, speaker=speaker, words=words,
-        date=date, speaker_name=speaker_name, detail=detail,
+        date=date, speaker_name=speaker_name, null=fusion.null * null, detail=detail,
     )
-
-
-def _bare(hit: Recalled) -> Explained:
-    return Explained(hit.id, hit.text, hit.score, hit.score, 0.0, 0.0, 0.0, 0.0, 0.0, detail=_recalled_detail(hit))
 
 
 def _recalled_detail(r: Recalled) -> dict[str, Any]:

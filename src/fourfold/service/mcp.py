@@ -117,6 +117,20 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         return _written(mid)
 
     @server.tool(description=(
+        "Keep what a conversation says that is worth remembering about the user: their stated "
+        "preferences (a changed one replaces the old) and lasting facts about them. Pass the "
+        "user's messages; questions, requests and small talk are not kept. Returns what was kept."
+    ))
+    def remember_conversation(
+        messages: Annotated[list[str], Field(description="The user's messages, oldest first.")],
+        ctx: Context[Any, Any],
+        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            done = mem(ctx).add(messages, scope=bounded_scope(scope, server_scope))
+        return [{"id": r.id, "text": r.text, "created": r.created, "supersedes": list(r.supersedes)} for r in done]
+
+    @server.tool(description=(
         "Correct a memory: store a new version of it with another text. The version current until "
         "now stays in its history (see `history`) but is no longer recalled. Use it when the user "
         "says something known about them has changed."

@@ -16,6 +16,7 @@ from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembere
 
 __all__ = [
     "MAX_BATCH",
+    "AddIn",
     "DeletedCount",
     "DeletedOut",
     "DocHitOut",
@@ -91,6 +92,15 @@ class RememberIn(BaseModel):
     valid_from: datetime | None = Field(
         None, description="When it became true (ISO 8601 or unix seconds); default: metadata occurred_at, else now."
     )
+
+
+class AddIn(BaseModel):
+    model_config = _IN
+    messages: list[dict[str, Any] | StrictStr] = Field(
+        max_length=MAX_BATCH,
+        description='Chat messages ({"role": "user", "content": "..."}) or plain user texts; only the user\'s are read.',
+    )
+    scope: Scope = Field(None, description="Whose memory this is, e.g. customer:42.")
 
 
 class UpdateIn(BaseModel):

@@ -313,6 +313,16 @@ class ChromaVectorStore(VectorStore):
             metadatas=[_stored_metadata(r) for r in part],
         )
 
+    def update_metadata(self, records: Sequence[VectorRecord]) -> None:
+        # Chroma merges the keys given into a record's metadata: only the user metadata's key
+        # changes, and no delete (with its scrub of the files) is needed.
+        if not records:
+            return
+        with self.writing():
+            for part in chunked(list(records), self._max_batch):
+                metadatas = [{"ff_meta": r.flat_metadata()["ff_meta"]} for r in part]
+                self._call(partial(self._collection.update, ids=[r.id for r in part], metadatas=metadatas))
+
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return

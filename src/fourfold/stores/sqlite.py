@@ -53,6 +53,9 @@ DATABASE = "fourfold.sqlite3"
 SCHEMA_VERSION = 1
 #: Rows per `IN (...)` list, well under SQLite's limit on bound parameters.
 _CHUNK = 500
+#: The rows whose metadata names a version entry (a superset: the exact test is made on read).
+#: A literal, so that SQLite's planner matches it to the partial index of the same term.
+_VERSIONED = f"metadata LIKE '%\"{VERSION_KEY}\"%'"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     # One clock for every version, so a name that is dropped and written again never
@@ -64,6 +67,8 @@ _SCHEMA = (
     " text TEXT NOT NULL, metadata TEXT NOT NULL, extra TEXT NOT NULL, created_at REAL NOT NULL,"
     " seq INTEGER NOT NULL, embedding BLOB NOT NULL)",
     "CREATE INDEX IF NOT EXISTS memories_scope ON memories (scope, created_at, seq)",
+    # The rows carrying version bookkeeping, few in any scope, found without reading the scope.
+    f"CREATE INDEX IF NOT EXISTS memories_versioned ON memories (scope) WHERE {_VERSIONED}",
     "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value_json TEXT NOT NULL,"
     " description TEXT NOT NULL DEFAULT '', updated_at REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS fact_history (id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
@@ -340,14 +345,10 @@ class SQLiteVectorStore(VectorStore):
         return self.scan_versioned(scope)[0]
 
     def versioned(self, scope: str | None, ids: Sequence[str] = ()) -> list[VectorRecord]:
-        # The LIKE finds a superset (any metadata naming the entry); the exact test is below.
-        with self.db.read() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND metadata LIKE ?",
-                (scope_key(scope), f'%"{VERSION_KEY}"%'),
-            )
+        with self.db.read() as conn:  # one snapshot for both reads
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND {_VERSIONED}", (scope_key(scope),))
             found = {r.id: r for r in self._records(rows) if VERSION_KEY in r.metadata}
-        found.update((r.id, r) for r in self.get([i for i in ids if i not in found]) if r.scope == scope)
+            found.update((r.id, r) for r in self.get([i for i in ids if i not in found]) if r.scope == scope)
         return list(found.values())
 
     def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
