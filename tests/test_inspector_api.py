@@ -25,6 +25,7 @@ from fourfold.agent.deidentify import Ticket
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.errors import InvalidInput, NotFound
+from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.models import OfflineModel, ScriptedModel
 from fourfold.models.base import ChatResponse, ToolCall
 from fourfold.service.app import create_app
@@ -34,6 +35,7 @@ from fourfold.service.tenancy import Tenants
 from fourfold.service.ui import CSP
 from fourfold.shortterm.summarize import summary_message
 from fourfold.shortterm.threads import Thread
+from fourfold.text import tokenize
 
 EMBEDDER = HashEmbedder()
 ORIGIN = "http://127.0.0.1:8765"
@@ -242,6 +244,10 @@ def test_explain_returns_recalls_results_and_parts_that_add_up_to_each_score(mem
         assert e.recomputed == pytest.approx(e.score, abs=1e-6)
     boost = mem.long_term.weights.speaker  # the query names Ann: her memories are lifted, others not
     assert {e.text.split()[0]: e.speaker for e in explained} == {"Prefers": boost, "Yes,": boost, "Ships": 0.0}
+    records, _ = mem.long_term.store.scan_versioned("customer:ann")
+    best = ScopeIndex(records, EMBEDDER.dimension, weights=mem.long_term.weights).bm25.best_possible(tokenize(query))
+    for e in explained:  # the words shown are the whole lexical part
+        assert sum(w.points for w in e.words) / best == pytest.approx(e.lexical_share, abs=1e-9)
     email = next(e for e in explained if e.text.startswith("Prefers email"))
     sources = {w.word: w.source for w in email.words}
     assert sources["email"] == "text" and sources["may"] == "date"
