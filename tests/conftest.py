@@ -43,6 +43,14 @@ CHROMIUM_ARGS = [
 ]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use the `browser` run last, in their usual order. Playwright's sync API keeps
+    an event loop running in the main thread while it is started, and the browser lives for
+    the session: a later test's `asyncio.run()` would fail with "cannot be called from a
+    running event loop"."""
+    items.sort(key=lambda item: "browser" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """One headless Chromium for the session: Debian's `chromium` driven by Playwright.
