@@ -47,6 +47,7 @@ def _seed(data: Path) -> None:
         lt.remember("Keeps nothing important", scope="customer:erase-me", kind="note")
         lt.remember("Prefers email", scope="customer:edit-me", kind="preference", key="contact_channel")
         lt.remember("Hostile scope's memory", scope=HOSTILE_SCOPE)
+        lt.remember_many([{"text": f"Order {1000 + i} arrived", "scope": "customer:big"} for i in range(450)])
         mem.episodes.record(goal="Invoice PDF download fails with 502", actions=["lookup_policy(invoices)"],
                             outcome="Fixed by clearing the browser cache", success=True, scope=ANN)
         mem.episodes.record(goal="A ticket to delete", actions=[], outcome="closed", success=True,
@@ -178,6 +179,15 @@ def test_a_scope_shows_memories_episodes_and_the_thread_with_stored_text_inert(u
     versions.nth(1).wait_for()
     assert "Prefers phone calls" in versions.nth(0).inner_text() and "superseded" in versions.nth(0).inner_text()
     page.screenshot(path=str(shots / "inspector-scope.png"), full_page=True)
+
+
+def test_a_large_scope_shows_at_once_and_fills_in_every_memory(ui: Page) -> None:
+    page = ui.open("#/scope?name=customer%3Abig")
+    assert "Memories (450)" in page.locator("main h2").first.inner_text()
+    page.wait_for_selector("ul.memories[data-complete='1']")
+    # textContent: rows off screen are not laid out (content-visibility), so they have no innerText
+    texts = page.locator("li.memory .text").evaluate_all("els => els.map((e) => e.textContent)")
+    assert texts == [f"Order {1000 + i} arrived" for i in range(450)]  # all of them, oldest first
 
 
 def test_why_was_this_recalled_shows_each_score_and_its_parts(ui: Page, shots: Path) -> None:

@@ -37,11 +37,22 @@ export async function scopeView(main, params, ctx) {
 // it is off screen (content-visibility), which a table's rows cannot do.
 const COLUMNS = ["Text", "Kind", "Key", "Written", "Valid", "Metadata", ""];
 
+// The first rows are built before the view is shown; the rest follow in chunks, one task each,
+// so the page paints at once and stays responsive while a large scope fills in. The list's
+// `data-complete` says when every row is there.
+const FIRST_ROWS = 100;
+const CHUNK_ROWS = 300;
+
 function memoriesSection(memories, features, ctx) {
   const list = h("ul", { class: "memories", "aria-label": "Memories, current versions, oldest first" });
-  const frag = document.createDocumentFragment();
-  for (const m of memories) frag.append(memoryItem(m, features, ctx));
-  list.append(frag);
+  const build = (from, to) => {
+    const frag = document.createDocumentFragment();
+    for (const m of memories.slice(from, to)) frag.append(memoryItem(m, features, ctx));
+    list.append(frag);
+    if (to >= memories.length) list.dataset.complete = "1";
+    else setTimeout(() => build(to, to + CHUNK_ROWS));
+  };
+  build(0, FIRST_ROWS);
   return section(`Memories (${memories.length})`, memories.length
     ? [h("div", { class: "memory head", "aria-hidden": "true" }, COLUMNS.map((c) => h("span", {}, c))), list]
     : h("p", { class: "muted" }, "No memories."));
