@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint typecheck bench clean browser
+.PHONY: install test demo lint typecheck bench clean browser docs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,7 +37,12 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(MAKE) docs
 	$(BIN)/pytest -q
+
+# The documentation site (MkDocs); --strict makes a broken link or anchor fail the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 demo: $(STAMP)
 	$(BIN)/fourfold demo
@@ -46,4 +51,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/locomo.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -112,3 +112,100 @@ def test_the_learning_benchmark_runs_short_and_prints_its_line() -> None:
     last = out.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"learning: learn=[\d.]+ wrong_fix=0 pii_leaks=0 pref_current=[\d.]+ dup_rate=[\d.]+ "
                         r"false_merge=[\d.]+", last), last
+
+
+# -- a preference that says it is a change ---------------------------------------------------------
+
+THEME = "Customer said: I'd prefer the dark theme in the app."
+EUROS = "Customer said: I'd prefer prices in euros."
+
+
+@pytest.fixture
+def changing(vector_store: VectorStore, embedder: HashEmbedder) -> LongTermMemory:
+    # hash-embedder cosines: theme/theme 0.79-0.93, euros/dollars 0.78, theme/prices 0.42-0.63
+    judge = SimilarityConsolidator(threshold=0.95, change_threshold=0.7)
+    return LongTermMemory(vector_store, embedder, consolidator=judge)
+
+
+def test_a_signalled_change_replaces_the_most_similar_current_preference(changing: LongTermMemory) -> None:
+    theme = changing.remember(THEME, scope=S, kind="preference")
+    euros = changing.remember(EUROS, scope=S, kind="preference")
+    light = changing.remember("Customer said: I'd rather have the light theme in the app now.", scope=S, kind="preference")
+    dollars = changing.remember("Customer said: I'd prefer prices in dollars from now on.", scope=S, kind="preference")
+    assert light.supersedes == (theme,) and dollars.supersedes == (euros,)  # each its own kind, no key needed
+    assert sorted(m.text for m in changing.all(scope=S)) == sorted([
+        "Customer said: I'd rather have the light theme in the app now.",
+        "Customer said: I'd prefer prices in dollars from now on."])
+    assert changing.history(light)[0].text == THEME  # the old one stays in the history
+
+
+def test_without_a_signal_or_outside_preferences_the_ordinary_threshold_holds(changing: LongTermMemory) -> None:
+    changing.remember(THEME, scope=S, kind="preference")
+    plain = changing.remember("Customer said: I'd prefer the light theme in the app.", scope=S, kind="preference")
+    assert plain.supersedes == ()  # 0.93 similar, under 0.95: two preferences may hold at once
+    changing.remember(THEME, scope="notes", kind="note")
+    note = changing.remember("Customer said: I'd rather have the light theme in the app now.", scope="notes", kind="note")
+    assert note.supersedes == ()  # only preferences change by signal
+    off = SimilarityConsolidator(threshold=0.95, change_threshold=None)
+    changing.remember(EUROS, scope="off", kind="preference")
+    assert changing.remember("Customer said: I'd prefer prices in dollars from now on.", scope="off", kind="preference",
+                             consolidate=off).supersedes == ()
+
+
+def test_a_signalled_preference_of_another_kind_replaces_nothing(changing: LongTermMemory) -> None:
+    changing.remember(THEME, scope=S, kind="preference")
+    dollars = changing.remember("Customer said: I'd prefer prices in dollars from now on.", scope=S, kind="preference")
+    assert dollars.supersedes == ()  # 0.49 similar to the theme: under the change threshold
+    assert len(changing.all(scope=S)) == 2
+
+
+# -- the words in which two memories differ ---------------------------------------------------------
+
+
+def test_differing_words_are_what_remains_between_the_shared_start_and_end() -> None:
+    from fourfold.longterm.consolidate import differing_words
+
+    assert differing_words("Has a dog at home", "Has a cat at home") == ("dog", "cat")
+    assert differing_words("Owns a dog", "Their pet is a dog") == ("owns", "pet")
+    assert differing_words("Prefers email", "Prefers email please") == ("", "please")
+    assert differing_words("Prefers email", "prefers EMAIL.") == ("", "")
+
+
+def test_below_the_threshold_a_memory_merges_only_when_its_differing_words_are_close(
+    vector_store: VectorStore, embedder: HashEmbedder
+) -> None:
+    # hash-embedder cosines: the texts 0.74 and 0.69; their differing words 0.26 ("organises" /
+    # "organizes", one word spelled two ways) and 0.03 ("x200 router" / "z5 printer")
+    judge = SimilarityConsolidator(threshold=0.95, reword_threshold=0.6, reword_difference=0.2)
+    lt = LongTermMemory(vector_store, embedder, consolidator=judge)
+    first = lt.remember("Organises a yearly workshop", scope=S, kind="fact")
+    assert lt.remember("Organizes a yearly workshop", scope=S, kind="fact").supersedes == (first,)
+    router = lt.remember("Has the X200 router, bought in 2024", scope=S, kind="fact")
+    printer = lt.remember("Has the Z5 printer, bought in 2024", scope=S, kind="fact")
+    assert printer.supersedes == () and len(lt.all(scope=S)) == 3
+    off = SimilarityConsolidator(threshold=0.95, reword_threshold=None)
+    assert lt.remember("Organises a yearly workshop", scope="s2", kind="fact", consolidate=off).supersedes == ()
+    assert lt.remember("Organizes a yearly workshop", scope="s2", kind="fact", consolidate=off).supersedes == ()
+    assert router in {m.id for m in lt.all(scope=S)}
+
+
+def test_a_memory_that_only_adds_words_is_not_judged_by_its_differing_words() -> None:
+    from fourfold.longterm.consolidate import Candidate, Similar
+
+    judge = SimilarityConsolidator(threshold=0.95, reword_threshold=0.6, reword_difference=0.2)
+    added = Candidate("Owns a dog and a cat", "fact", S, (Similar("m1", "Owns a dog", 0.8, None),))
+    reworded = Candidate("Their pet is a dog", "fact", S, (Similar("m1", "Owns a dog", 0.8, 0.7),))
+    far = Candidate("Their pet is a dog", "fact", S, (Similar("m1", "Owns a dog", 0.5, 0.9),))
+    assert [j.action for j in judge.judge([added, reworded, far])] == ["add", "update", "add"]
+
+
+def test_the_model_s_fallback_judges_differing_words_as_it_would_alone(
+    vector_store: VectorStore, embedder: HashEmbedder
+) -> None:
+    lt = LongTermMemory(vector_store, embedder)
+    first = lt.remember("Organises a yearly workshop", scope=S, kind="fact")
+    model = ScriptedModel(["no JSON here"])
+    fallback = SimilarityConsolidator(threshold=0.95, reword_threshold=0.6, reword_difference=0.2)
+    done = lt.remember("Organizes a yearly workshop", scope=S, kind="fact",
+                       consolidate=ModelConsolidator(model, fallback=fallback))
+    assert len(model.requests) == 1 and done.supersedes == (first,)  # 0.74 similar: by its differing words

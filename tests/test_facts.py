@@ -353,6 +353,30 @@ def test_tool_schema_tracks_current_keys(facts: FactStore) -> None:
     assert facts.tool_schema(name="p", description="d")["name"] == "p"
 
 
+def test_the_operators_tool_description_is_stored_and_reaches_every_schema(path: Path | str) -> None:
+    with FactStore(path) as facts:
+        tool = PolicyTool(facts)
+        assert facts.tool_description() == DEFAULT_DESCRIPTION == tool.schema()["description"].split(" No policies")[0]
+        facts.set("refund_window_days", 30)
+        assert facts.set_tool_description("Values of the Acme returns desk.") == "Values of the Acme returns desk."
+        assert tool.schema()["description"] == "Values of the Acme returns desk."  # re-read, like the keys
+        assert tool.openai_schema()["function"]["description"] == "Values of the Acme returns desk."
+        assert facts.tool_schema()["description"] == "Values of the Acme returns desk."
+        assert PolicyTool(facts, description="This once.").schema()["description"] == "This once."
+    with FactStore(path) as again:  # stored: another process of the data dir sees it
+        assert again.tool_description() == "Values of the Acme returns desk."
+        assert again.set_tool_description(None) == DEFAULT_DESCRIPTION
+        assert again.tool_schema()["description"] == DEFAULT_DESCRIPTION
+
+
+@pytest.mark.parametrize("bad", ["", "   ", 3, "d" * (MAX_VALUE_BYTES + 1), "Call us with key sk-ant-api03-" + "a" * 40])
+def test_a_bad_tool_description_is_refused_and_the_old_one_kept(facts: FactStore, bad: Any) -> None:
+    facts.set_tool_description("Acme policies.")
+    with pytest.raises(InvalidInput):
+        facts.set_tool_description(bad)
+    assert facts.tool_description() == "Acme policies."
+
+
 def test_handler_answers_tool_calls(facts: FactStore) -> None:
     facts.set("refund_window_days", 30)
     tool = PolicyTool(facts)

@@ -268,18 +268,68 @@ def test_model_spec_drives_chat_through_the_real_sdk(cli: Run, fake: FakeLLMServ
         form, "llama3.1")
 
 
+def test_the_offline_spec_runs_the_tool_loop_without_any_server(cli: Run, fake: FakeLLMServer) -> None:
+    cli("facts", "set", "refund_window_days", "30")
+    r = cli("--model", "offline", "chat", "ann", stdin="What is the refund window?\n",
+            env={"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake.url})
+    assert r.returncode == 0, r.stderr
+    assert "tool     lookup_policy" in r.stdout and "-> 30" in r.stdout and "[offline model" in r.stdout
+    assert fake.requests == []  # offline wins over a key in the environment
+
+
 def test_a_bad_model_spec_is_one_line(cli: Run) -> None:
     r = cli("--model", "gpt5", "chat", "ann", stdin="hi\n")
     assert r.returncode == 2
     assert r.stderr.startswith("error: unknown model provider 'gpt5'") and "openai-compatible:MODEL@BASE_URL" in r.stderr
 
 
-def test_embedder_spec_uses_an_embeddings_endpoint(cli: Run, fake: FakeLLMServer) -> None:
-    spec = f"openai-compatible:embed-test@{fake.openai_url}?dimension=8"
-    assert cli("--embedder", spec, "remember", "Prefers email", "--scope", "c:1").returncode == 0
-    assert fake.requests[-1].path == "/v1/embeddings" and fake.requests[-1].body["model"] == "embed-test"
+@pytest.mark.parametrize("form", ["openai-compatible", "openai"])
+def test_embedder_spec_uses_an_embeddings_endpoint(cli: Run, fake: FakeLLMServer, form: str) -> None:
+    spec, env, model = {
+        "openai-compatible": (f"openai-compatible:embed-test@{fake.openai_url}?dimension=8", {}, "embed-test"),
+        "openai": ("openai:text-embedding-3-small?dimension=8",
+                   {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": fake.openai_url}, "text-embedding-3-small"),
+    }[form]
+    assert cli("--embedder", spec, "remember", "Prefers email", "--scope", "c:1", env=env).returncode == 0
+    assert fake.requests[-1].path == "/v1/embeddings" and fake.requests[-1].body["model"] == model
+    r = cli("--embedder", spec, "--json", "recall", "email", "--scope", "c:1", env=env)
+    assert [h["text"] for h in json.loads(r.stdout)] == ["Prefers email"]
     r = cli("--embedder", "hash", "recall", "email", "--scope", "c:1")
     assert r.returncode == 1 and "error:" in r.stderr  # the store remembers its embedder
+
+
+@pytest.mark.slow
+def test_the_default_embedder_is_the_packaged_minilm(cli: Run, tmp_path: Path) -> None:
+    from fourfold.embeddings import default_embedder
+
+    env = {k: v for k, v in _env().items() if k != "FOURFOLD_EMBEDDER"}
+    run = [sys.executable, "-m", "fourfold.cli", "--data-dir", str(tmp_path / "mini")]
+    for args in (["remember", "Prefers email over phone", "--scope", "c:1"], ["--json", "recall", "how to reach them", "--scope", "c:1"]):
+        r = subprocess.run([*run, *args], capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+    assert [h["text"] for h in json.loads(r.stdout)] == ["Prefers email over phone"]
+    manifest = json.loads((tmp_path / "mini" / "fourfold.json").read_text())
+    assert manifest["embedder"] == default_embedder().identity and "minilm" in manifest["embedder"].lower()
+
+
+# -- 10. listing and filtering memories ----------------------------------------------------
+
+
+def test_list_and_where_from_the_command_line(cli: Run) -> None:
+    cli("remember", "Prefers email over phone", "--scope", "c:1", "-m", "priority=3", "-m", "channel=email")
+    cli("remember", "Lives near the Lyon warehouse", "--scope", "c:1", "-m", "priority=1")
+    cli("remember", "Another customer", "--scope", "c:2")
+    listed = json.loads(cli("--json", "list", "--scope", "c:1").stdout)
+    assert [m["text"] for m in listed] == ["Prefers email over phone", "Lives near the Lyon warehouse"]
+    r = cli("list", "--scope", "c:1", "--where", '{"priority": {"$gte": 2}}')
+    assert r.returncode == 0 and "Prefers email" in r.stdout and "Lyon" not in r.stdout
+    r = cli("--json", "recall", "warehouse email", "--scope", "c:1", "--where", '{"channel": {"$ne": "email"}}')
+    assert [h["text"] for h in json.loads(r.stdout)] == ["Lives near the Lyon warehouse"]
+    r = cli("list", "--scope", "c:1", "--where", '{"created_at": {"$lt": "2000-01-01"}}')
+    assert r.returncode == 0 and r.stdout.strip() == "(none)"
+    for bad in ['{"priority": {"$regex": 1}}', '{"priority": ']:
+        r = cli("list", "--scope", "c:1", "--where", bad)
+        assert r.returncode == 2 and r.stderr.startswith("error: ") and len(r.stderr.splitlines()) == 1
 
 
 # -- 7. facts -----------------------------------------------------------------------------
@@ -302,6 +352,22 @@ def test_fact_descriptions_and_the_operators_tool_description_reach_the_schema(c
     key = schema["input_schema"]["properties"]["key"]
     assert key["enum"] == ["refund_window_days", "support_hours"]
     assert key["description"].endswith("refund_window_days: Days a customer has to ask for a refund.")
+
+
+def test_the_stored_tool_description_reaches_the_model_in_chat(cli: Run, fake: FakeLLMServer) -> None:
+    cli("facts", "set", "refund_window_days", "30", "--description", "Days a customer has to ask for a refund")
+    r = cli("facts", "tool-description", "Values of the Acme returns desk; use it for refunds.")
+    assert r.returncode == 0 and r.stdout.strip() == "Values of the Acme returns desk; use it for refunds."
+    assert cli("facts", "tool-description").stdout.strip() == "Values of the Acme returns desk; use it for refunds."
+    assert json.loads(cli("facts", "schema").stdout)["description"].startswith("Values of the Acme returns desk")
+    r = cli("--model", f"openai-compatible:llama3.1@{fake.openai_url}", "chat", "ann", stdin="Refund window?\n")
+    assert r.returncode == 0, r.stderr
+    (tool,) = fake.requests[0].body["tools"]
+    assert tool["function"]["description"] == "Values of the Acme returns desk; use it for refunds."
+    assert tool["function"]["parameters"]["properties"]["key"]["description"].endswith(
+        "refund_window_days: Days a customer has to ask for a refund.")
+    assert cli("facts", "tool-description", "--reset").stdout.strip().startswith("Return an authoritative")
+    assert cli("facts", "tool-description", " ").returncode == 2
 
 
 # -- 6 and 8. the service: --model after `serve`, and /docs offline ------------------------

@@ -19,7 +19,8 @@ from fourfold.service.mcp import build_mcp_server
 from fourfold.service.testing import CLI_LAUNCHER, LiveService
 from fourfold.stores import InMemoryVectorStore
 
-TOOLS = {"remember", "recall", "remember_conversation", "update", "history", "forget", "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
+TOOLS = {"remember", "recall", "remember_conversation", "list_memories", "update", "history", "forget",
+         "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
 
 
 @pytest.fixture
@@ -63,6 +64,44 @@ def test_lookup_policy_enum_lists_the_current_facts(memory: Memory) -> None:
             assert schema["properties"]["key"]["enum"] == ["refund.window_days", "shipping.free_over"]
             assert text(await client.call_tool("lookup_policy", {"key": "refund.window_days"})) == "30"
             assert text(await client.call_tool("lookup_policy", {"key": "nope"})) == UNKNOWN
+
+    anyio.run(main)
+
+
+def test_lookup_policy_carries_the_operators_description(memory: Memory) -> None:
+    memory.facts.set("refund.window_days", 30, description="Days a customer has to ask for a refund")
+    memory.facts.set_tool_description("Values of the Acme returns desk.")
+
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory)) as client:
+            tool = next(t for t in (await client.list_tools()).tools if t.name == "lookup_policy")
+            assert (tool.description or "").startswith("Values of the Acme returns desk. The key must be one of")
+            assert "company policy" not in (tool.description or "")
+            key = tool.input_schema["properties"]["key"]
+            assert key["description"].endswith("refund.window_days: Days a customer has to ask for a refund.")
+
+    anyio.run(main)
+
+
+def test_list_memories_and_where_filters(memory: Memory) -> None:
+    for i in range(5):
+        memory.long_term.remember(f"Order {i} shipped to the Lyon warehouse", scope="user:me", metadata={"n": i})
+    memory.long_term.remember("Someone else's order", scope="user:other")
+
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory, scope="user:me")) as client:
+            listed = structured(await client.call_tool("list_memories", {}))
+            assert [m["metadata"]["n"] for m in listed] == [0, 1, 2, 3, 4]
+            assert [m["metadata"]["n"] for m in structured(await client.call_tool("list_memories", {"limit": 2}))] == [3, 4]
+            odd = structured(await client.call_tool("list_memories", {"where": {"n": {"$in": [1, 3]}}}))
+            assert [m["metadata"]["n"] for m in odd] == [1, 3]
+            hits = structured(await client.call_tool("recall", {"query": "order shipped", "k": 5,
+                                                                "where": {"n": {"$gte": 3}}}))
+            assert sorted(h["metadata"]["n"] for h in hits) == [3, 4]
+            bad = await client.call_tool("list_memories", {"where": {"n": {"$regex": "1"}}})
+            assert bad.is_error and "invalid_input: unknown where operator" in text(bad)
+            outside = await client.call_tool("list_memories", {"scope": "user:other"})
+            assert outside.is_error and "outside this server's scope" in text(outside)
 
     anyio.run(main)
 

@@ -53,3 +53,25 @@ def test_semantically_close_text_ranks_first(minilm: MiniLMEmbedder, tmp_path: P
         assert hits[0].text.startswith("Customer prefers to be contacted by e-mail")
         hits = mem.long_term.recall("when is the monthly bill created", scope="c", k=4)
         assert hits[0].text.startswith("Invoices are generated")
+
+
+def test_consolidation_merges_a_rewording_and_keeps_a_distinct_near_miss(minilm: MiniLMEmbedder) -> None:
+    """With the defaults calibrated for MiniLM (benchmarks/learning.py): "Owns a dog" and "Owns a
+    cat" score about as high as a rewording, their differing words tell them apart."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.longterm.consolidate import SimilarityConsolidator
+    from fourfold.stores import InMemoryVectorStore
+
+    lt = LongTermMemory(InMemoryVectorStore(embedder_identity=minilm.identity), minilm,
+                        consolidator=SimilarityConsolidator())
+    spanish = lt.remember("Speaks Spanish", scope="c", kind="fact")
+    # 0.77 similar, under 0.84; "speaks" / "talk" 0.68 similar: a rewording
+    alone = SimilarityConsolidator(reword_threshold=None)
+    assert lt.remember("Can talk in Spanish", scope="d", kind="fact", consolidate=alone).supersedes == ()
+    assert lt.remember("Can talk in Spanish", scope="c", kind="fact").supersedes == (spanish,)
+    assert lt.remember("Speaks German", scope="c", kind="fact").supersedes == ()  # another language
+    theme = lt.remember("Customer said: I'd prefer the dark theme in the app.", scope="c", kind="preference")
+    light = lt.remember("Customer said: I'd rather have the light theme in the app now.", scope="c", kind="preference")
+    assert light.supersedes == (theme,)
+    assert lt.remember("Customer said: I'd prefer prices in dollars from now on.", scope="c",
+                       kind="preference").supersedes == ()

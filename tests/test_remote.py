@@ -6,17 +6,21 @@ The long-term suite is imported from test_longterm.py: its tests run here unchan
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from fourfold import InvalidInput, NotFound
+from fourfold import InvalidInput, NotFound, remote, remote_async
 from fourfold.embeddings import HashEmbedder
 from fourfold.memory import Memory
-from fourfold.remote import RemoteLongTermMemory, RemoteMemory, Unauthorized
+from fourfold.remote import RemoteMemory, Unauthorized
+from fourfold.remote_async import AsyncRemoteMemory
 from fourfold.semantic.facts import UNKNOWN
 from fourfold.service.app import create_app
 from fourfold.service.keys import KeyStore
@@ -44,14 +48,45 @@ class Served:
                                vector_store=lambda _t: InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
         self.keys = KeyStore(data_dir / "fourfold.sqlite3")
         self.client = TestClient(create_app(self.tenants, self.keys, mount_mcp=False))
+        self.loops: list[asyncio.AbstractEventLoop] = []  # of the async clients, closed with the service
 
     def memory(self, tenant: str = "acme", key: str | None = None) -> RemoteMemory:
         client = TestClient(self.client.app)
         return RemoteMemory("http://testserver", api_key=key or self.keys.create(tenant)[1], client=client)
 
+    def async_memory(self, tenant: str = "acme") -> Any:
+        """An `AsyncRemoteMemory` on the app (in-process, over ASGI), seen through `Blocking`."""
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.client.app), base_url="http://testserver")
+        loop = asyncio.new_event_loop()
+        self.loops.append(loop)
+        return Blocking(AsyncRemoteMemory("http://testserver", api_key=self.keys.create(tenant)[1], client=client), loop)
+
     def close(self) -> None:
+        for loop in self.loops:
+            loop.close()
         self.tenants.close()
         self.keys.close()
+
+
+class Blocking:
+    """An async client seen through sync eyes: each awaited method runs to its end on `loop`, so
+    the very tests written for the library and `RemoteMemory` run on `AsyncRemoteMemory` too."""
+
+    def __init__(self, target: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._target, self._loop = target, loop
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if inspect.iscoroutinefunction(value):
+            return lambda *args, **kwargs: self._loop.run_until_complete(value(*args, **kwargs))
+        if type(value).__module__ == remote_async.__name__:
+            return Blocking(value, self._loop)
+        return value
+
+    def __len__(self) -> int:
+        return int(self.count())
+
+
 
 
 @pytest.fixture
@@ -61,16 +96,22 @@ def served(tmp_path: Path) -> Iterator[Served]:
     s.close()
 
 
-@pytest.fixture
-def lt(served: Served) -> RemoteLongTermMemory:
-    return served.memory().long_term
+@pytest.fixture(params=["remote", "async"])
+def lt(request: pytest.FixtureRequest, served: Served) -> Any:
+    """The long-term suite's `lt`: `RemoteMemory.long_term`, then `AsyncRemoteMemory.long_term`."""
+    return served.memory().long_term if request.param == "remote" else served.async_memory().long_term
 
 
-@pytest.fixture(params=["embedded", "remote"])
+@pytest.fixture(params=["embedded", "remote", "async"])
 def memory(request: pytest.FixtureRequest, tmp_path: Path, served: Served) -> Iterator[Any]:
-    """The same calls, against `Memory` and against `RemoteMemory`."""
+    """The same calls, against `Memory`, `RemoteMemory` and `AsyncRemoteMemory`."""
     if request.param == "remote":
         yield served.memory()
+        return
+    if request.param == "async":
+        mem = served.async_memory()
+        yield mem
+        mem.close()
         return
     mem = Memory.open(tmp_path / "embedded", embedder=EMBEDDER,
                       vector_store=InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
@@ -142,6 +183,34 @@ def test_facts_parity(memory: Any) -> None:
         memory.facts.delete("refund.window_days", purge=True)
 
 
+def test_where_parity(memory: Any) -> None:
+    memory.long_term.remember("Prefers email over phone", scope="c", metadata={"channel": "email", "priority": 3})
+    memory.long_term.remember("Lives near the Lyon warehouse", scope="c", metadata={"priority": 1})
+    memory.long_term.remember("Asked about the phone plan", scope="c", metadata={"channel": "phone"})
+    assert [r.text for r in memory.long_term.all(scope="c", where={"priority": {"$gte": 2}})] == ["Prefers email over phone"]
+    assert len(memory.long_term.all(scope="c", where={"channel": {"$ne": "email"}})) == 2
+    both = {"$or": [{"channel": {"$in": ["phone"]}}, {"priority": {"$lt": 2}}]}
+    assert {r.text for r in memory.long_term.recall("warehouse phone", scope="c", k=5, where=both)} == {
+        "Lives near the Lyon warehouse", "Asked about the phone plan"}
+    assert memory.long_term.all(scope="c", where={"created_at": {"$lt": "2000-01-01"}}) == []
+    assert len(memory.long_term.all(scope="c", where={"created_at": {"$gte": "2000-01-01"}})) == 3
+    for bad in [{"priority": {"$regex": "1"}}, {"$or": []}, {"created_at": {"$gt": "someday"}}]:
+        with pytest.raises(InvalidInput):
+            memory.long_term.all(scope="c", where=bad)
+        with pytest.raises(InvalidInput):
+            memory.long_term.recall("email", scope="c", where=bad)
+
+
+def test_tool_description_parity(memory: Any) -> None:
+    memory.facts.set("refund.window_days", 30)
+    assert memory.facts.set_tool_description("Acme returns desk values.") == "Acme returns desk values."
+    assert memory.facts.tool_description() == "Acme returns desk values."
+    assert memory.facts.tool_schema()["description"] == "Acme returns desk values."
+    with pytest.raises(InvalidInput):
+        memory.facts.set_tool_description(" ")
+    assert memory.facts.set_tool_description(None) == memory.facts.tool_schema()["description"] != "Acme returns desk values."
+
+
 def test_docs_parity(memory: Any, tmp_path: Path) -> None:
     manual = tmp_path / "manual.md"
     manual.write_text("# Setup\n\nPlug the router in and wait for the green light.\n")
@@ -176,3 +245,46 @@ def test_connect_reads_the_key_from_the_environment(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("FOURFOLD_API_KEY", key)
     remote = RemoteMemory("http://testserver", client=TestClient(served.client.app))
     assert remote.whoami() == "envtenant"
+
+
+TWINS = [
+    (remote.RemoteMemory, remote_async.AsyncRemoteMemory),
+    (remote.RemoteLongTermMemory, remote_async.AsyncRemoteLongTermMemory),
+    (remote.RemoteEpisodeLog, remote_async.AsyncRemoteEpisodeLog),
+    (remote.RemoteFactStore, remote_async.AsyncRemoteFactStore),
+    (remote.RemoteDocumentStore, remote_async.AsyncRemoteDocumentStore),
+]
+
+
+@pytest.mark.parametrize(("sync", "async_"), TWINS, ids=[a.__name__ for _, a in TWINS])
+def test_the_async_client_is_the_sync_one_awaited(sync: type, async_: type) -> None:
+    """Same public methods, same parameters and defaults, same results; every one awaited."""
+
+    def methods(cls: type) -> dict[str, Any]:
+        return {n: f for n, f in vars(cls).items() if callable(f) and not n.startswith("_")}
+
+    assert methods(sync).keys() == methods(async_).keys()
+    for name, method in methods(async_).items():
+        assert inspect.iscoroutinefunction(method), name
+        assert inspect.signature(method) == inspect.signature(methods(sync)[name]), name
+
+
+def test_the_async_client_on_a_real_service(tmp_path: Path) -> None:
+    """Over a real socket, in an asyncio program, with its own client; errors are the same types."""
+    from fourfold.remote_async import connect_async
+    from fourfold.service.testing import LiveService
+
+    async def main(url: str, key: str) -> None:
+        async with connect_async(url, api_key=key) as mem:
+            assert await mem.whoami() == "acme"
+            made = await mem.long_term.remember("Prefers email over phone", scope="c", metadata={"n": 1})
+            found = await asyncio.gather(*(mem.long_term.recall("email", scope="c") for _ in range(5)))
+            assert all([r.id for r in hits] == [made] for hits in found)
+            with pytest.raises(NotFound):
+                await mem.long_term.get("mem_nope")
+        async with connect_async(url, api_key="ffk_000000000000_nope") as bad:
+            with pytest.raises(Unauthorized):
+                await bad.whoami()
+
+    with LiveService(tmp_path / "data", keys={"acme": 1}) as live:
+        asyncio.run(main(live.url, live.keys["acme"][0]))

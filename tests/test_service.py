@@ -307,8 +307,29 @@ def test_facts_routes(svc: Service) -> None:
         assert svc.call("acme", "POST", "/v1/facts/lookup", {"key": bad}).json() == {"text": UNKNOWN}
     openai = svc.call("acme", "GET", "/v1/facts/tool-schema", params={"format": "openai"}).json()
     assert openai["function"]["parameters"]["properties"]["key"]["enum"] == ["refund.window_days"]
+    told = {"description": "Values of the Acme returns desk."}
+    assert svc.call("acme", "PUT", "/v1/facts/tool-description", told).json() == told
+    assert svc.call("acme", "GET", "/v1/facts/tool-description").json() == told
+    assert svc.call("acme", "GET", "/v1/facts/tool-schema").json()["description"] == told["description"]
+    assert svc.call("beta", "GET", "/v1/facts/tool-description").json() != told  # per tenant
+    assert [f["key"] for f in svc.call("acme", "GET", "/v1/facts").json()["facts"]] == ["refund.window_days"]
     assert svc.call("acme", "DELETE", "/v1/facts/refund.window_days").json() == {"deleted": "refund.window_days"}
     assert error(svc.call("acme", "GET", "/v1/facts/refund.window_days")) == (404, "not_found")
+
+
+def test_memories_list_takes_a_where_filter(svc: Service) -> None:
+    for n in range(4):
+        svc.call("acme", "POST", "/v1/memories", {"text": f"Order {n} shipped", "scope": "c", "metadata": {"n": n}})
+    where = json.dumps({"$or": [{"n": {"$lt": 1}}, {"n": {"$gte": 3}}]})
+    found = svc.call("acme", "GET", "/v1/memories", params={"scope": "c", "where": where}).json()["results"]
+    assert [r["metadata"]["n"] for r in found] == [0, 3]
+    hits = svc.call("acme", "POST", "/v1/memories/search",
+                    {"query": "order shipped", "scope": "c", "k": 5, "where": {"n": {"$in": [2]}}}).json()["results"]
+    assert [h["metadata"]["n"] for h in hits] == [2]
+    for bad in ['{"n": {"$regex": 1}}', "not json", "[1]"]:
+        assert error(svc.call("acme", "GET", "/v1/memories", params={"scope": "c", "where": bad})) == (422, "invalid_input")
+    assert error(svc.call("acme", "POST", "/v1/memories/search", {"query": "q", "where": {"$or": []}})) == (
+        422, "invalid_input")
 
 
 def test_docs_routes_never_read_server_files(svc: Service, tmp_path: Path) -> None:
@@ -388,6 +409,8 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("DELETE", "/v1/facts/nope", None, 404, "not_found"),
     ("GET", "/v1/facts/nope/history", None, 200, ""),
     ("GET", "/v1/facts/tool-schema?format=xml", None, 422, "invalid_input"),
+    ("PUT", "/v1/facts/tool-description", {"description": " "}, 422, "invalid_input"),
+    ("PUT", "/v1/facts/tool-description", {}, 422, "invalid_input"),
     ("POST", "/v1/docs", {"text": "some text"}, 422, "invalid_input"),
     ("POST", "/v1/docs", {"text": " ", "source": "s"}, 422, "invalid_input"),
     ("POST", "/v1/docs/search", {"query": "q", "k": -1}, 422, "invalid_input"),

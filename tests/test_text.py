@@ -550,3 +550,25 @@ def test_the_prefilter_skips_text_without_any_trigger() -> None:
 
     assert _PLANS["secrets"].applicable("the parcel arrived late and the customer wants a refund") == set()
     assert all(_PLANS["secrets"].applicable(text) for text, _, _ in SECRETS)  # every secret takes the full path
+
+
+@pytest.mark.parametrize("text", [
+    "Please text me instead.", "I'd prefer the light theme from now on.", "I no longer want paper invoices.",
+    "I'd rather have prices in dollars now.", "I'd prefer metric rather than imperial units.",
+    "Switch me to the weekly summary.", "I changed my mind: I'd prefer a window seat.",
+    "I'd rather have plain packaging, not gift wrap anymore.",
+])
+def test_a_change_of_preference_is_signalled(text: str) -> None:
+    from fourfold.text.preferences import signals_change
+
+    assert signals_change(text)
+
+
+@pytest.mark.parametrize("text", [
+    "I'd prefer the dark theme in the app.", "Please always contact me by email.", "My preferred option is an aisle seat.",
+    "I know the monthly summary well.", "Nowhere in the app can I change the theme.",
+])
+def test_a_first_statement_is_not_a_change(text: str) -> None:
+    from fourfold.text.preferences import signals_change
+
+    assert not signals_change(text)

@@ -48,6 +48,7 @@ def _fill(mem: Memory) -> None:
     mem.facts.set("refund_window_days", 30, description="days to ask for a refund")
     mem.facts.set("refund_window_days", 45)
     mem.facts.set("support_hours", {"from": 9, "to": 17})
+    mem.facts.set_tool_description("Values of the Acme returns desk.")
     mem.conversations.save(Thread("customer:alice", messages=({"role": "user", "content": "hello"},),
                                   ticket_goal="invoice"))
 
@@ -66,7 +67,8 @@ def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(tmp_path: P
         dump = _dump(first)
         out = io.StringIO()
         export_memory(first, out)
-    assert {item["type"] for item in dump} == {"header", "memory", "episode", "fact", "fact_history", "thread"}
+    assert {item["type"] for item in dump} == {"header", "memory", "episode", "fact", "fact_history", "tool_description",
+                                                 "thread"}
     with Memory.open(tmp_path / "b", embedder=HashEmbedder()) as second:
         counts = import_memory(second, out.getvalue().splitlines())
         assert (counts.memories, counts.episodes, counts.facts, counts.fact_history, counts.threads) == (9, 2, 2, 1, 1)
@@ -83,6 +85,7 @@ def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(tmp_path: P
         assert (hit.text, hit.kind, hit.metadata) == ("Prefers email over phone", "preference",
                                                      {"thread": "t1", "tags": ["contact"]})
         assert second.facts.history("refund_window_days")[0][0] == 30
+        assert second.facts.tool_description() == "Values of the Acme returns desk."
         assert second.conversations.load("customer:alice").ticket_goal == "invoice"
         assert [e.goal for e in second.episodes.similar_successes("invoice 502", scope="customer:alice")] == [
             "Invoice PDF fails with 502"]

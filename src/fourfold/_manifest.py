@@ -10,7 +10,7 @@ from typing import Literal
 from fourfold._files import write_private
 from fourfold.errors import EmbedderMismatch, StoreCorrupt, StoreUnavailable
 
-__all__ = ["FORMAT", "MANIFEST", "StoreKind", "check_manifest", "store_kind"]
+__all__ = ["FORMAT", "MANIFEST", "StoreKind", "check_manifest", "read_manifest", "record_embedder", "store_kind"]
 
 #: 2: memories and facts in one SQLite file (or long-term memory on Chroma, as "store" says);
 #: 1: fourfold 0.1, long-term memory on embedded Chroma.
@@ -43,11 +43,21 @@ def check_manifest(
         manifest: dict[str, object] = {
             "format": FORMAT, "embedder": embedder_identity, "store": store, "created_at": time.time()
         }
-        try:
-            write_private(path, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
-        except OSError as exc:
-            raise StoreUnavailable(f"cannot write {path}: {exc.strerror or exc}") from None
+        _write(path, manifest)
         return manifest
+    manifest = read_manifest(data_dir)
+    built_with = str(manifest["embedder"])
+    if built_with != embedder_identity:
+        raise EmbedderMismatch(
+            f"{data_dir} was built with embedder {built_with!r}, not {embedder_identity!r}: open it with the "
+            f"same embedder, or move it to the new one with `fourfold --data-dir {data_dir} reindex --embedder SPEC`"
+        )
+    return manifest
+
+
+def read_manifest(data_dir: Path) -> dict[str, object]:
+    """The manifest of an existing data dir, checked for damage and for a newer format."""
+    path = data_dir / MANIFEST
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -55,7 +65,7 @@ def check_manifest(
     try:
         manifest = json.loads(text)
         fmt = int(manifest["format"])  # type: ignore[call-overload]
-        built_with = str(manifest["embedder"])
+        str(manifest["embedder"])
     except (ValueError, KeyError, TypeError) as exc:
         raise StoreCorrupt(f"{path} is damaged ({exc}); run `fourfold doctor {data_dir}`") from None
     if fmt > FORMAT:
@@ -63,9 +73,18 @@ def check_manifest(
             f"{data_dir} was written by a newer fourfold ({path} says format {fmt}, this one reads {FORMAT}): "
             "upgrade fourfold to open it"
         )
-    if built_with != embedder_identity:
-        raise EmbedderMismatch(
-            f"{data_dir} was built with embedder {built_with!r}, not {embedder_identity!r}: "
-            "open it with the same embedder, or re-index into a new data dir"
-        )
-    return manifest
+    return dict(manifest)
+
+
+def record_embedder(data_dir: Path, embedder_identity: str) -> None:
+    """Rewrite the manifest's embedder (after `reindex` re-embedded the data dir)."""
+    manifest = read_manifest(data_dir)
+    manifest["embedder"] = embedder_identity
+    _write(data_dir / MANIFEST, manifest)
+
+
+def _write(path: Path, manifest: dict[str, object]) -> None:
+    try:
+        write_private(path, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -25,8 +25,9 @@ from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.episodic._codec import decode_line
 from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from fourfold.semantic.facts import FactRow
+from fourfold.semantic.tools import DEFAULT_DESCRIPTION
 from fourfold.shortterm.threads import Thread, thread_payload
-from fourfold.stores.vector import VectorRecord
+from fourfold.stores.vector import VectorRecord, embedding_text
 from fourfold.types import Episode
 
 if TYPE_CHECKING:
@@ -88,6 +89,9 @@ def export_memory(memory: Memory, out: IO[str]) -> Counts:
             _line(out, {"type": kind, "key": row.key, "value": json.loads(row.value_json),
                         "description": row.description, "at": row.at})
     counts.facts, counts.fact_history = len(current), len(history)
+    tool = memory.facts.tool_description()
+    if tool != DEFAULT_DESCRIPTION:
+        _line(out, {"type": "tool_description", "description": tool})
     for scope in memory.conversations.scopes():
         _line(out, {"type": "thread", **thread_payload(memory.conversations.load(scope))})
         counts.threads += 1
@@ -137,11 +141,13 @@ def _episode_item(ep: Episode, vector: Vectors | None, source: str | None) -> di
 # -- import -------------------------------------------------------------------------------------
 
 
-def import_memory(memory: Memory, lines: Iterable[str]) -> Counts:
+def import_memory(memory: Memory, lines: Iterable[str], *, reembed: bool = False) -> Counts:
     """Read a dump made by `export_memory` into `memory` (any engine); items already there stay.
 
-    The dump must come from the same embedder (its vectors are stored as they are). A
-    damaged line is a `StoreCorrupt` naming the line; what was read before it is kept.
+    The dump must come from the same embedder (its vectors are stored as they are), unless
+    `reembed`: then every memory is embedded again with `memory`'s embedder (and episodes'
+    vectors left to be made at the first search), which moves a store to another embedder.
+    A damaged line is a `StoreCorrupt` naming the line; what was read before it is kept.
     """
     items = _items(lines)
     header = next(items, None)
@@ -150,12 +156,12 @@ def import_memory(memory: Memory, lines: Iterable[str]) -> Counts:
     if int(header[1].get("version", 0)) > EXPORT_VERSION:
         raise StoreCorrupt(f"the export has version {header[1]['version']}; this fourfold reads up to {EXPORT_VERSION}")
     embedder = memory.long_term.embedder
-    if header[1].get("embedder") != embedder.identity:
+    if header[1].get("embedder") != embedder.identity and not reembed:
         raise EmbedderMismatch(
             f"the export was made with embedder {header[1].get('embedder')!r}, not {embedder.identity!r}: "
-            "import it into a data dir of the same embedder"
+            "import it into a data dir of the same embedder, or pass reembed=True (`import --reembed`)"
         )
-    writer = _Writer(memory, embedder)
+    writer = _Writer(memory, embedder, reembed=reembed)
     for lineno, item in items:
         writer.take(lineno, item)
     writer.flush()
@@ -178,8 +184,9 @@ def _items(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
 class _Writer:
     """Collects items and writes them in batches, each kind through its own store."""
 
-    def __init__(self, memory: Memory, embedder: Embedder) -> None:
+    def __init__(self, memory: Memory, embedder: Embedder, *, reembed: bool = False) -> None:
         self.memory, self.dimension = memory, embedder.dimension
+        self.embedder = embedder if reembed else None
         self.counts = Counts()
         self.records: list[VectorRecord] = []
         self.episodes: list[Episode] = []
@@ -192,11 +199,13 @@ class _Writer:
         kind, where = item.get("type"), f"line {lineno} of the export"
         try:
             if kind == "memory":
-                self.records.append(_record(item, self.dimension, where))
+                # With reembed, a placeholder vector: the record is embedded again in `flush`.
+                blank = None if self.embedder is None else np.zeros(self.dimension, dtype=np.float32)
+                self.records.append(_record(item, self.dimension, where, vector=blank))
             elif kind == "episode":
                 ep = _episode(item)
                 self.episodes.append(ep)
-                if item.get("embedding") is not None:
+                if item.get("embedding") is not None and self.embedder is None:
                     self.vectors[ep.id] = _vector(item["embedding"], self.dimension, where)
                 if item.get("derived_from") is not None:
                     self.sources[ep.id] = str(item["derived_from"])
@@ -204,6 +213,8 @@ class _Writer:
                 row = FactRow(item["key"], json.dumps(item["value"], ensure_ascii=False), item.get("description", ""),
                               float(item["at"]))
                 (self.current if kind == "fact" else self.history).append(row)
+            elif kind == "tool_description":
+                self.memory.facts.set_tool_description(str(item["description"]))
             elif kind == "thread":
                 self.memory.conversations.save(Thread(
                     scope=item["scope"], messages=tuple(item.get("messages", ())), ticket_goal=item.get("ticket_goal", ""),
@@ -218,6 +229,9 @@ class _Writer:
             self.flush()
 
     def flush(self) -> None:
+        if self.records and self.embedder is not None:
+            vectors = self.embedder.embed_many([embedding_text(r.text, r.extra) for r in self.records])
+            self.records = [replace(r, embedding=v) for r, v in zip(self.records, vectors, strict=True)]
         if self.records:
             store = self.memory.long_term.store
             with store.writing():
@@ -236,12 +250,12 @@ class _Writer:
             self.current, self.history = [], []
 
 
-def _record(item: dict[str, Any], dimension: int, where: str) -> VectorRecord:
+def _record(item: dict[str, Any], dimension: int, where: str, *, vector: Vectors | None = None) -> VectorRecord:
     text = item["text"]
     if not isinstance(text, str) or not isinstance(item["id"], str):
         raise TypeError("id and text must be strings")
     return VectorRecord(
-        id=item["id"], text=text, embedding=_vector(item["embedding"], dimension, where), scope=item.get("scope"),
+        id=item["id"], text=text, embedding=_vector(item["embedding"], dimension, where) if vector is None else vector, scope=item.get("scope"),
         kind=str(item.get("kind", "note")), created_at=float(item["created_at"]), metadata=dict(item.get("metadata") or {}),
         seq=int(item.get("seq", 0)), extra=tuple(str(x) for x in item.get("extra", ())),
     )

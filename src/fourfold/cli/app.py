@@ -40,6 +40,9 @@ class _GlobalOptionsGroup(TyperGroup):
 
 
 _PASS_THROUGH = frozenset({"bench"})
+#: The --where option's help, shared by the commands that filter memories.
+WHERE_OPTION_HELP = ("A filter as JSON: '{\"product\": \"web\"}', '{\"priority\": {\"$gte\": 2}}', "
+                     "'{\"created_at\": {\"$gte\": \"2026-11-01\"}}' ($eq $ne $in $nin $gt $gte $lt $lte $and $or).")
 
 
 def hoist_global_options(args: list[str], params: Sequence[object]) -> list[str]:
@@ -303,13 +306,17 @@ def recall(
     scope: Annotated[str | None, typer.Option(help="Only this scope's memories (default: unscoped ones).")] = None,
     k: Annotated[int, typer.Option("-k", "--k", help="How many to return.")] = 3,
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")] = None,
+    where: Annotated[str | None, typer.Option(help=WHERE_OPTION_HELP)] = None,
     as_of: Annotated[str | None, typer.Option(help="Search the versions current then (ISO 8601 or unix seconds).")] = None,
     all_versions: Annotated[bool, typer.Option("--all-versions", help="Search superseded versions too.")] = False,
 ) -> None:
     """The memories most relevant to QUERY."""
+    from fourfold.longterm.where import parse_where
+
     with _memory() as mem:
         hits = mem.long_term.recall(
-            query, scope=scope, k=k, kinds=kind or None, as_of=_when(as_of, "--as-of"), include_superseded=all_versions
+            query, scope=scope, k=k, kinds=kind or None, where=parse_where(where), as_of=_when(as_of, "--as-of"),
+            include_superseded=all_versions,
         )
     _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id})" for h in hits) or "(nothing)")
 
@@ -469,16 +476,33 @@ def facts_list() -> None:
 def facts_schema(
     openai: Annotated[bool, typer.Option("--openai", help="OpenAI function format.")] = False,
     name: Annotated[str, typer.Option(help="The tool's name.")] = "lookup_policy",
-    description: Annotated[str | None, typer.Option(help="What the tool is for, in your words "
-                                                    "(default: authoritative company policy values).")] = None,
+    description: Annotated[str | None, typer.Option(help="What the tool is for, this once "
+                                                    "(default: the stored one, see `facts tool-description`).")] = None,
 ) -> None:
     """The lookup_policy tool schema for the current facts (each key's description included)."""
-    from fourfold.semantic.tools import DEFAULT_DESCRIPTION, PolicyTool
+    from fourfold.semantic.tools import PolicyTool
 
     with _memory() as mem:
-        tool = PolicyTool(mem.facts, name=name, description=DEFAULT_DESCRIPTION if description is None else description)
+        tool = PolicyTool(mem.facts, name=name, description=description)
         schema = tool.openai_schema() if openai else tool.schema()
     typer.echo(json.dumps(schema, indent=2, ensure_ascii=False))
+
+
+@facts_app.command("tool-description")
+def facts_tool_description(
+    description: Annotated[str | None, typer.Argument(help="What the lookup_policy tool is for, in your words.")] = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Go back to the default description.")] = False,
+) -> None:
+    """Show, or store, what the lookup_policy tool tells the model it is for (chat, service and MCP use it)."""
+    if reset and description is not None:
+        raise InvalidInput("give a description or --reset, not both")
+    if description is None and not reset:
+        with _memory() as mem:
+            text = mem.facts.tool_description()
+    else:
+        with _memory(create=True) as mem:
+            text = mem.facts.set_tool_description(description)
+    _out({"description": text}, text)
 
 
 # -- agent ------------------------------------------------------------------------------
@@ -552,10 +576,12 @@ def _register_adapters() -> None:
         data_commands,
         docs_commands,
         doctor_command,
+        list_command,
         service_commands,
         ui_command,
     )
 
+    list_command.register(app)
     docs_commands.register(app)
     chat.register(app)
     service_commands.register(app)

@@ -1,4 +1,4 @@
-"""`fourfold export`, `fourfold import`, `fourfold migrate`: moving a data dir's contents."""
+"""`fourfold export`, `import`, `migrate` and `reindex`: moving a data dir's contents (or its embedder)."""
 
 from __future__ import annotations
 
@@ -34,14 +34,33 @@ def export(
 
 def import_(
     file: Annotated[Path, typer.Argument(help="A file written by `fourfold export`.", exists=True, dir_okay=False)],
+    reembed: Annotated[bool, typer.Option("--reembed", help="Embed every memory again with this --embedder "
+                                          "(for an export made with another one).")] = False,
 ) -> None:
     """Read an export into this data dir (or database); items already there are kept."""
     from fourfold.cli.app import _memory
     from fourfold.transfer import import_memory
 
     with _memory(create=True) as mem, file.open(encoding="utf-8") as lines:
-        counts = import_memory(mem, lines)
+        counts = import_memory(mem, lines, reembed=reembed)
     _report(counts.as_dict(), f"imported from {file}")
+
+
+def reindex(
+    batch: Annotated[int, typer.Option(min=1, help="Texts embedded per call.")] = 256,
+) -> None:
+    """Re-embed every memory and document with --embedder, in place (stop services using the store first)."""
+    from fourfold.cli.app import _embedder, _out, _where
+    from fourfold.cli.docs_commands import _progress
+    from fourfold.reindex import reindex as run
+
+    with _progress() as progress:
+        done = run(_where(), _embedder(), progress=progress, batch=batch)
+    if done.before == done.after:
+        _out(done, f"nothing to do: the store already uses {done.after}")
+        return
+    cleared = f" ({done.episodes_cleared} episode vectors are made again at the first search)" if done.episodes_cleared else ""
+    _out(done, f"re-embedded {done.memories} memories: {done.before} -> {done.after}{cleared}")
 
 
 def migrate(
@@ -73,3 +92,4 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export)
     app.command("import")(import_)
     app.command("migrate")(migrate)
+    app.command("reindex")(reindex)

@@ -8,7 +8,14 @@ memory holds it already). Nothing is ever deleted: an update supersedes.
 
 `SimilarityConsolidator` decides offline by cosine similarity of the embeddings, with a
 threshold calibrated on generated paraphrases and near-miss distinct facts
-(`benchmarks/learning.py --calibrate`). `ModelConsolidator` asks a chat model, in one call per
+(`benchmarks/learning.py --calibrate`). An embedder scores "Owns a dog" / "Owns a cat" about
+as high as a rewording, so similarity alone must stay high; the words in which two texts
+differ say more: a rewording swaps words that mean the same ("owns" / "their pet is"), a
+distinct fact swaps the thing itself ("dog" / "cat"). From a lower similarity, a memory is a
+restatement when those differing words are themselves close (`Similar.difference`). A preference that says it changes an earlier one
+("I'd rather see prices in dollars now", `fourfold.text.preferences.signals_change`) replaces
+the most similar current preference from a lower, separately calibrated similarity: the
+language, not a list of kinds, says it is a change, so this holds for kinds no rule names. `ModelConsolidator` asks a chat model, in one call per
 write batch, and falls back to the similarity rule when the model's answer cannot be read.
 """
 
@@ -24,10 +31,15 @@ from typing import Literal
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm.versions import Write
 from fourfold.models.base import ChatModel
+from fourfold.text.preferences import signals_change
+from fourfold.text.tokenize import tokenize
 
 __all__ = [
+    "CHANGE_THRESHOLD",
     "CONSOLIDATE_K",
     "DEFAULT_THRESHOLD",
+    "REWORD_DIFFERENCE",
+    "REWORD_THRESHOLD",
     "Candidate",
     "Consolidator",
     "Judgement",
@@ -35,6 +47,7 @@ __all__ = [
     "Similar",
     "SimilarityConsolidator",
     "consolidated",
+    "differing_words",
 ]
 
 log = logging.getLogger("fourfold.longterm")
@@ -43,6 +56,16 @@ log = logging.getLogger("fourfold.longterm")
 #: current one, for the bundled MiniLM embedder. Calibrated with
 #: `python benchmarks/learning.py --calibrate`: see benchmarks/results/learning.md.
 DEFAULT_THRESHOLD = 0.84
+#: Cosine similarity from which a preference that signals a change ("instead", "from now on",
+#: "no longer") replaces the scope's most similar current preference, for MiniLM. Calibrated
+#: with `python benchmarks/learning.py --calibrate` on preference kinds apart from the ones
+#: it is reported on: see benchmarks/results/learning.md.
+CHANGE_THRESHOLD = 0.52
+#: From this cosine similarity (for MiniLM), a memory is a restatement of a current one when
+#: the words in which they differ are at least `REWORD_DIFFERENCE` similar to each other.
+#: Calibrated together with `python benchmarks/learning.py --calibrate`.
+REWORD_THRESHOLD = 0.70
+REWORD_DIFFERENCE = 0.65
 #: How many similar memories a new one is judged against.
 CONSOLIDATE_K = 3
 
@@ -54,6 +77,9 @@ class Similar:
     id: str  # a memory id, or "#<n>" for the batch's item n
     text: str
     similarity: float  # cosine of the embeddings, in [-1, 1]
+    #: cosine of the words in which the two texts differ (`differing_words`); 1.0 when they
+    #: share every content word, None when not measured or when one only adds words
+    difference: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,23 +106,47 @@ ADD = Judgement("add")
 class Consolidator(ABC):
     """Judges each new memory of a write batch against the memories close to it."""
 
+    #: `Similar.difference` is measured for memories at least this similar (None: never).
+    difference_from: float | None = None
+
     @abstractmethod
     def judge(self, candidates: Sequence[Candidate]) -> list[Judgement]:
         """One judgement per candidate, in order; a target must be one of its `similar` ids."""
 
 
 class SimilarityConsolidator(Consolidator):
-    """Offline: a new memory at least `threshold` similar to a current one updates it."""
+    """Offline: a new memory at least `threshold` similar to a current one updates it; a
+    preference that signals a change does from `change_threshold` (None: never)."""
 
-    def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
+    def __init__(
+        self, threshold: float = DEFAULT_THRESHOLD, *, change_threshold: float | None = CHANGE_THRESHOLD,
+        reword_threshold: float | None = REWORD_THRESHOLD, reword_difference: float = REWORD_DIFFERENCE,
+    ) -> None:
         self.threshold = threshold
+        self.change_threshold = change_threshold
+        #: from this similarity, a memory whose differing words are `reword_difference` close
+        #: restates the other (None: similarity alone decides)
+        self.reword_threshold = reword_threshold
+        self.reword_difference = reword_difference
+        self.difference_from = reword_threshold
 
     def judge(self, candidates: Sequence[Candidate]) -> list[Judgement]:
         out = []
         for c in candidates:
-            best = max(c.similar, key=lambda s: s.similarity, default=None)
-            out.append(Judgement("update", best.id) if best is not None and best.similarity >= self.threshold else ADD)
+            bar = self._bar(c)
+            same = [s for s in c.similar if s.similarity >= bar or self._reworded(s)]
+            best = max(same, key=lambda s: s.similarity, default=None)
+            out.append(Judgement("update", best.id) if best is not None else ADD)
         return out
+
+    def _reworded(self, s: Similar) -> bool:
+        return (self.reword_threshold is not None and s.similarity >= self.reword_threshold
+                and s.difference is not None and s.difference >= self.reword_difference)
+
+    def _bar(self, c: Candidate) -> float:
+        if self.change_threshold is not None and c.kind == "preference" and signals_change(c.text):
+            return min(self.threshold, self.change_threshold)
+        return self.threshold
 
 
 class ModelConsolidator(Consolidator):
@@ -113,6 +163,7 @@ class ModelConsolidator(Consolidator):
     ) -> None:
         self.model = model
         self.fallback = fallback or SimilarityConsolidator()
+        self.difference_from = self.fallback.difference_from  # so the fallback judges as it would alone
         self.min_similarity = min_similarity
         self.max_tokens = max_tokens
 
@@ -178,6 +229,7 @@ def consolidated(
     *,
     closest: Callable[[Write, Vectors], list[Similar]],
     lineage_of: Callable[[str], str],
+    embed: Callable[[list[str]], Vectors] | None = None,
 ) -> list[Write]:
     """The writes as `consolidator` judges them: an update joins the lineage of the memory it
     updates (`lineage_of` its id) or of the batch's earlier write; a skip stores nothing.
@@ -200,6 +252,8 @@ def consolidated(
         similar.sort(key=lambda s: -s.similarity)
         judged.append(i)
         candidates.append(Candidate(w.text, w.kind, w.scope, tuple(similar[:CONSOLIDATE_K])))
+    if embed is not None and consolidator.difference_from is not None:
+        candidates = _with_differences(candidates, consolidator.difference_from, embed)
     out = list(writes)
     for i, judgement in zip(judged, consolidator.judge(candidates), strict=True):
         if judgement.action == "add" or judgement.target is None:
@@ -210,3 +264,36 @@ def consolidated(
         else:
             out[i] = replace(out[i], lineage=lineage_of(judgement.target), skip=skip)
     return out
+
+
+def differing_words(a: str, b: str) -> tuple[str, str]:
+    """The content words in which two texts differ: their content words (stop-words dropped)
+    without the run both begin with and the run both end with. ("Has a dog at home", "Has a
+    cat at home") -> ("dog", "cat")."""
+    x, y = tokenize(a, stem=False), tokenize(b, stem=False)
+    head = 0
+    while head < min(len(x), len(y)) and x[head] == y[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(x), len(y)) - head and x[-1 - tail] == y[-1 - tail]:
+        tail += 1
+    return " ".join(x[head:len(x) - tail]), " ".join(y[head:len(y) - tail])
+
+
+def _with_differences(
+    candidates: Sequence[Candidate], floor: float, embed: Callable[[list[str]], Vectors]
+) -> list[Candidate]:
+    """Fill in `Similar.difference` for the memories at least `floor` similar, in one embedding call."""
+    spans = {(c.text, s.text): differing_words(c.text, s.text) for c in candidates for s in c.similar
+             if s.similarity >= floor}
+    phrases = sorted({p for pair in spans.values() if all(pair) for p in pair})
+    vectors = dict(zip(phrases, embed(phrases), strict=True)) if phrases else {}
+
+    def difference(new: str, old: str) -> float | None:
+        pair = spans.get((new, old))
+        if pair is None or (not pair[0]) != (not pair[1]):
+            return None  # not measured, or one text only adds words (another fact beside it)
+        return 1.0 if not pair[0] else float(vectors[pair[0]] @ vectors[pair[1]])
+
+    return [replace(c, similar=tuple(replace(s, difference=difference(c.text, s.text)) for s in c.similar))
+            for c in candidates]

@@ -18,9 +18,8 @@ speaker lift to 81.0, dates 1.5 points before that; see benchmarks/README.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +30,7 @@ from fourfold.stores.vector import VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.bm25 import CollectionStats
 
-__all__ = ["THREAD_KEYS", "ScopeIndex", "Weights", "matches_where"]
+__all__ = ["THREAD_KEYS", "ScopeIndex", "Weights"]
 
 Floats = npt.NDArray[np.float64]
 
@@ -357,17 +356,3 @@ def _blend_vectors(
     norms[norms == 0] = 1.0
     result: Vectors = (blended / norms).astype(np.float32)
     return result
-
-
-def matches_where(metadata: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
-    """Equality on every key; a list-valued field matches a scalar it contains."""
-    for key, wanted in where.items():
-        if key not in metadata:
-            return False
-        have = metadata[key]
-        if have == wanted:
-            continue
-        if isinstance(have, list) and not isinstance(wanted, list) and wanted in have:
-            continue
-        return False
-    return True

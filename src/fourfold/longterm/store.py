@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -27,7 +27,7 @@ from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.consolidate import CONSOLIDATE_K, Consolidator, Similar, consolidated
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
-from fourfold.longterm.retrieval import ScopeIndex, Weights, matches_where
+from fourfold.longterm.retrieval import ScopeIndex, Weights
 from fourfold.longterm.versions import (
     VERSION_KEY,
     When,
@@ -41,8 +41,9 @@ from fourfold.longterm.versions import (
     validity,
     version_of,
 )
+from fourfold.longterm.where import compile_where, fields_of
 from fourfold.ranking import Background, Parts
-from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket
+from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket, embedding_text
 from fourfold.text import is_chatter, redact
 from fourfold.text.bm25 import CollectionStats
 from fourfold.types import Recalled, Redaction, Remembered
@@ -248,6 +249,7 @@ class LongTermMemory:
             writes = consolidated(
                 writes, {t: v for t, (v, _) in vectors.items()}, held, consolidate,
                 closest=self._closest, lineage_of=lambda i: version_of(self._record(i)).lineage,
+                embed=self.embedder.embed_many,
             )
             for w in writes:
                 if w.lineage is not None:
@@ -326,7 +328,7 @@ class LongTermMemory:
             return {}
         extras = self._enrich(items)
         # An enriched memory is embedded together with its facts; its text stays as written.
-        vectors = self.embedder.embed_many([" ".join((p.text, *extra)) for p, extra in zip(items, extras, strict=True)])
+        vectors = self.embedder.embed_many([embedding_text(p.text, extra) for p, extra in zip(items, extras, strict=True)])
         return {p.id: (vec, extra) for p, vec, extra in zip(items, vectors, extras, strict=True)}
 
     def _enrich(self, unique: Sequence[_Prepared]) -> list[tuple[str, ...]]:
@@ -388,15 +390,18 @@ class LongTermMemory:
         *,
         scope: str | None = None,
         kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
         as_of: When | None = None,
         include_superseded: bool = False,
     ) -> list[Recalled]:
         """Every current memory of a scope, oldest first (documents only when kinds asks for
-        them); `as_of` and `include_superseded` as in `recall`."""
+        them); `where`, `as_of` and `include_superseded` as in `recall`."""
         keep = _kind_filter(kinds)
+        match = _where(where)
         holds = validity(as_of, include_superseded)
         index = self._index(check_scope(scope))
-        records = sorted((r for r in index.records if keep(r.kind) and holds(r)), key=lambda r: r.created_at)
+        records = sorted((r for r in index.records if keep(r.kind) and holds(r) and match(fields_of(r))),
+                         key=lambda r: r.created_at)
         return [_recalled(r, 1.0) for r in records]
 
     # -- reading --------------------------------------------------------------------------
@@ -424,6 +429,9 @@ class LongTermMemory:
         Each result's `score` is its relevance in [0, 1], on one scale for every query, scope
         and store size (`fourfold.ranking`); `min_score` drops results below it
         (`fourfold.RELEVANCE_FLOOR` is the floor the support agent uses).
+
+        `where` filters on metadata and on the memory's dates, with operators ($in, $ne, $gt,
+        $gte, $lt, $lte, $and, $or...; see `fourfold.longterm.where`).
 
         Ranking adds dense and BM25 evidence (`Weights`). Metadata that helps it, all optional:
         `thread` or `session` (memories written in sequence in the same thread lend each other
@@ -456,12 +464,12 @@ class LongTermMemory:
         k = check_k(k)
         scope = check_scope(scope)
         keep_kind = _kind_filter(kinds)
-        where = check_metadata(where) if where else {}
+        match = _where(where)
         check_min_score(min_score)
         holds = validity(as_of, include_superseded)
 
         def keep(r: VectorRecord) -> bool:
-            return bool(keep_kind(r.kind)) and holds(r) and (not where or matches_where(r.metadata, where))
+            return bool(keep_kind(r.kind)) and holds(r) and match(fields_of(r))
 
         stats = None
         if self._large is not None and self._large.store.is_large(scope):
@@ -655,3 +663,8 @@ def _recalled(record: VectorRecord, score: float) -> Recalled:
         valid_from=version.valid_from,
         valid_to=version.valid_to,
     )
+
+
+def _where(where: Mapping[str, Any] | None) -> Callable[[Mapping[str, Any]], bool]:
+    """A filter checked as metadata is (JSON, size), then compiled; the same for every engine."""
+    return compile_where(check_metadata(where) if where else None)

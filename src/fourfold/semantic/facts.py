@@ -30,6 +30,7 @@ __all__ = [
     "UNKNOWN",
     "FactRow",
     "FactStore",
+    "check_tool_description",
     "validate_key",
 ]
 
@@ -52,6 +53,8 @@ _UPSERT = (
 _ARCHIVE = (
     "INSERT INTO fact_history (key, value_json, description, replaced_at) VALUES (?, ?, ?, ?)"
 )
+# The lookup_policy tool's description, as the operator wrote it, in the engines' meta table.
+_TOOL_META = "lookup_policy.description"
 
 
 class FactRow(NamedTuple):
@@ -206,11 +209,39 @@ class FactStore:
     def tool_schema(
         self, *, name: str = "lookup_policy", description: str | None = None
     ) -> dict[str, Any]:
-        """An Anthropic tool schema whose key enum is the current keys (see `policy_tool_schema`)."""
-        from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
+        """An Anthropic tool schema whose key enum is the current keys (see `policy_tool_schema`).
 
-        text = DEFAULT_DESCRIPTION if description is None else description
+        The tool's description is `description`, else the one stored by `set_tool_description`.
+        """
+        from fourfold.semantic.tools import policy_tool_schema
+
+        text = self.tool_description() if description is None else description
         return policy_tool_schema(self.descriptions(), name=name, description=text)
+
+    def tool_description(self) -> str:
+        """What the lookup_policy tool is for, as the operator stored it (else the default)."""
+        from fourfold.semantic.tools import DEFAULT_DESCRIPTION
+
+        with self._locked() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE name = ?", (_TOOL_META,)).fetchone()
+        return DEFAULT_DESCRIPTION if row is None else str(row[0])
+
+    def set_tool_description(self, description: str | None) -> str:
+        """Store what the lookup_policy tool is for ("Values of the Acme returns desk"), so every
+        schema, agent and MCP server of this data dir offers it; None restores the default."""
+        if description is not None:
+            description = check_tool_description(description)
+            _refuse_secrets(_TOOL_META, description, None)
+        with self._writing() as conn:
+            if description is None:
+                conn.execute("DELETE FROM meta WHERE name = ?", (_TOOL_META,))
+            else:
+                conn.execute(
+                    "INSERT INTO meta (name, value) VALUES (?, ?)"
+                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    (_TOOL_META, description),
+                )
+        return self.tool_description()
 
     def descriptions(self) -> dict[str, str]:
         """Every key with the description it was set with ("" for none), for tool schemas."""
@@ -270,6 +301,14 @@ def validate_key(key: object) -> str:
             f"or '-'; got {key!r:.80}"
         )
     return key
+
+
+def check_tool_description(description: object) -> str:
+    """A tool description: non-empty text within the size limit (a model reads all of it)."""
+    if not isinstance(description, str) or not description.strip():
+        raise InvalidInput("a tool needs a non-empty description")
+    _utf8_size(description, "tool description")
+    return description
 
 
 def _check_description(description: object) -> None:

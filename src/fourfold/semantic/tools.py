@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fourfold.errors import InvalidInput
-from fourfold.semantic.facts import UNKNOWN, FactStore, validate_key
+from fourfold.semantic.facts import UNKNOWN, FactStore, check_tool_description, validate_key
 
 __all__ = ["DEFAULT_DESCRIPTION", "PolicyTool", "openai_function_schema", "policy_tool_schema"]
 
@@ -76,23 +76,27 @@ def openai_function_schema(anthropic_schema: Mapping[str, Any]) -> dict[str, Any
 
 
 class PolicyTool:
-    """A `FactStore` bound as a tool: `schema` lists the current keys, `handle` answers calls."""
+    """A `FactStore` bound as a tool: `schema` lists the current keys, `handle` answers calls.
+
+    With no `description`, the schema carries the one stored with the facts
+    (`FactStore.set_tool_description`), re-read like the keys.
+    """
 
     def __init__(
         self,
         facts: FactStore,
         *,
         name: str = "lookup_policy",
-        description: str = DEFAULT_DESCRIPTION,
+        description: str | None = None,
     ) -> None:
-        _check_tool(name, description)
+        _check_tool(name, DEFAULT_DESCRIPTION if description is None else description)
         self.facts = facts
         self.name = name
         self.description = description
 
     def schema(self) -> dict[str, Any]:
         """The Anthropic schema, re-reading the keys so new facts show up in the enum."""
-        return policy_tool_schema(self.facts.descriptions(), name=self.name, description=self.description)
+        return self.facts.tool_schema(name=self.name, description=self.description)
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI function schema, with the current keys."""
@@ -120,5 +124,4 @@ def _parse_arguments(arguments: str) -> Any:
 def _check_tool(name: object, description: object) -> None:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise InvalidInput(f"tool names are 1-64 letters, digits, '_' or '-'; got {name!r:.80}")
-    if not isinstance(description, str) or not description.strip():
-        raise InvalidInput("a tool needs a non-empty description")
+    check_tool_description(description)

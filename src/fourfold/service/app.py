@@ -193,11 +193,15 @@ def create_app(
         mem: Mem,
         scope: Scope = None,
         kind: Annotated[list[str] | None, Query()] = None,
+        where: Annotated[str | None, Query(description="As JSON text. " + s.WHERE_HELP)] = None,
         as_of: Annotated[datetime | None, Query(description="The versions current then.")] = None,
         include_superseded: Annotated[bool, Query(description="Every version.")] = False,
     ) -> s.MemoriesOut:
-        """Every current memory of a scope, oldest first."""
-        found = mem.long_term.all(scope=scope, kinds=kind, as_of=as_of, include_superseded=include_superseded)
+        """Every current memory of a scope, oldest first; `where` filters them as search does."""
+        from fourfold.longterm.where import parse_where
+
+        found = mem.long_term.all(scope=scope, kinds=kind, where=parse_where(where), as_of=as_of,
+                                  include_superseded=include_superseded)
         return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in found]})
 
     @api.delete("/memories", tags=["memories"])
@@ -290,12 +294,25 @@ def create_app(
         return s.FactsOut.model_validate({"facts": [s.fact_out(f) for f in mem.facts.list()]})
 
     @api.get("/facts/tool-schema", tags=["facts"])
-    def tool_schema(mem: Mem, format: Literal["anthropic", "openai"] = "anthropic") -> dict[str, Any]:
+    def tool_schema(
+        mem: Mem, format: Literal["anthropic", "openai"] = "anthropic", name: str = "lookup_policy",
+        description: Annotated[str | None, Query(description="This once, instead of the stored one.")] = None,
+    ) -> dict[str, Any]:
         """The lookup_policy tool schema; its `key` enum lists your current facts."""
         from fourfold.semantic.tools import PolicyTool
 
-        tool = PolicyTool(mem.facts)
+        tool = PolicyTool(mem.facts, name=name, description=description)
         return tool.openai_schema() if format == "openai" else tool.schema()
+
+    @api.get("/facts/tool-description", tags=["facts"])
+    def tool_description(mem: Mem) -> s.ToolDescriptionOut:
+        """What the lookup_policy tool tells the model it is for."""
+        return s.ToolDescriptionOut(description=mem.facts.tool_description())
+
+    @api.put("/facts/tool-description", tags=["facts"])
+    def set_tool_description(body: s.ToolDescriptionIn, mem: Mem) -> s.ToolDescriptionOut:
+        """Store what the lookup_policy tool is for, in your words (null: the default)."""
+        return s.ToolDescriptionOut(description=mem.facts.set_tool_description(body.description))
 
     @api.post("/facts/lookup", tags=["facts"])
     def lookup(body: s.LookupIn, mem: Mem) -> s.LookupOut:

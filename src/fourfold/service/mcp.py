@@ -20,7 +20,7 @@ from fourfold.longterm.store import MemoryId
 from fourfold.memory import Memory
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 from fourfold.service.errors import one_line
-from fourfold.service.schemas import doc_hit_out, episode_out, memory_out
+from fourfold.service.schemas import WHERE_HELP, doc_hit_out, episode_out, memory_out
 
 __all__ = ["INSTRUCTIONS", "MemoryFor", "bounded_scope", "build_mcp_server"]
 
@@ -29,7 +29,8 @@ MemoryFor = Callable[[Any], Memory]
 
 INSTRUCTIONS = (
     "fourfold is your long-term memory. Before answering, `recall` what you know about the "
-    "user or topic; after learning a durable fact, preference or resolution, `remember` it in "
+    "user or topic (`list_memories` shows all of a scope); after learning a durable fact, "
+    "preference or resolution, `remember` it in "
     "one self-contained sentence (with a `key` such as contact_channel when it replaces an "
     "earlier value), or `update` a memory that changed. Use `lookup_policy` for authoritative values (limits, "
     "windows, prices) instead of trusting memory, and `search_docs` for documentation. When a "
@@ -64,7 +65,8 @@ class _FourfoldMCP(MCPServer[Any]):
     async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
         result = await super()._handle_list_tools(ctx, params)
         memory = self._memory_for(getattr(ctx, "request", None))
-        schema = policy_tool_schema(memory.facts.descriptions(), description=_POLICY_DESCRIPTION)
+        described = memory.facts.tool_description() + _POLICY_PROTOCOL
+        schema = policy_tool_schema(memory.facts.descriptions(), description=described)
         for tool in result.tools:
             if tool.name == "lookup_policy":
                 tool.input_schema = schema["input_schema"]
@@ -72,10 +74,12 @@ class _FourfoldMCP(MCPServer[Any]):
         return result
 
 
-_POLICY_DESCRIPTION = (
-    DEFAULT_DESCRIPTION + " The key must be one of the listed keys; the answer is the value as "
+# Appended to the operator's description: how the answers of this tool are to be used.
+_POLICY_PROTOCOL = (
+    " The key must be one of the listed keys; the answer is the value as "
     "text, or UNKNOWN (then say you do not know and escalate; never guess a policy)."
 )
+_POLICY_DESCRIPTION = DEFAULT_DESCRIPTION + _POLICY_PROTOCOL
 
 
 def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPServer[Any]:
@@ -164,10 +168,26 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         ctx: Context[Any, Any],
         scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
         k: Annotated[int, Field(description="How many memories to return (1-50).", ge=1, le=50)] = 5,
+        where: Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)] = None,
     ) -> list[dict[str, Any]]:
         with _tool_errors():
-            hits = mem(ctx).long_term.recall(query, scope=bounded_scope(scope, server_scope), k=k)
+            hits = mem(ctx).long_term.recall(query, scope=bounded_scope(scope, server_scope), k=k, where=where)
         return [memory_out(h) for h in hits]
+
+    @server.tool(description=(
+        "List the memories of one scope, oldest first, without a query: to review or audit what "
+        "is known about a user, or find one to `forget`. Returns the most recent `limit` of them; "
+        "`where` narrows them down by metadata or date."
+    ))
+    def list_memories(
+        ctx: Context[Any, Any],
+        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        where: Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)] = None,
+        limit: Annotated[int, Field(description="At most this many, the most recent (1-500).", ge=1, le=500)] = 100,
+    ) -> list[dict[str, Any]]:
+        with _tool_errors():
+            found = mem(ctx).long_term.all(scope=bounded_scope(scope, server_scope), where=where)
+        return [memory_out(r) for r in found[-limit:]]
 
     @server.tool(description=(
         "Delete one memory by the id that `remember` or `recall` gave. Use it when the user asks "

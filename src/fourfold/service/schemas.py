@@ -16,6 +16,7 @@ from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembere
 
 __all__ = [
     "MAX_BATCH",
+    "WHERE_HELP",
     "AddIn",
     "DeletedCount",
     "DeletedOut",
@@ -48,6 +49,8 @@ __all__ = [
     "SearchIn",
     "SimilarIn",
     "SourcesOut",
+    "ToolDescriptionIn",
+    "ToolDescriptionOut",
     "TurnIn",
     "TurnOut",
     "UpdateIn",
@@ -61,6 +64,12 @@ __all__ = [
 ]
 
 Scope = StrictStr | None
+#: What a `where` filter is, for the OpenAPI page and the MCP tools.
+WHERE_HELP = (
+    "Filter on metadata and dates: {\"product\": \"web\"}, {\"priority\": {\"$gte\": 2}}, "
+    "{\"tier\": {\"$in\": [\"gold\", \"silver\"]}}, {\"$or\": [...]}, "
+    "{\"created_at\": {\"$gte\": \"2026-11-01\"}}. Operators: $eq $ne $in $nin $gt $gte $lt $lte $and $or."
+)
 _IN = ConfigDict(extra="forbid")
 
 
@@ -143,7 +152,7 @@ class SearchIn(BaseModel):
     scope: Scope = None
     k: StrictInt = 3
     kinds: list[StrictStr] | None = Field(None, description="Only these kinds; documents only when 'doc' is named.")
-    where: dict[str, Any] | None = Field(None, description="Exact matches on metadata fields.")
+    where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
     min_score: float | None = None
     as_of: datetime | None = Field(None, description="Search the versions current then (ISO 8601 or unix seconds).")
     include_superseded: StrictBool = Field(False, description="Search every version, not only current ones.")
@@ -239,6 +248,15 @@ class FactOut(BaseModel):
 
 class FactsOut(BaseModel):
     facts: list[FactOut]
+
+
+class ToolDescriptionIn(BaseModel):
+    model_config = _IN
+    description: StrictStr | None = Field(description="What the lookup_policy tool is for; null restores the default.")
+
+
+class ToolDescriptionOut(BaseModel):
+    description: str
 
 
 class HistoryEntry(BaseModel):

@@ -175,7 +175,8 @@ class ChromaVectorStore(VectorStore):
         if built_with != embedder.identity:
             raise EmbedderMismatch(
                 f"{where} was built with embedder {built_with!r}, not {embedder.identity!r}: "
-                "open it with the embedder that built it, or re-index into a new data dir"
+                "open it with the embedder that built it, or move it to the new one: `fourfold export` it, "
+                "then `fourfold --data-dir NEW_DIR --embedder SPEC import --reembed` the file"
             )
         self._max_batch = int(self._call(client.get_max_batch_size))
 

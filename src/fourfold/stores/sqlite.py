@@ -248,7 +248,8 @@ class SQLiteVectorStore(VectorStore):
             elif row[0] != self.embedder_identity:
                 raise EmbedderMismatch(
                     f"{self.db.where} holds vectors of embedder {row[0]!r}, not {self.embedder_identity!r}: "
-                    "open it with the same embedder, or re-index into a new data dir"
+                    "open it with the same embedder, or move it to the new one with "
+                    "`fourfold reindex --embedder SPEC` (same --data-dir or --store)"
                 )
 
     # -- writing ------------------------------------------------------------------------------
@@ -399,6 +400,11 @@ _PREFIX = "memories/"
 def _name(scope: str | None) -> str:
     """The version name of a scope's memories."""
     return _PREFIX + scope_key(scope)
+
+
+def memories_version_name(scope: str | None) -> str:
+    """The version name of a scope's memories, which every write to the scope moves on."""
+    return _name(scope)
 
 
 def _scope_of(name: str) -> str | None:

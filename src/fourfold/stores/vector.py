@@ -31,6 +31,11 @@ def scope_key(scope: str | None) -> str:
     return GLOBAL_SCOPE_KEY if scope is None else scope
 
 
+def embedding_text(text: str, extra: Sequence[str]) -> str:
+    """What a memory's vector is made from: its text with the facts an enricher read out of it."""
+    return " ".join((text, *extra))
+
+
 @dataclass(frozen=True, slots=True)
 class VectorRecord:
     """One stored memory: text, its embedding and fourfold's bookkeeping."""

@@ -10,7 +10,7 @@ import re
 
 from fourfold.text.redact import detect
 
-__all__ = ["PREFERENCE_KEYS", "preference_key", "states_preference"]
+__all__ = ["CHANGE_SIGNAL", "PREFERENCE_KEYS", "preference_key", "signals_change", "states_preference"]
 
 _LANGUAGES = (
     "english spanish french german italian portuguese dutch polish turkish arabic chinese mandarin cantonese "
@@ -34,6 +34,23 @@ PREFERENCE_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                             r"|signal|chat|letters?|post|mail|voicemail|messenger|slack|contact)\b"),
     )
 )
+
+
+#: Words that say a statement changes what held before ("text me *instead*", "*from now on*",
+#: "I *no longer* want paper", "*switch* me to the dark theme"): with one, a preference of a kind
+#: no rule names still replaces the customer's most similar current preference
+#: (`fourfold.longterm.consolidate.SimilarityConsolidator`).
+CHANGE_SIGNAL: re.Pattern[str] = re.compile(
+    r"\b(?:instead|rather than|from now on|from today|going forward|no longer|any ?more|these days|now"
+    r"|switch(?:ed|ing)?(?: me)? (?:to|over)|chang(?:e|ed|ing) (?:my mind|it to|that to|to|over)"
+    r"|not (?:\w+ ){0,3}?(?:any ?more|any longer))\b",
+    re.IGNORECASE,
+)
+
+
+def signals_change(text: str) -> bool:
+    """Does the text say it changes an earlier preference ("I'd rather have X instead")?"""
+    return CHANGE_SIGNAL.search(text) is not None
 
 
 def preference_key(text: str) -> str | None:

@@ -1,0 +1,388 @@
+"""The remote clients' shared, pure part: each API call as a request plus how to read its answer.
+
+`RemoteMemory` (sync) and `AsyncRemoteMemory` (async) are thin I/O twins over these calls:
+every method builds its `Call` here and hands it to its transport, which sends the request
+and applies `Call.read` to the answer. So what a call sends, how the answer becomes the
+library's types, and which typed error a failure raises are written once, for both.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from fourfold.errors import InvalidInput, StoreUnavailable
+from fourfold.longterm.store import MemoryId, MemoryInput, When
+from fourfold.longterm.versions import as_timestamp
+from fourfold.service.errors import ServiceError, error_for
+from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One request to the service, and the function that turns its JSON answer into a `T`."""
+
+    method: str
+    path: str
+    read: Callable[[Any], T]
+    body: Any = None
+    params: Mapping[str, Any] | None = None
+
+    def request_args(self) -> dict[str, Any]:
+        """Keyword arguments of `httpx.Client.request` / `AsyncClient.request`."""
+        # ensure_ascii keeps lone surrogates as \\u escapes, so the service (not this
+        # client) refuses them, with the same InvalidInput the library raises.
+        content = None if self.body is None else json.dumps(self.body, ensure_ascii=True)
+        headers = {"Content-Type": "application/json"} if content is not None else None
+        query = {k: v for k, v in (self.params or {}).items() if v is not None}
+        return {"method": self.method, "url": self.path, "content": content, "params": query, "headers": headers}
+
+
+def answer(call: Call[T], response: httpx.Response) -> T:
+    """The call's result from the service's response; a failure as the library's typed error."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if response.is_success:
+        return call.read(data)
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        raise error_for(str(error.get("code")), str(error.get("message")))
+    raise ServiceError(f"fourfold service answered HTTP {response.status_code}")
+
+
+def unreachable(base_url: object, exc: httpx.HTTPError) -> StoreUnavailable:
+    return StoreUnavailable(f"fourfold service at {base_url} failed: {exc}")
+
+
+def headers_for(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+# -- the calls ------------------------------------------------------------------------------------
+
+
+def forget_scope(scope: str) -> Call[dict[str, int]]:
+    return Call("DELETE", f"/v1/scopes/{_segment(scope, 'scope')}", lambda d: {str(k): int(v) for k, v in d.items()})
+
+
+def whoami() -> Call[str]:
+    return Call("GET", "/v1/whoami", lambda d: str(d["tenant"]))
+
+
+def add(messages: Iterable[Mapping[str, Any] | str], scope: str | None) -> Call[list[Remembered]]:
+    if isinstance(messages, (str, Mapping)):
+        raise InvalidInput("messages must be a list of messages")
+    body = {"messages": [_plain(m) for m in messages], "scope": scope}
+    return Call("POST", "/v1/memories/add", lambda d: [_remembered(r) for r in d["results"]], body)
+
+
+class LongTerm:
+    """Calls of `LongTermMemory`."""
+
+    @staticmethod
+    def remember(text: str, scope: str | None, kind: str, metadata: Mapping[str, Any] | None, key: str | None,
+                 valid_from: When | None) -> Call[MemoryId]:
+        body = {"text": text, "scope": scope, "kind": kind, "metadata": _plain(metadata), "key": key,
+                "valid_from": _when(valid_from, "valid_from")}
+        return Call("POST", "/v1/memories", _memory_id, _unset(body, "key", "valid_from"))
+
+    @staticmethod
+    def update(memory_id: str, text: str, kind: str | None, metadata: Mapping[str, Any] | None,
+               valid_from: When | None) -> Call[MemoryId]:
+        body = {"text": text, "kind": kind, "metadata": _plain(metadata), "valid_from": _when(valid_from, "valid_from")}
+        return Call("POST", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _memory_id, body)
+
+    @staticmethod
+    def history(memory_id: str) -> Call[list[Recalled]]:
+        return Call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _recalled_list)
+
+    @staticmethod
+    def remember_many(items: Iterable[MemoryInput | Mapping[str, Any]]) -> Call[list[Remembered]]:
+        body = {"items": [_memory_input(item) for item in items]}
+        return Call("POST", "/v1/memories/batch", lambda d: [_remembered(r) for r in d["results"]], body)
+
+    @staticmethod
+    def recall(query: str, scope: str | None, k: int, kinds: Sequence[str] | None, where: Mapping[str, Any] | None,
+               min_score: float | None, as_of: When | None, include_superseded: bool) -> Call[list[Recalled]]:
+        body = {"query": query, "scope": scope, "k": k, "kinds": _kinds(kinds), "where": _plain(where),
+                "min_score": min_score, "as_of": _when(as_of, "as_of"), "include_superseded": include_superseded}
+        return Call("POST", "/v1/memories/search", _recalled_list, body)
+
+    @staticmethod
+    def forget(memory_id: str) -> Call[None]:
+        return Call("DELETE", f"/v1/memories/{_segment(memory_id, 'memory_id')}", _nothing)
+
+    @staticmethod
+    def forget_scope(scope: str) -> Call[int]:
+        return _forget_scope("/v1/memories", scope)
+
+    @staticmethod
+    def get(memory_id: str) -> Call[Recalled]:
+        return Call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}", _recalled)
+
+    @staticmethod
+    def all(scope: str | None, kinds: Sequence[str] | None, where: Mapping[str, Any] | None, as_of: When | None,
+            include_superseded: bool) -> Call[list[Recalled]]:
+        params = {"scope": scope, "kind": _kinds(kinds), "where": _where_text(where), "as_of": _when(as_of, "as_of"),
+                  "include_superseded": "true" if include_superseded else None}
+        return Call("GET", "/v1/memories", _recalled_list, params=params)
+
+
+class Episodes:
+    """Calls of `EpisodeLog`."""
+
+    @staticmethod
+    def record(goal: str, actions: Sequence[str], outcome: str, success: bool, scope: str | None,
+               tags: Sequence[str]) -> Call[Episode]:
+        body = {"goal": goal, "actions": _list(actions), "outcome": outcome, "success": success,
+                "scope": scope, "tags": _list(tags)}
+        return Call("POST", "/v1/episodes", _episode, body)
+
+    @staticmethod
+    def record_many(items: Sequence[Mapping[str, Any]]) -> Call[list[Episode]]:
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+            raise InvalidInput("record_many takes a sequence of episode mappings")
+        return Call("POST", "/v1/episodes/batch", _episode_list, {"items": [_plain(item) for item in items]})
+
+    @staticmethod
+    def similar_successes(situation: str, k: int, scope: str | None) -> Call[list[Episode]]:
+        return Call("POST", "/v1/episodes/similar", _episode_list, {"situation": situation, "k": k, "scope": scope})
+
+    @staticmethod
+    def episodes(scope: str | None, success: bool | None) -> Call[list[Episode]]:
+        params = {"scope": scope, "success": None if success is None else str(success).lower()}
+        return Call("GET", "/v1/episodes", _episode_list, params=params)
+
+    @staticmethod
+    def count() -> Call[int]:
+        return Call("GET", "/v1/episodes", lambda d: len(d["results"]))
+
+    @staticmethod
+    def get(episode_id: str) -> Call[Episode]:
+        return Call("GET", f"/v1/episodes/{_segment(episode_id, 'episode_id')}", _episode)
+
+    @staticmethod
+    def forget(episode_id: str) -> Call[None]:
+        return Call("DELETE", f"/v1/episodes/{_segment(episode_id, 'episode_id')}", _nothing)
+
+    @staticmethod
+    def forget_scope(scope: str) -> Call[int]:
+        return _forget_scope("/v1/episodes", scope)
+
+    @staticmethod
+    def forget_unscoped() -> Call[int]:
+        return Call("DELETE", "/v1/episodes", _deleted, params={"unscoped": "true"})
+
+
+class Facts:
+    """Calls of `FactStore`."""
+
+    @staticmethod
+    def set(key: str, value: Any, description: str | None) -> Call[Fact]:
+        return Call("PUT", f"/v1/facts/{_segment(key, 'key')}", _fact, {"value": value, "description": description})
+
+    @staticmethod
+    def get(key: str) -> Call[Fact]:
+        return Call("GET", f"/v1/facts/{_segment(key, 'key')}", _fact)
+
+    @staticmethod
+    def lookup(key: object) -> Call[str]:
+        try:
+            json.dumps(key)
+        except (TypeError, ValueError):
+            key = None  # not JSON: as unknown as a key can be
+        return Call("POST", "/v1/facts/lookup", lambda d: str(d["text"]), {"key": key})
+
+    @staticmethod
+    def delete(key: str, purge: bool) -> Call[None]:
+        return Call("DELETE", f"/v1/facts/{_segment(key, 'key')}", _nothing, params={"purge": "true"} if purge else None)
+
+    @staticmethod
+    def keys() -> Call[builtins.list[str]]:
+        return Call("GET", "/v1/facts", lambda d: [str(f["key"]) for f in d["facts"]])
+
+    @staticmethod
+    def list() -> Call[builtins.list[Fact]]:
+        return Call("GET", "/v1/facts", lambda d: [_fact(f) for f in d["facts"]])
+
+    @staticmethod
+    def history(key: str) -> Call[builtins.list[tuple[Any, float]]]:
+        return Call("GET", f"/v1/facts/{_segment(key, 'key')}/history",
+                    lambda d: [(h["value"], float(h["replaced_at"])) for h in d["history"]])
+
+    @staticmethod
+    def tool_schema(name: str, description: str | None) -> Call[dict[str, Any]]:
+        """Built by the service with the library's own function (the stored description unless
+        `description` is given)."""
+        return Call("GET", "/v1/facts/tool-schema", dict, params={"name": name, "description": description})
+
+    @staticmethod
+    def tool_description() -> Call[str]:
+        return Call("GET", "/v1/facts/tool-description", lambda d: str(d["description"]))
+
+    @staticmethod
+    def set_tool_description(description: str | None) -> Call[str]:
+        return Call("PUT", "/v1/facts/tool-description", lambda d: str(d["description"]), {"description": description})
+
+    @staticmethod
+    def descriptions() -> Call[dict[str, str]]:
+        return Call("GET", "/v1/facts", lambda d: {str(f["key"]): str(f["description"]) for f in d["facts"]})
+
+
+class Docs:
+    """Calls of `DocumentStore`; a path is read here, on the client, never by the service."""
+
+    @staticmethod
+    def ingest(text: str | os.PathLike[str], source: str | None, scope: str | None) -> Call[list[str]]:
+        """A string is the document's text; a `Path` is read here, as `ingest_file` does."""
+        if isinstance(text, os.PathLike):
+            return Docs.ingest_file(text, source, scope)
+        if not isinstance(source, str):
+            raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
+        return Docs.ingest_text(text, source, scope)
+
+    @staticmethod
+    def ingest_file(path: str | os.PathLike[str], source: str | None, scope: str | None) -> Call[list[str]]:
+        """Read a local UTF-8 file (on this client) and send its text."""
+        from fourfold.semantic.docs import read_document  # the library's own reading rule
+
+        text, name = read_document(path)
+        return Docs.ingest_text(text, source or name, scope)
+
+    @staticmethod
+    def ingest_text(text: str, source: str, scope: str | None) -> Call[list[str]]:
+        return Call("POST", "/v1/docs", lambda d: [str(i) for i in d["ids"]], {"text": text, "source": source, "scope": scope})
+
+    @staticmethod
+    def search(query: str, k: int, scope: str | None, source: str | None) -> Call[list[DocHit]]:
+        return Call("POST", "/v1/docs/search", lambda d: [DocHit(**h) for h in d["results"]],
+                    {"query": query, "k": k, "scope": scope, "source": source})
+
+    @staticmethod
+    def sources(scope: str | None) -> Call[list[str]]:
+        return Call("GET", "/v1/docs/sources", lambda d: [str(s) for s in d["sources"]], params={"scope": scope})
+
+    @staticmethod
+    def delete_source(source: str, scope: str | None) -> Call[int]:
+        return Call("DELETE", f"/v1/docs/sources/{_segment(source, 'source')}", _deleted, params={"scope": scope})
+
+
+# -- wire <-> library types ----------------------------------------------------------------
+
+
+def _segment(value: object, what: str) -> str:
+    """A path segment; the service gives the library's answer for any non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{what} must be a non-empty string")
+    return quote(value, safe="").replace(".", "%2E")  # so "." and ".." stay names, not paths
+
+
+def _plain(value: Any) -> Any:
+    """Mappings and sequences as JSON-ready dicts and lists (tuples included)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _where_text(where: Mapping[str, Any] | None) -> str | None:
+    """A filter as the JSON text of a query parameter (the service checks it)."""
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise InvalidInput(f"where must be a mapping of field -> condition, not {type(where).__name__}")
+    return json.dumps(_plain(where), ensure_ascii=True)
+
+
+def _list(value: Any) -> Any:
+    """Sequences travel as lists; anything else as itself, for the service to refuse."""
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def _kinds(kinds: Sequence[str] | None) -> Any:
+    return [kinds] if isinstance(kinds, str) else _list(kinds)
+
+
+def _memory_input(item: MemoryInput | Mapping[str, Any]) -> Any:
+    if isinstance(item, MemoryInput):
+        body = {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": _plain(item.metadata),
+                "key": item.key, "valid_from": _when(item.valid_from, "valid_from")}
+        return _unset(body, "key", "valid_from")
+    plain = _plain(item)
+    if isinstance(plain, dict) and "valid_from" in plain:
+        plain["valid_from"] = _when(plain["valid_from"], "valid_from")
+    return plain
+
+
+def _when(value: Any, what: str) -> float | None:
+    """A time as unix seconds for the wire (the library's checks, before anything is sent)."""
+    return None if value is None else as_timestamp(value, what=what)
+
+
+def _unset(body: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The body without these fields when they are None (a service of before versions refuses them)."""
+    return {k: v for k, v in body.items() if k not in names or v is not None}
+
+
+def _nothing(_data: Any) -> None:
+    return None
+
+
+def _deleted(data: Any) -> int:
+    return int(data["deleted"])
+
+
+def _forget_scope(path: str, scope: object) -> Call[int]:
+    """DELETE every item of one named scope under `path`; returns how many."""
+    if not isinstance(scope, str):
+        raise InvalidInput("forget_scope needs a scope name")
+    return Call("DELETE", path, _deleted, params={"scope": scope})
+
+
+def _remembered(r: Mapping[str, Any]) -> Remembered:
+    redactions = tuple(Redaction(**x) for x in r["redacted"])
+    return Remembered(r["id"], r["text"], redactions, bool(r["created"]), tuple(r.get("supersedes", ())))
+
+
+def _memory_id(r: Mapping[str, Any]) -> MemoryId:
+    return MemoryId.of(_remembered(r))
+
+
+def _recalled(r: Mapping[str, Any]) -> Recalled:
+    return Recalled(
+        id=r["id"], text=r["text"], kind=r["kind"], scope=r["scope"], score=float(r["score"]),
+        metadata=dict(r["metadata"]), created_at=float(r["created_at"]),
+        key=r.get("key"), valid_from=float(r.get("valid_from") or 0.0),
+        valid_to=None if r.get("valid_to") is None else float(r["valid_to"]),
+    )
+
+
+def _recalled_list(d: Any) -> list[Recalled]:
+    return [_recalled(r) for r in d["results"]]
+
+
+def _episode(e: Mapping[str, Any]) -> Episode:
+    return Episode(
+        goal=e["goal"], actions=tuple(e["actions"]), outcome=e["outcome"], success=bool(e["success"]),
+        ts=float(e["ts"]), id=e["id"], scope=e["scope"], tags=tuple(e["tags"]),
+    )
+
+
+def _episode_list(d: Any) -> list[Episode]:
+    return [_episode(e) for e in d["results"]]
+
+
+def _fact(f: Mapping[str, Any]) -> Fact:
+    return Fact(f["key"], f["value"], f["description"], float(f["updated_at"]))
