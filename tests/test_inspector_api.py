@@ -163,16 +163,19 @@ def test_cross_origin_writes_are_refused_and_write_nothing(client: TestClient, h
     assert client.get("/v1/scopes").json() == {"scopes": []}
 
 
-def test_a_browsers_keyless_write_needs_the_custom_header(client: TestClient) -> None:
+def test_a_browsers_keyless_write_needs_the_custom_header_or_fetch_metadata(client: TestClient) -> None:
     body = {"text": "Prefers email", "scope": "customer:ann"}
-    same_origin = {"Origin": ORIGIN, "Sec-Fetch-Site": "same-origin"}
-    refused = client.post("/v1/memories", json=body, headers=same_origin)
+    old_browser = {"Origin": ORIGIN}  # same origin, but no Sec-Fetch-Site to prove it twice
+    refused = client.post("/v1/memories", json=body, headers=old_browser)
     assert refused.status_code == 403 and "x-fourfold-request" in refused.json()["error"]["message"]
-    assert client.delete("/v1/scopes/customer:ann", headers=same_origin).status_code == 403
-    assert client.post("/v1/memories", json=body, headers={**same_origin, "X-Fourfold-Request": "ui"}).status_code == 201
+    assert client.delete("/v1/scopes/customer:ann", headers=old_browser).status_code == 403
+    assert client.post("/v1/memories", json=body, headers={**old_browser, "X-Fourfold-Request": "ui"}).status_code == 201
+    # a modern browser's same-origin request (Swagger's "try it out") carries the proof itself
+    same_origin = {"Origin": ORIGIN, "Sec-Fetch-Site": "same-origin"}
+    assert client.post("/v1/memories", json={**body, "text": "Likes mornings"}, headers=same_origin).status_code == 201
     # clients that are not browsers send no Origin: their requests are as before
     assert client.post("/v1/memories", json={**body, "text": "Ships to Lisbon"}).status_code == 201
-    assert client.get("/v1/scopes").json()["scopes"][0]["memories"] == 2
+    assert client.get("/v1/scopes").json()["scopes"][0]["memories"] == 3
 
 
 def test_with_keys_the_page_sees_only_its_tenant(client: TestClient) -> None:

@@ -12,8 +12,10 @@ itself, so a key cannot be ridden by another site. The one ambient authority is 
 service without keys, which serves anonymous requests as the default tenant: there, any page
 the user visits could send requests to 127.0.0.1. So every request a browser sends (it carries
 `Origin` or `Sec-Fetch-Site`) must come from the service's own origin on an allowed host, and
-a browser's write without a key must also carry `X-Fourfold-Request` (a custom header, which a
-cross-origin page cannot send without a CORS preflight this service never grants). Tokens in
+a browser's write without a key must also prove it twice: by `Sec-Fetch-Site: same-origin`
+(which only the browser sets), or, from a browser too old to send it, by `X-Fourfold-Request`
+(a custom header, which a cross-origin page cannot send without a CORS preflight this service
+never grants; the page always sends it). Tokens in
 cookies or forms would add state for no gain: there is no cookie to protect. The Host check
 (browser requests and /ui) defeats DNS rebinding, where a foreign name is pointed at 127.0.0.1
 and the request is then same-origin.
@@ -41,7 +43,8 @@ from fourfold.shortterm import is_summary
 
 __all__ = ["CSP", "CSRF_HEADER", "LOOPBACK_HOSTS", "BrowserGuard", "install_inspector"]
 
-#: The header the page sends with every request; a browser's write without a key needs it.
+#: The header the page sends with every request; a browser's keyless write needs it (or
+#: `Sec-Fetch-Site: same-origin`).
 CSRF_HEADER = "x-fourfold-request"
 #: The page's content security policy: its own scripts and styles only, no inline code.
 CSP = (
@@ -132,7 +135,8 @@ class BrowserGuard:
       `Host` (DNS rebinding);
     - a browser's request must come from this service's own origin (`Origin` naming the
       `Host`, `Sec-Fetch-Site: same-origin`);
-    - a browser's write without an `Authorization` header must carry `X-Fourfold-Request`.
+    - a browser's write without an `Authorization` header must carry `Sec-Fetch-Site:
+      same-origin` or `X-Fourfold-Request` (Swagger's "try it out" sends the first).
 
     Clients that are not browsers (curl, the Python client, MCP) send none of these headers
     and are unaffected: their key is their protection.
@@ -166,7 +170,8 @@ class BrowserGuard:
         if site is not None and site not in ("same-origin", "none"):
             return f"cross-site requests are refused (Sec-Fetch-Site: {site[:20]})"
         unsafe = str(scope.get("method", "GET")).upper() in _UNSAFE
-        if browser and unsafe and "authorization" not in headers and CSRF_HEADER not in headers:
+        proven = site == "same-origin" or CSRF_HEADER in headers
+        if browser and unsafe and "authorization" not in headers and not proven:
             return f"a browser's write needs the {CSRF_HEADER} header"
         return None
 
