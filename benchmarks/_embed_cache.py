@@ -43,7 +43,7 @@ class CachedEmbedder(Embedder):
         keys = [self._key(t) for t in texts]
         missing = [t for t, key in zip(texts, keys, strict=True) if key not in self._vectors]
         if missing:
-            from fourfold.embeddings.minilm import default_embedder
+            from fourfold.embeddings.default import default_embedder
 
             fresh = default_embedder().embed_many(missing)
             for text, vector in zip(missing, fresh, strict=True):

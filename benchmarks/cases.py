@@ -468,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     global VERBOSE
     VERBOSE = args.verbose
     if args.embedder == "minilm":
-        from fourfold.embeddings.minilm import default_embedder
+        from fourfold.embeddings.default import default_embedder
 
         embedder: Embedder = default_embedder()
     else:

@@ -360,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases.VERBOSE = args.verbose
     if args.embedder == "minilm":
-        from fourfold.embeddings.minilm import default_embedder
+        from fourfold.embeddings.default import default_embedder
 
         embedder: Embedder = default_embedder()
     else:

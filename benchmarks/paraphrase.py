@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=19)
     p.add_argument("--no-cache", action="store_true", help="embed with the model, not the vector cache")
     args = p.parse_args(argv)
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
     from fourfold.ranking import RELEVANCE_FLOOR
 
     dataset = data.build(customers=args.customers, seed=args.seed)

@@ -186,7 +186,7 @@ def build_memory_store(work: Path, n: int) -> Path:
     the rows fourfold stored, read back out of its database.
     """
     from fourfold import Memory
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
 
     target = work / f"ff{n // 1000}k"
     if (target / ".built").exists():
@@ -315,7 +315,7 @@ def _recall_timings(work: Path, n: int, n_q: int, rng: random.Random, embedder: 
 
 
 def scenario_recall(work: Path, quick: bool) -> Rows:
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
 
     rows = Rows()
     embedder = default_embedder()
@@ -377,7 +377,7 @@ def scenario_write(work: Path, quick: bool) -> Rows:
     from chromadb.config import Settings
 
     from fourfold import Memory
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
 
     rows = Rows()
     n = 2000 if quick else 10_000
@@ -447,7 +447,7 @@ def seed_record_episode(log: Path, goal: str, actions: list[str], outcome: str, 
 def build_episode_log(work: Path, n: int) -> tuple[Path, Path]:
     """A database holding n episodes (the successful ones' vectors stored), and the seed's
     JSON Lines file of the same episodes; reused when already built."""
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
     from fourfold.episodic import EpisodeLog
 
     target = work / f"episodes{n // 1000}k"
@@ -472,7 +472,7 @@ def build_episode_log(work: Path, n: int) -> tuple[Path, Path]:
 
 
 def scenario_episodes(work: Path, quick: bool) -> Rows:
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
     from fourfold.episodic import EpisodeLog
 
     rows = Rows()
@@ -642,7 +642,7 @@ def scenario_agent(work: Path, quick: bool) -> Rows:
 
     from fourfold import Memory
     from fourfold.agent import SupportAgent
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
     from fourfold.models.base import ChatResponse
     from fourfold.models.scripted import ScriptedModel
 
@@ -703,6 +703,11 @@ def scenario_startup(work: Path, quick: bool) -> Rows:
     cli = str(Path(py).with_name("fourfold"))
     store = build_memory_store(work, 10_000)
     reps = 3 if quick else 7
+    # A cold process, not uncompiled source: an installed fourfold has its bytecode (pip
+    # compiles it), while a checkout run with PYTHONDONTWRITEBYTECODE=1 compiles every module
+    # of fourfold on every start (0.3-0.4 s of a cold `fourfold recall` here). The children may
+    # write bytecode, and a first untimed run below writes it.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     # The children inherit this environment: they must run the fourfold this process runs.
     where = measure_rss([py, "-c", "import fourfold; print(fourfold.__file__)"])[2].strip()
     import fourfold
@@ -722,13 +727,14 @@ def scenario_startup(work: Path, quick: bool) -> Rows:
     recall_argv = [cli, "--data-dir", str(store), "recall", text, "--scope", scope_name(3), "-k", "5"]
     seed_code = (
         "import sys, chromadb\nfrom chromadb.config import Settings\n"
-        "from fourfold.embeddings.minilm import default_embedder\n"
+        "from fourfold.embeddings.default import default_embedder\n"
         f"c = chromadb.PersistentClient(path={str(store / SEED_VECTORS)!r}, settings=Settings(anonymized_telemetry=False))\n"
         f"col = c.get_collection({SEED_COLLECTION!r})\n"
         f"v = default_embedder().embed({text!r})\n"
         f"print(col.query(query_embeddings=[v], n_results=5, where={{'ff_scope': {scope_name(3)!r}}})['documents'][0])\n"
     )
-    floor_code = f"from fourfold.embeddings.minilm import default_embedder\ndefault_embedder().embed({text!r})\n"
+    floor_code = f"from fourfold.embeddings.default import default_embedder\ndefault_embedder().embed({text!r})\n"
+    measure_rss([*recall_argv])  # compiles fourfold's bytecode, as installing it would
     ours, ref, floor = [], [], []
     for _ in range(reps):  # interleaved, so drifting load reaches all three alike
         t, rss, _ = measure_rss([*recall_argv])

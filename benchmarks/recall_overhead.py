@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=400)
     args = p.parse_args(argv)
     from fourfold._validate import check_k, check_scope, check_text
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
     from fourfold.longterm import LongTermMemory
     from fourfold.longterm.store import _kind_filter, _recalled, _validity
     from fourfold.stores import InMemoryVectorStore

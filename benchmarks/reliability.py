@@ -5,7 +5,8 @@ same workloads with CI sizes) and prints one table:
 
     python benchmarks/reliability.py [--cycles 200] [--writers 8] [--per-writer 60]
                                      [--isolation-ops 600] [--fuzz-rounds 400]
-                                     [--chroma-server] [--seed 1] [--secrets]
+                                     [--engine both|sqlite|postgres] [--sharing-writes 80]
+                                     [--restart-s 9] [--chroma-server] [--seed 1] [--secrets]
 
 Before it, ``secrets: caught=N of M leaked_channels=N false_positives=N of K``: the secrets
 corpus (tests/secrets_corpus.py) through every channel that stores text (see
@@ -16,6 +17,14 @@ line last. The last line printed is exactly
 ``reliability: lost=N leaked=N crashes=N of M cases``: writes acknowledged but missing
 (crash cycles and concurrent writers), another scope's text or a secret seen where it must
 not be, and bad inputs that ended in anything but a typed error or a clean result.
+
+The crash cycles, the concurrent writers and the CLI beside a running service (sharing.py) run
+on each --engine: SQLite in a data dir, and a throwaway PostgreSQL (started on loopback for the
+run) where the SIGKILLed writers, the spawned writers, the service and the CLI all share one
+database. On PostgreSQL the server also restarts, then stops for a second, under load from
+library writers, a forgetter and a service client: a call that fails must fail with a typed
+error (and counts among the crashes if not), and every kind of client must work again after.
+A forgotten memory served again by anyone counts as leaked.
 
 Writer processes run from a multiprocessing *forkserver*: one clean process that has
 imported fourfold but never opened a store forks each writer, so a crash
@@ -39,6 +48,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +62,7 @@ from fourfold.memory import Memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import secrets_channels
+import sharing
 from secrets_channels import SecretsResult
 
 # -- deterministic payloads -----------------------------------------------------------------
@@ -96,8 +107,14 @@ def _embedder() -> HashEmbedder:
 
 
 def open_memory(data_dir: str | Path, chroma_url: str | None = None, collection: str | None = None) -> Memory:
+    """The memory under test: `data_dir` is a data dir, or a postgresql:// URL."""
     config = MemoryConfig(lock_timeout=120.0, collection=collection or MemoryConfig().collection)
     return Memory.open(data_dir, embedder=_embedder(), chroma_url=chroma_url, config=config)
+
+
+def key_of_text(text: str) -> str:
+    """The key a memory_text() was made from (what a memory written without metadata carries)."""
+    return text.removeprefix("Ledger entry ").partition(":")[0]
 
 
 # -- one write of each kind, acknowledged only after it returned ---------------------------
@@ -162,7 +179,7 @@ def snapshot(mem: Memory) -> dict[str, Any]:
     embedder = mem.long_term.embedder
     for scope in store.scopes():
         for rec in store.scan(scope):
-            key = str(rec.metadata.get("k", ""))
+            key = str(rec.metadata.get("k", "")) or key_of_text(rec.text)
             found["mem", key] += 1
             ok = rec.text == memory_text(key) and rec.scope == scope_of(key)
             ok = ok and bool(np.allclose(rec.embedding, embedder.embed(rec.text), atol=1e-5))
@@ -290,16 +307,21 @@ class CrashResult:
     verdicts: list[dict[str, Any]] = field(default_factory=list)
 
 
-def crash_cycles(data_dir: Path, *, cycles: int, seed: int = 1, max_delay: float = 0.35) -> CrashResult:
-    """SIGKILL a writer at a random moment, `cycles` times; the next writer checks what was left."""
+def crash_cycles(data_dir: Path, *, cycles: int, seed: int = 1, max_delay: float = 0.35,
+                 store: str | None = None) -> CrashResult:
+    """SIGKILL a writer at a random moment, `cycles` times; the next writer checks what was left.
+
+    With `store` (a postgresql:// URL) the writers write there, and `data_dir` keeps only the
+    benchmark's own files (the acknowledgements)."""
     ctx = forkserver()
+    where = store or str(data_dir)
     rng = random.Random(seed)
     data_dir.mkdir(parents=True, exist_ok=True)
     ack_path = data_dir.parent / f"{data_dir.name}.acks"
     result = CrashResult()
     for cycle in range(cycles):
         ready = data_dir.parent / f"{data_dir.name}.ready{cycle}"
-        proc = ctx.Process(target=_crash_writer, args=(str(data_dir), cycle, str(ack_path), str(ready), rng.randrange(2**31)))
+        proc = ctx.Process(target=_crash_writer, args=(where, cycle, str(ack_path), str(ready), rng.randrange(2**31)))
         proc.start()
         deadline = time.monotonic() + 120
         while not ready.exists() and proc.is_alive() and time.monotonic() < deadline:
@@ -312,7 +334,7 @@ def crash_cycles(data_dir: Path, *, cycles: int, seed: int = 1, max_delay: float
             _tally(result, json.loads(ready.read_text(encoding="utf-8")) if ready.exists() else None)
         ready.unlink(missing_ok=True)
     out = data_dir.parent / f"{data_dir.name}.final"
-    proc = ctx.Process(target=_final_verifier, args=(str(data_dir), str(ack_path), str(out)))
+    proc = ctx.Process(target=_final_verifier, args=(where, str(ack_path), str(out)))
     proc.start()
     proc.join(300)
     _tally(result, json.loads(out.read_text(encoding="utf-8")) if out.exists() else None)
@@ -395,16 +417,18 @@ class ConcurrencyResult:
 
 
 def concurrency(data_dir: Path, *, writers: int = 4, per_writer: int = 20, chroma_url: str | None = None,
-                collection: str | None = None, timeout: float = 300) -> ConcurrencyResult:
-    """`writers` spawned processes write all three stores at once while one process reads."""
+                collection: str | None = None, timeout: float = 300, store: str | None = None) -> ConcurrencyResult:
+    """`writers` spawned processes write all three stores at once while one process reads
+    (in `store`, a postgresql:// URL, when given)."""
     ctx = mp.get_context("spawn")
     data_dir.mkdir(parents=True, exist_ok=True)
-    open_memory(data_dir, chroma_url, collection).close()
+    where = store or str(data_dir)
+    open_memory(where, chroma_url, collection).close()
     ack_path = data_dir.parent / f"{data_dir.name}.acks"
     stop, out = data_dir.parent / f"{data_dir.name}.stop", data_dir.parent / f"{data_dir.name}.reads"
-    reader = ctx.Process(target=_conc_reader, args=(str(data_dir), str(stop), str(out), chroma_url, collection))
+    reader = ctx.Process(target=_conc_reader, args=(where, str(stop), str(out), chroma_url, collection))
     reader.start()
-    procs = [ctx.Process(target=_conc_writer, args=(str(data_dir), w, per_writer, str(ack_path), chroma_url, collection))
+    procs = [ctx.Process(target=_conc_writer, args=(where, w, per_writer, str(ack_path), chroma_url, collection))
              for w in range(writers)]
     for p in procs:
         p.start()
@@ -417,7 +441,7 @@ def concurrency(data_dir: Path, *, writers: int = 4, per_writer: int = 20, chrom
             os.kill(p.pid, signal.SIGKILL)
             p.join()
     reads = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {"reads": 0, "bad": ["reader died"]}
-    with open_memory(data_dir, chroma_url, collection) as mem:
+    with open_memory(where, chroma_url, collection) as mem:
         verdict = judge(snapshot(mem), read_acks(ack_path))
     return ConcurrencyResult(
         writers, verdict["acked"], verdict["present"], verdict["lost"], verdict["dupes"], verdict["partial"],
@@ -719,6 +743,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-writer", type=int, default=60)
     parser.add_argument("--isolation-ops", type=int, default=600)
     parser.add_argument("--fuzz-rounds", type=int, default=400)
+    parser.add_argument("--engine", choices=("both", "sqlite", "postgres"), default="both",
+                        help="engines of the crash, concurrency and sharing runs (default both)")
+    parser.add_argument("--sharing-writes", type=int, default=80, help="service writes beside the CLI, per engine")
+    parser.add_argument("--restart-s", type=float, default=9.0, help="seconds of load around the PostgreSQL restart")
     parser.add_argument("--chroma-server", action="store_true", help="also run the concurrency load against a Chroma server")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--secrets", action="store_true", help="run only the secrets corpus through every channel")
@@ -728,16 +756,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     rows: list[tuple[str, str, str]] = []
     lost = leaked = crashes = cases = 0
-    with tempfile.TemporaryDirectory(prefix="fourfold-reliability-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fourfold-reliability-") as tmp, ExitStack() as stack:
         root = Path(tmp)
-        t0 = time.monotonic()
-        crash = crash_cycles(root / "crash", cycles=args.cycles, seed=args.seed)
-        lost += len(crash.lost)
-        rows.append(("crash (SIGKILL)", f"{crash.survived}/{crash.cycles} cycles survived",
-                     f"acked {crash.acked}, present {crash.present}, lost {len(crash.lost)}, dupes {len(crash.dupes)}, "
-                     f"partial {len(crash.partial)}, index damage {crash.index_damage}, "
-                     f"{time.monotonic() - t0:.0f}s"))
-        for label, url in _concurrency_targets(root, args.chroma_server):
+        for engine, store in _engines(stack, root, args.engine):
+            t0 = time.monotonic()
+            crash = crash_cycles(root / f"crash-{engine}", cycles=args.cycles, seed=args.seed, store=store)
+            lost += len(crash.lost)
+            rows.append((f"crash (SIGKILL, {engine})", f"{crash.survived}/{crash.cycles} cycles survived",
+                         f"acked {crash.acked}, present {crash.present}, lost {len(crash.lost)}, dupes {len(crash.dupes)}, "
+                         f"partial {len(crash.partial)}, index damage {crash.index_damage}, "
+                         f"{time.monotonic() - t0:.0f}s"))
+            t0 = time.monotonic()
+            shared = sharing.service_and_cli(root / f"sharing-{engine}", store=store, writes=args.sharing_writes,
+                                             seed=args.seed)
+            lost, leaked, crashes = lost + len(shared.lost), leaked + len(shared.served), crashes + len(shared.untyped)
+            rows.append((f"CLI + service ({engine})", "1 service, CLI processes, forgets both ways",
+                         f"{shared.line()}, {time.monotonic() - t0:.0f}s"))
+            if store is None:
+                continue
+            t0 = time.monotonic()
+            conc = concurrency(root / "conc-postgres", writers=args.writers, per_writer=args.per_writer, store=store)
+            lost += len(conc.lost)
+            rows.append(("concurrency (postgres)", f"{conc.writers} writers + 1 reader",
+                         f"acked {conc.acked}, present {conc.present}, lost {len(conc.lost)}, dupes {len(conc.dupes)}, "
+                         f"reads {conc.reads}, corrupt reads {len(conc.reader_errors)}, exits {conc.writer_exits}, "
+                         f"{time.monotonic() - t0:.0f}s"))
+            t0 = time.monotonic()
+            outage = _restart(root, args.restart_s, args.seed)
+            lost, leaked, crashes = lost + len(outage.lost), leaked + len(outage.served), crashes + len(outage.untyped)
+            rows.append(("PostgreSQL restart", "2 writers, a forgetter, a service client",
+                         f"{outage.line()}, recovered {outage.recovered}, {time.monotonic() - t0:.0f}s"))
+        for label, url in _concurrency_targets(root, args.chroma_server) if args.engine != "postgres" else []:
             t0 = time.monotonic()
             conc = concurrency(root / f"conc-{label}", writers=args.writers, per_writer=args.per_writer, chroma_url=url,
                                collection=f"rel_{random.Random(args.seed).randrange(10**9)}" if url else None)
@@ -783,6 +832,24 @@ def secrets_only() -> int:
         print(f"secrets (postgres): not run: {reason}")
     print(secrets.line())
     return 0 if secrets.caught == secrets.total and not secrets.false_positives and not not_run else 1
+
+
+def _engines(stack: ExitStack, root: Path, which: str) -> list[tuple[str, str | None]]:
+    """(engine, store URL or None for a data dir) for each engine asked for."""
+    engines: list[tuple[str, str | None]] = [("sqlite", None)] if which != "postgres" else []
+    if which != "sqlite":
+        from fourfold.testing.postgres import PostgresServer
+
+        engines.append(("postgres", stack.enter_context(PostgresServer()).url))
+    return engines
+
+
+def _restart(root: Path, seconds: float, seed: int) -> sharing.SharingResult:
+    """The restart runs on a server of its own: it must not break the other runs' connections."""
+    from fourfold.testing.postgres import PostgresServer
+
+    with PostgresServer() as server:
+        return sharing.restart_under_load(root / "restart", server, seconds=seconds, seed=seed)
 
 
 def _concurrency_targets(root: Path, server: bool) -> list[tuple[str, str | None]]:

@@ -31,6 +31,7 @@ import numpy as np
 
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold.longterm import LongTermMemory
+from fourfold.longterm.large import DENSE, LEXICAL
 from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.stores.pgvector import PostgresVectorStore
 from fourfold.stores.postgres import PostgresDatabase
@@ -154,7 +155,7 @@ def main() -> None:
             vector = embedder.embed(query)
             want = [r.id for r, _ in exact.search(vector, query, k=10, keep=lambda r: r.kind != "doc")]
             overlap += len(set(ids) & set(want))
-            offered = {r.id for r in store.candidates(LARGE, vector, query, dense=200, lexical=200)[0]}
+            offered = {r.id for r in store.candidates(LARGE, vector, query, dense=DENSE, lexical=LEXICAL)[0]}
             covered += len(offered & set(want))
         recall = overlap / (10 * len(queries))
         print(f"exact top-10 among the candidates: {covered / (10 * len(queries)):.3f}", flush=True)

@@ -8,6 +8,7 @@ fetched again; one that is missing counts as lost.
     python benchmarks/service.py [--clients 50] [--duration 60] [--embedder minilm|hash]
                                  [--tenants 4] [--scopes 25] [--think-ms 0] [--client lean|httpx]
                                  [--query-model int8|exact] [--ramp-s 0] [--window-s 10]
+                                 [--store postgres [--replicas 2]]
                                  [--url URL --key TENANT=KEY ...]
 
 Two phases measure two things:
@@ -23,6 +24,12 @@ The last line is ``service: rps=X rate=X recall_p95_ms=X remember_p95_ms=X visib
 errors=N lost=N stale=N`` (rps from the closed loop; the p95s from the open loop; stale: sampled
 writes a recall had not found within 5 s). With --think-ms the closed loop's clients pause
 between requests instead.
+
+With ``--store postgres`` the service keeps everything in a throwaway PostgreSQL (started on
+loopback for the run; ``--store postgresql://…`` uses yours), and ``--replicas N`` starts N
+service processes on it. Clients are spread over the replicas, visibility is looked for through
+another replica than the one that acknowledged the write, and every acknowledged write is read
+back through another replica too.
 """
 
 from __future__ import annotations
@@ -138,9 +145,9 @@ class Stats:
     recall_at: list[tuple[float, float]] = field(default_factory=list)  # (monotonic end, latency)
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     error_samples: list[str] = field(default_factory=list)
-    memories: list[tuple[str, str, str]] = field(default_factory=list)  # (tenant, id, text)
-    episodes: list[tuple[str, str]] = field(default_factory=list)
-    facts: dict[tuple[str, str], Any] = field(default_factory=dict)  # last acknowledged value
+    memories: list[tuple[str, str, str, int]] = field(default_factory=list)  # (tenant, id, text, replica)
+    episodes: list[tuple[str, str, int]] = field(default_factory=list)  # (tenant, id, replica)
+    facts: dict[tuple[str, str], tuple[Any, int]] = field(default_factory=dict)  # last acknowledged (value, replica)
 
 
 def sentence(rng: random.Random, n: int = 12) -> str:
@@ -168,8 +175,11 @@ def pick(rng: random.Random, i: int, n: int, scopes: int) -> tuple[str, str, str
     return "fact_get", "POST", "/v1/facts/lookup", {"key": key}
 
 
-async def send(http: Any, tenant: str, request: tuple[str, str, str, Any], stats: Stats, due: float) -> Any:
-    """Send one request, time it from `due` (a perf_counter time), record the outcome; the answer or None."""
+async def send(http: Any, tenant: str, request: tuple[str, str, str, Any], stats: Stats, due: float,
+               replica: int = 0) -> Any:
+    """Send one request, time it from `due` (a perf_counter time), record the outcome; the answer or None.
+
+    `replica` is the index of the service that answered, so the read-back can go through another."""
     route, method, path, body = request
     try:
         status, content = await http.request(method, path, json=body)
@@ -186,30 +196,31 @@ async def send(http: Any, tenant: str, request: tuple[str, str, str, Any], stats
         return None
     answer = json_loads(content)
     if route == "remember":
-        stats.memories.append((tenant, answer["id"], answer["text"]))
+        stats.memories.append((tenant, answer["id"], answer["text"], replica))
     elif route == "episode":
-        stats.episodes.append((tenant, answer["id"]))
+        stats.episodes.append((tenant, answer["id"], replica))
     elif route == "fact_put":
-        stats.facts[(tenant, path.rsplit("/", 1)[1])] = body["value"]
+        stats.facts[(tenant, path.rsplit("/", 1)[1])] = (body["value"], replica)
     return answer
 
 
 async def client_loop(
-    i: int, url: str, keys: dict[str, str], scopes: int, stop_at: float, stats: Stats, counter: list[int],
+    i: int, urls: list[str], keys: dict[str, str], scopes: int, stop_at: float, stats: Stats, counter: list[int],
     think: float = 0.0, client: str = "lean", delay: float = 0.0,
 ) -> None:
     rng = random.Random(i)
     await asyncio.sleep(delay)  # ramp-up: clients join one after another
     tenant = list(keys)[i % len(keys)]
     headers = {"Authorization": f"Bearer {keys[tenant]}"}
-    http = (LeanClient if client == "lean" else HttpxClient)(url, headers, timeout=30)
+    replica = i % len(urls)
+    http = (LeanClient if client == "lean" else HttpxClient)(urls[replica], headers, timeout=30)
     try:
         n = 0
         while time.monotonic() < stop_at:
             if think and n:
                 await asyncio.sleep(think)
             n += 1
-            await send(http, tenant, pick(rng, i, n, scopes), stats, time.perf_counter())
+            await send(http, tenant, pick(rng, i, n, scopes), stats, time.perf_counter(), replica)
             counter[0] += 1
     finally:
         await http.aclose()
@@ -234,12 +245,13 @@ async def open_loop(urls: list[str], keys: dict[str, str], scopes: int, rate: fl
 
     async def one(k: int, due: float) -> None:
         tenant = list(keys)[k % len(keys)]
-        url = urls[k % len(urls)]
+        replica = k % len(urls)
+        url = urls[replica]
         request = pick(rng, 10_000 + k, k, scopes)
         pool = idle[(url, tenant)]
         http = pool.pop() if pool else LeanClient(url, {"Authorization": f"Bearer {keys[tenant]}"}, timeout=30)
         try:
-            answer = await send(http, tenant, request, result.stats, due)
+            answer = await send(http, tenant, request, result.stats, due, replica)
         finally:
             pool.append(http)
         if request[0] == "remember" and answer is not None and k % sample == 0:
@@ -275,6 +287,7 @@ async def open_loop(urls: list[str], keys: dict[str, str], scopes: int, rate: fl
 
 
 async def seed(url: str, keys: dict[str, str], scopes: int, per_tenant: int) -> None:
+    """Write `per_tenant` memories and ten facts for every tenant, through one service."""
     rng = random.Random(0)
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
         for tenant, key in keys.items():
@@ -288,24 +301,26 @@ async def seed(url: str, keys: dict[str, str], scopes: int, per_tenant: int) -> 
                 (await http.put(f"/v1/facts/limit.{j}", json={"value": j}, headers=headers)).raise_for_status()
 
 
-async def verify(url: str, keys: dict[str, str], stats: Stats) -> int:
-    """Read back every acknowledged write; returns how many are missing or wrong."""
+async def verify(urls: list[str], keys: dict[str, str], stats: Stats) -> int:
+    """Read back every acknowledged write through the replica after the one that acknowledged
+    it (the same one when there is one); returns how many are missing or wrong."""
     lost = 0
     sem = asyncio.Semaphore(16)
-    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+    async with contextlib.AsyncExitStack() as stack:
+        https = [await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60)) for url in urls]
 
-        async def check(tenant: str, path: str, expect: Any = None) -> int:
+        async def check(tenant: str, replica: int, path: str, expect: Any = None) -> int:
             async with sem:
-                r = await http.get(path, headers={"Authorization": f"Bearer {keys[tenant]}"})
+                r = await https[(replica + 1) % len(https)].get(path, headers={"Authorization": f"Bearer {keys[tenant]}"})
             if r.status_code != 200:
                 return 1
             if expect is not None and r.json().get("value", r.json().get("text")) != expect:
                 return 1
             return 0
 
-        jobs = [check(t, f"/v1/memories/{mid}", text) for t, mid, text in stats.memories]
-        jobs += [check(t, f"/v1/episodes/{eid}") for t, eid in stats.episodes]
-        jobs += [check(t, f"/v1/facts/{key}", value) for (t, key), value in stats.facts.items()]
+        jobs = [check(t, at, f"/v1/memories/{mid}", text) for t, mid, text, at in stats.memories]
+        jobs += [check(t, at, f"/v1/episodes/{eid}") for t, eid, at in stats.episodes]
+        jobs += [check(t, at, f"/v1/facts/{key}", value) for (t, key), (value, at) in stats.facts.items()]
         for found in await asyncio.gather(*jobs):
             lost += found
     return lost
@@ -347,16 +362,16 @@ def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0, windo
     return f"{label}: rps={rps:.1f} p95_ms={pct(every, .95):.1f} errors={errors} lost={lost}"
 
 
-async def run(url: str, keys: dict[str, str], args: argparse.Namespace) -> str:
+async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace) -> str:
     if args.seed:
-        await seed(url, keys, args.scopes, args.seed)
+        await seed(urls[0], keys, args.scopes, args.seed)
     print(f"seeded {args.seed} memories per tenant; load starts", flush=True)
     stats = Stats()
     counter = [0]
     started = time.monotonic()
     stop_at = started + args.duration
     think = args.think_ms / 1000
-    await asyncio.gather(*(client_loop(i, url, keys, args.scopes, stop_at, stats, counter, think, args.client,
+    await asyncio.gather(*(client_loop(i, urls, keys, args.scopes, stop_at, stats, counter, think, args.client,
                                        delay=args.ramp_s * i / args.clients)
                            for i in range(args.clients)))
     elapsed = time.monotonic() - started
@@ -364,11 +379,11 @@ async def run(url: str, keys: dict[str, str], args: argparse.Namespace) -> str:
     print(closed)
     rps = float(closed.split("rps=")[1].split()[0])
     print(f"\nopen loop: {args.rate:g} requests/s offered for {args.open_s:g} s", flush=True)
-    opened = await open_loop([url], keys, args.scopes, args.rate, args.open_s)
+    opened = await open_loop(urls, keys, args.scopes, args.rate, args.open_s)
     for field_name in ("memories", "episodes"):
         getattr(stats, field_name).extend(getattr(opened.stats, field_name))
     stats.facts.update(opened.stats.facts)
-    lost = await verify(url, keys, stats)
+    lost = await verify(urls, keys, stats)
     print(report(opened.stats, args.open_s, lost, window_s=args.window_s, label="open loop"))
     errors = sum(stats.errors.values()) + sum(opened.stats.errors.values())
     lat = opened.stats.latencies
@@ -423,7 +438,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--query-model", choices=("int8", "exact"), default="int8",
                    help="how the service embeds recall queries (fourfold serve --query-model; default int8)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: a temp dir")
-    p.add_argument("--url", default=None, help="use a running service instead of starting one")
+    p.add_argument("--store", default=None,
+                   help="'postgres': a throwaway PostgreSQL for the run; or a postgresql:// URL (default: SQLite)")
+    p.add_argument("--replicas", type=int, default=1, help="service processes on one --store (default 1)")
+    p.add_argument("--url", default=None,
+                   help="use running services instead of starting them (several: comma-separated replicas)")
     p.add_argument("--key", action="append", default=[], help="TENANT=KEY for --url (repeatable)")
     return p
 
@@ -433,26 +452,44 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from fourfold.service.testing import LiveService
 
+    if args.replicas > 1 and not (args.store or args.url):
+        raise SystemExit("--replicas needs --store (replicas share a PostgreSQL database)")
     with ExitStack() as stack:
+        lives: list[LiveService] = []
         if args.url:
-            url = args.url
+            urls = args.url.split(",")
             keys = dict(pair.split("=", 1) for pair in args.key)
             if not keys:
                 raise SystemExit("--url needs at least one --key TENANT=KEY")
         else:
             data_dir = args.data_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fourfold-bench-")))
+            store = _store(stack, args.store)
             tenants = {f"tenant-{t}": 1 for t in range(args.tenants)}
-            live = stack.enter_context(LiveService(data_dir, embedder=args.embedder, keys=tenants, startup_timeout=120,
-                                                   serve_args=["--query-model", args.query_model]))
-            url, keys = live.url, {t: ks[0] for t, ks in live.keys.items()}
+            for replica in range(args.replicas):
+                lives.append(stack.enter_context(LiveService(
+                    data_dir, embedder=args.embedder, keys=tenants if not replica else None, startup_timeout=120,
+                    serve_args=["--query-model", args.query_model], store=store)))
+            urls, keys = [live.url for live in lives], {t: ks[0] for t, ks in lives[0].keys.items()}
         loop = f"think {args.think_ms:g} ms between requests" if args.think_ms else "closed loop (no think time)"
+        engine = "PostgreSQL" if args.store else "SQLite" if not args.url else "as served"
         print(f"fourfold service benchmark: {args.clients} clients, {args.duration:g}s, {loop}, embedder {args.embedder}, "
-              f"{len(keys)} tenants x {args.scopes} scopes, query model {'as served' if args.url else args.query_model}, {url}")
-        last = asyncio.run(run(url, keys, args))
-        if not args.url and live.pid is not None:
-            print(peak_memory(live.pid))
+              f"{len(keys)} tenants x {args.scopes} scopes, query model {'as served' if args.url else args.query_model}, "
+              f"store {engine}, {len(urls)} replica(s) {' '.join(urls)}")
+        last = asyncio.run(run(urls, keys, args))
+        for live in lives:
+            if live.pid is not None:
+                print(peak_memory(live.pid))
     print(last)
     return 0
+
+
+def _store(stack: ExitStack, store: str | None) -> str | None:
+    """The PostgreSQL URL the services share: `postgres` starts a throwaway server for the run."""
+    if store != "postgres":
+        return store
+    from fourfold.testing.postgres import PostgresServer
+
+    return stack.enter_context(PostgresServer()).url
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fourfold import InvalidInput, Memory
-from fourfold.agent import DATA_CLOSE, DATA_OPEN, SupportAgent, customer_scope
+from fourfold.agent import DATA_CLOSE, DATA_OPEN, OpenTicket, SupportAgent, customer_scope
 from fourfold.embeddings import HashEmbedder
 from fourfold.models import OfflineModel, ScriptedModel
 from fourfold.models.base import ChatResponse, ToolCall
@@ -242,3 +242,26 @@ def test_what_is_irrelevant_to_the_message_stays_out_of_the_prompt(mem: Memory) 
     assert [m.text for m in agent.turn("ann", "email or phone calls?").report.memories] == ["Prefers email over phone calls"]
     everything = SupportAgent(mem, ScriptedModel(["ok"]), min_relevance=0.0)
     assert len(everything.turn("ann", "who painted the Mona Lisa?").report.memories) == 2
+
+
+def test_a_thread_stored_with_the_ticket_as_top_level_fields_is_still_resolved(mem: Memory) -> None:
+    """Format 1 kept the open ticket in the thread's own fields; it is read into the agent's ticket."""
+    old = {"format": 1, "scope": "customer:ann", "messages": [{"role": "user", "content": "Invoice fails"}],
+           "ticket_goal": "Invoice fails", "ticket_actions": ["lookup_policy(x) -> UNKNOWN"], "extras": {}}
+    with mem.database.write() as conn:
+        conn.execute("INSERT INTO threads (scope, payload, updated_at) VALUES (?, ?, 0)",
+                     ("customer:ann", json.dumps(old)))
+    agent = SupportAgent(mem, OfflineModel())
+    assert agent.open_ticket("ann") == OpenTicket("Invoice fails", ("lookup_policy(x) -> UNKNOWN",))
+    res = agent.resolve("ann", "Cleared the cache.")
+    assert (res.episode.goal, res.episode.actions) == ("Invoice fails", ("lookup_policy(x) -> UNKNOWN",))
+    assert agent.open_ticket("ann") == OpenTicket()
+    assert "ticket" not in mem.conversations.load("customer:ann").extras
+
+
+def test_a_model_says_how_its_tokens_are_counted() -> None:
+    from fourfold.models import AnthropicModel
+    from fourfold.shortterm import AnthropicCounter
+
+    assert isinstance(ScriptedModel([]).token_counter(), EstimateCounter)
+    assert isinstance(AnthropicModel(client=object()).token_counter(), AnthropicCounter)

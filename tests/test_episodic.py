@@ -183,7 +183,7 @@ def test_similar_successes_rejects_bad_k(log: EpisodeLog, k: object) -> None:
 
 
 def test_a_held_lock_ends_in_lock_timeout(path: Path | str) -> None:
-    from fourfold.stores.database import open_database
+    from fourfold.stores.engine import open_database
 
     slow = EpisodeLog(path, HashEmbedder(), lock_timeout=0.05)
     other = open_database(path)  # another process's write in progress, on a connection of its own

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fourfold._files import private_dir, private_file, write_private
+from fourfold._files import private_dir, private_file, replacing, write_private
 
 
 @pytest.fixture(autouse=True)
@@ -101,3 +101,16 @@ def test_a_chroma_data_dir_and_a_served_tenant_are_private_whatever_the_umask(tm
     finally:
         tenants.close()
         keys.close()
+
+
+def test_replacing_swaps_in_the_new_file_only_when_the_block_succeeds(tmp_path: Path) -> None:
+    target = tmp_path / "model.onnx"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError), replacing(target) as temp:
+        temp.write_bytes(b"half")
+        raise RuntimeError("export failed")
+    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+    with replacing(target) as temp:
+        temp.write_bytes(b"new")
+        assert target.read_bytes() == b"old"  # readers see the old file until the rename
+    assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]

@@ -201,6 +201,45 @@ def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: s
         db.close()
 
 
+def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postgres_url: str) -> None:
+    """The per-scope term counts kept at write time equal a count over the stored features,
+    after promotion, later writes and forgets; another process opening the store sees them."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.stores.pgvector import PostgresVectorStore
+    from fourfold.text import tokenize
+
+    embedder = HashEmbedder()
+    db = PostgresDatabase(postgres_url)
+    try:
+        store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
+        memory = LongTermMemory(store, embedder)
+        ids = memory.remember_many([{"text": _topic_text(i), "scope": "shared"} for i in range(320)])
+        memory.remember_many([{"text": _topic_text(i), "scope": "small"} for i in range(20)])
+        assert store.is_large("shared")
+        memory.remember("customer 9999 asked about the zeppelin and the parcel", scope="shared")
+        for gone in ids[100:110]:
+            memory.forget(gone.id)
+        terms = tokenize("zeppelin xylophone customer parcel invoice 9999")
+
+        def counted() -> dict[str, float]:
+            with db.read() as conn:
+                return {t: float(conn.execute(
+                    "SELECT count(*) FROM memories WHERE scope = 'shared' AND jsonb_exists(context, CAST(? AS text))", (t,)
+                ).fetchone()[0]) for t in terms}
+
+        kept = store.document_frequencies("shared", terms)
+        assert kept == counted()
+        zeppelin, absent, customer = terms[:3]
+        assert kept[zeppelin] > 0 and kept[absent] == 0 and kept[customer] > 200
+        other = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
+        assert other.document_frequencies("shared", terms) == kept
+        assert store.document_frequencies("small", terms) == dict.fromkeys(terms, 0.0)  # small scopes keep none
+        memory.forget_scope("shared")
+        assert store.document_frequencies("shared", terms) == dict.fromkeys(terms, 0.0)
+    finally:
+        db.close()
+
+
 def test_doctor_checks_a_postgresql_database(
     postgres_server: PostgresServer, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -212,3 +251,19 @@ def test_doctor_checks_a_postgresql_database(
     assert main(["--store", wrong, "doctor"]) == 1
     out = capsys.readouterr().out
     assert "problem:" in out and "cannot reach PostgreSQL" in out and "N0tThePassw0rd" not in out
+
+
+@pytest.mark.slow
+def test_the_service_benchmark_on_two_replicas_reads_every_write_back_through_the_other() -> None:
+    """`benchmarks/service.py --store postgres --replicas 2` starts its own PostgreSQL and two services."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "service.py"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, str(bench), "--duration", "2", "--clients", "4", "--embedder", "hash",
+                          "--tenants", "2", "--seed", "20", "--rate", "20", "--open-s", "4",
+                          "--store", "postgres", "--replicas", "2"],
+                         capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0, out.stderr[-800:]
+    assert "store PostgreSQL, 2 replica(s)" in out.stdout
+    assert out.stdout.count("peak memory (VmHWM): service") == 2
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("service: rps=") and last.endswith("errors=0 lost=0 stale=0"), last

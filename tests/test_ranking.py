@@ -177,7 +177,7 @@ def test_explain_gives_each_results_parts_and_the_same_scores_as_recall() -> Non
 @pytest.mark.slow
 def test_the_shipped_minilm_background_is_the_models_own() -> None:
     from fourfold._background import TEXTS
-    from fourfold.embeddings.minilm import default_embedder
+    from fourfold.embeddings.default import default_embedder
 
     embedder = default_embedder()
     fresh = embedder.embed_many(list(TEXTS))

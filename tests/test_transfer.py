@@ -50,7 +50,7 @@ def _fill(mem: Memory) -> None:
     mem.facts.set("support_hours", {"from": 9, "to": 17})
     mem.facts.set_tool_description("Values of the Acme returns desk.")
     mem.conversations.save(Thread("customer:alice", messages=({"role": "user", "content": "hello"},),
-                                  ticket_goal="invoice"))
+                                  extras={"ticket": {"goal": "invoice", "actions": []}}))
 
 
 def _dump(mem: Memory) -> list[dict[str, object]]:
@@ -86,7 +86,7 @@ def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(tmp_path: P
                                                      {"thread": "t1", "tags": ["contact"]})
         assert second.facts.history("refund_window_days")[0][0] == 30
         assert second.facts.tool_description() == "Values of the Acme returns desk."
-        assert second.conversations.load("customer:alice").ticket_goal == "invoice"
+        assert second.conversations.load("customer:alice").extras == {"ticket": {"goal": "invoice", "actions": []}}
         assert [e.goal for e in second.episodes.similar_successes("invoice 502", scope="customer:alice")] == [
             "Invoice PDF fails with 502"]
         import_memory(second, out.getvalue().splitlines())  # again: nothing is doubled
@@ -161,7 +161,7 @@ def test_export_never_holds_api_keys(tmp_path: Path) -> None:
         out = io.StringIO()
         export_memory(mem, out)
     assert "keys" not in {json.loads(line)["type"] for line in out.getvalue().splitlines()}
-    assert secret.split("_")[2] not in out.getvalue()
+    assert secret.split("_", 2)[2] not in out.getvalue()  # the secret may itself hold "_"
 
 
 def test_a_data_dir_of_fourfold_0_1_is_refused_in_one_line_then_migrated(tmp_path: Path) -> None:

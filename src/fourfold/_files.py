@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "narrow_tree", "private_dir", "private_file", "write_private"]
+__all__ = ["DIR_MODE", "FILE_MODE", "narrow_tree", "private_dir", "private_file", "replacing", "write_private"]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -59,14 +60,21 @@ def write_private(path: str | os.PathLike[str], data: bytes) -> None:
     """Write `data` to `path` atomically (a private temp file, fsynced, then renamed)."""
     target = Path(path)
     private_dir(target.parent)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = private_file(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with replacing(target) as temp:
+        with os.fdopen(private_file(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(temp, target)
-    except BaseException:
+
+
+@contextlib.contextmanager
+def replacing(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temp path beside `target` to write; it replaces `target` in one rename if the block
+    succeeds, and is removed if it fails, so readers see the old file or the new, never half."""
+    final = Path(target)
+    temp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    try:
+        yield temp
+        os.replace(temp, final)
+    finally:
         temp.unlink(missing_ok=True)
-        raise

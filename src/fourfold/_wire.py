@@ -65,6 +65,10 @@ def unreachable(base_url: object, exc: httpx.HTTPError) -> StoreUnavailable:
     return StoreUnavailable(f"fourfold service at {base_url} failed: {exc}")
 
 
+#: Where `connect` finds the API key when none is passed (both clients read it).
+API_KEY_ENV = "FOURFOLD_API_KEY"
+
+
 def headers_for(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
@@ -156,8 +160,11 @@ class Episodes:
         return Call("POST", "/v1/episodes/batch", _episode_list, {"items": [_plain(item) for item in items]})
 
     @staticmethod
-    def similar_successes(situation: str, k: int, scope: str | None) -> Call[list[Episode]]:
-        return Call("POST", "/v1/episodes/similar", _episode_list, {"situation": situation, "k": k, "scope": scope})
+    def similar_successes(
+        situation: str, k: int, scope: str | None, include_unscoped: bool = True, min_score: float | None = None
+    ) -> Call[list[Episode]]:
+        return Call("POST", "/v1/episodes/similar", _episode_list, {
+            "situation": situation, "k": k, "scope": scope, "include_unscoped": include_unscoped, "min_score": min_score})
 
     @staticmethod
     def episodes(scope: str | None, success: bool | None) -> Call[list[Episode]]:
@@ -265,9 +272,11 @@ class Docs:
         return Call("POST", "/v1/docs", lambda d: [str(i) for i in d["ids"]], {"text": text, "source": source, "scope": scope})
 
     @staticmethod
-    def search(query: str, k: int, scope: str | None, source: str | None) -> Call[list[DocHit]]:
+    def search(
+        query: str, k: int, scope: str | None, source: str | None, min_score: float | None = None
+    ) -> Call[list[DocHit]]:
         return Call("POST", "/v1/docs/search", lambda d: [DocHit(**h) for h in d["results"]],
-                    {"query": query, "k": k, "scope": scope, "source": source})
+                    {"query": query, "k": k, "scope": scope, "source": source, "min_score": min_score})
 
     @staticmethod
     def sources(scope: str | None) -> Call[list[str]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from fourfold._files import write_private
 from fourfold._manifest import FORMAT, MANIFEST
 from fourfold.errors import InvalidInput
+from fourfold.shortterm.threads import THREAD_FORMAT
 from fourfold.stores.sqlite import DATABASE, SCHEMA_VERSION, SQLiteDatabase
 
 __all__ = ["Finding", "Report", "check", "repair"]
@@ -343,7 +344,7 @@ def _check_conversations(root: Path, report: Report) -> list[Finding]:
                 found.append(Finding(f"{path}#threads/{scope}", f"conversation: unreadable thread ({exc})",
                                      "delete it; the customer starts a new thread", True))
                 continue
-            if fmt > 1:
+            if fmt > THREAD_FORMAT:
                 found.append(Finding(f"{path}#threads/{scope}", f"newer: thread format {fmt}", "upgrade fourfold", False))
     return found
 

@@ -241,7 +241,7 @@ class Memory:
 def _embedder(embedder: Embedder | None) -> Embedder:
     """The embedder given, checked, or the bundled all-MiniLM-L6-v2."""
     if embedder is None:
-        from fourfold.embeddings.minilm import default_embedder
+        from fourfold.embeddings.default import default_embedder
 
         embedder = default_embedder()
     if not isinstance(embedder, Embedder):

@@ -25,7 +25,8 @@ import numpy as np
 from fourfold._manifest import MANIFEST, read_manifest, record_embedder, store_kind
 from fourfold.embeddings.base import Embedder
 from fourfold.errors import InvalidInput, StoreUnavailable
-from fourfold.stores.database import Connection, Database, is_url, open_database
+from fourfold.stores.database import Connection, Database, is_url
+from fourfold.stores.engine import open_database
 from fourfold.stores.sqlite import DATABASE, memories_version_name, scope_of
 from fourfold.stores.vector import embedding_text
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from fourfold import _wire as w
+from fourfold._wire import API_KEY_ENV
 from fourfold.longterm.store import MemoryId, MemoryInput, When
 from fourfold.service.errors import ServiceError, TooLarge, Unauthorized
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["API_KEY_ENV", "AsyncRemoteMemory", "RemoteMemory", "ServiceError", "TooLarge", "Unauthorized", "connect"]
 
 T = TypeVar("T")
-
-#: Where `connect` finds the API key when none is passed.
-API_KEY_ENV = "FOURFOLD_API_KEY"
 
 
 def connect(url: str, *, api_key: str | None = None, timeout: float = 30.0) -> RemoteMemory:
@@ -200,8 +198,11 @@ class RemoteEpisodeLog:
     def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[Episode]:
         return self._http.run(w.Episodes.record_many(items))
 
-    def similar_successes(self, situation: str, *, k: int = 3, scope: str | None = None) -> list[Episode]:
-        return self._http.run(w.Episodes.similar_successes(situation, k, scope))
+    def similar_successes(
+        self, situation: str, *, k: int = 3, scope: str | None = None, include_unscoped: bool = True,
+        min_score: float | None = None,
+    ) -> list[Episode]:
+        return self._http.run(w.Episodes.similar_successes(situation, k, scope, include_unscoped, min_score))
 
     def episodes(self, *, scope: str | None = None, success: bool | None = None) -> list[Episode]:
         return self._http.run(w.Episodes.episodes(scope, success))
@@ -289,9 +290,10 @@ class RemoteDocumentStore:
         return self._http.run(w.Docs.ingest_text(text, source, scope))
 
     def search(
-        self, query: str, *, k: int = 5, scope: str | None = None, source: str | None = None
+        self, query: str, *, k: int = 5, scope: str | None = None, source: str | None = None,
+        min_score: float | None = None,
     ) -> list[DocHit]:
-        return self._http.run(w.Docs.search(query, k, scope, source))
+        return self._http.run(w.Docs.search(query, k, scope, source, min_score))
 
     def sources(self, *, scope: str | None = None) -> list[str]:
         return self._http.run(w.Docs.sources(scope))

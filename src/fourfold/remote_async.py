@@ -22,7 +22,6 @@ import httpx
 
 from fourfold import _wire as w
 from fourfold.longterm.store import MemoryId, MemoryInput, When
-from fourfold.remote import API_KEY_ENV
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
 __all__ = ["AsyncRemoteMemory", "connect_async"]
@@ -62,7 +61,7 @@ class AsyncRemoteMemory:
         client: httpx.AsyncClient | None = None,
     ) -> None:
         """`client` injects a ready `httpx.AsyncClient` (e.g. on an `httpx.ASGITransport`); else one is made."""
-        headers = w.headers_for(api_key if api_key is not None else os.environ.get(API_KEY_ENV))
+        headers = w.headers_for(api_key if api_key is not None else os.environ.get(w.API_KEY_ENV))
         if client is None:
             http = _AsyncHttp(httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout), owned=True)
         else:
@@ -194,8 +193,11 @@ class AsyncRemoteEpisodeLog:
     async def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[Episode]:
         return await self._http.run(w.Episodes.record_many(items))
 
-    async def similar_successes(self, situation: str, *, k: int = 3, scope: str | None = None) -> list[Episode]:
-        return await self._http.run(w.Episodes.similar_successes(situation, k, scope))
+    async def similar_successes(
+        self, situation: str, *, k: int = 3, scope: str | None = None, include_unscoped: bool = True,
+        min_score: float | None = None,
+    ) -> list[Episode]:
+        return await self._http.run(w.Episodes.similar_successes(situation, k, scope, include_unscoped, min_score))
 
     async def episodes(self, *, scope: str | None = None, success: bool | None = None) -> list[Episode]:
         return await self._http.run(w.Episodes.episodes(scope, success))
@@ -281,9 +283,10 @@ class AsyncRemoteDocumentStore:
         return await self._http.run(w.Docs.ingest_text(text, source, scope))
 
     async def search(
-        self, query: str, *, k: int = 5, scope: str | None = None, source: str | None = None
+        self, query: str, *, k: int = 5, scope: str | None = None, source: str | None = None,
+        min_score: float | None = None,
     ) -> list[DocHit]:
-        return await self._http.run(w.Docs.search(query, k, scope, source))
+        return await self._http.run(w.Docs.search(query, k, scope, source, min_score))
 
     async def sources(self, *, scope: str | None = None) -> list[str]:
         return await self._http.run(w.Docs.sources(scope))

@@ -26,7 +26,7 @@ from fourfold.episodic._codec import decode_line
 from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from fourfold.semantic.facts import FactRow
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION
-from fourfold.shortterm.threads import Thread, thread_payload
+from fourfold.shortterm.threads import thread_from_payload, thread_payload
 from fourfold.stores.vector import VectorRecord, embedding_text
 from fourfold.types import Episode
 
@@ -216,10 +216,7 @@ class _Writer:
             elif kind == "tool_description":
                 self.memory.facts.set_tool_description(str(item["description"]))
             elif kind == "thread":
-                self.memory.conversations.save(Thread(
-                    scope=item["scope"], messages=tuple(item.get("messages", ())), ticket_goal=item.get("ticket_goal", ""),
-                    ticket_actions=tuple(item.get("ticket_actions", ())), extras=item.get("extras", {}),
-                ))
+                self.memory.conversations.save(thread_from_payload(item))
                 self.counts.threads += 1
             else:
                 self.counts.skipped += 1
@@ -354,8 +351,7 @@ def _migrate_home(home: Path, chroma: Any, embedder: Embedder, *, keys: bool) ->
         for path in sorted((home / "conversations").glob("*.json")):
             try:
                 raw = json.loads(path.read_text(encoding="utf-8"))
-                threads.save(Thread(raw["scope"], tuple(raw.get("messages", ())), raw.get("ticket_goal", ""),
-                                    tuple(raw.get("ticket_actions", ())), raw.get("extras", {})))
+                threads.save(thread_from_payload(raw))
                 counts.threads += 1
             except (OSError, ValueError, KeyError, TypeError):
                 counts.skipped += 1

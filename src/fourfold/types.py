@@ -4,25 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 __all__ = [
     "DocHit",
     "Episode",
     "Fact",
-    "MemoryKind",
-    "Metadata",
-    "MetadataValue",
     "Recalled",
     "Redaction",
     "Remembered",
 ]
-
-MetadataValue = str | int | float | bool | list[str]
-Metadata = Mapping[str, MetadataValue]
-
-#: The kinds the library knows; any other non-empty identifier is accepted too.
-MemoryKind = Literal["preference", "fact", "resolution", "lesson", "note", "doc"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from fourfold.agent.prompt import DATA_CLOSE, DATA_OPEN, PromptParts, assemble_system
 from fourfold.agent.support import (
+    OpenTicket,
     Reply,
     Resolution,
     SupportAgent,
@@ -13,6 +14,7 @@ from fourfold.agent.support import (
 __all__ = [
     "DATA_CLOSE",
     "DATA_OPEN",
+    "OpenTicket",
     "PromptParts",
     "Reply",
     "Resolution",

@@ -16,8 +16,8 @@ from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_cas
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic._codec import build_episode
 from fourfold.errors import InvalidInput, NotFound
-from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
+from fourfold.protocols import CaseLog, MemoryLike
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
@@ -40,12 +40,16 @@ class CaseBase:
     """
 
     def __init__(
-        self, memory: Memory, *, model: ChatModel | None = None, min_customers: int | None = 3, review: bool = False,
+        self, memory: MemoryLike, *, model: ChatModel | None = None, min_customers: int | None = 3,
+        review: bool = False,
     ) -> None:
+        if not isinstance(memory.episodes, CaseLog):
+            raise InvalidInput(f"{memory!r} keeps no shared cases (its episode log cannot link a case to its customer)")
         if min_customers is not None and (isinstance(min_customers, bool) or not isinstance(min_customers, int)
                                           or min_customers < 1):
             raise InvalidInput("min_customers must be a positive integer or None")
         self.memory = memory
+        self._log: CaseLog = memory.episodes
         self.model = model if model is not None and model.is_llm else None
         self.min_customers = min_customers
         #: New cases wait in `PENDING_SCOPE` until an operator approves them (`approve`/`reject`).
@@ -70,7 +74,7 @@ class CaseBase:
         item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
                 "tags": [CASE_TAG, case.written_by]}
         episode = replace(build_episode(item, ts=time.time()), scope=PENDING_SCOPE if self.review else SHARED_SCOPE)
-        self.memory.episodes.insert([episode], derived_from={episode.id: source_scope})
+        self._log.insert([episode], derived_from={episode.id: source_scope})
         return episode
 
     def shared(self) -> list[Episode]:
@@ -83,13 +87,13 @@ class CaseBase:
 
     def approve(self, case_id: str) -> Episode:
         """Share a reviewed case; it keeps its link to its customer, for erasure."""
-        return self.memory.episodes.move(case_id, from_scope=PENDING_SCOPE, to_scope=SHARED_SCOPE)
+        return self._log.move(case_id, from_scope=PENDING_SCOPE, to_scope=SHARED_SCOPE)
 
     def reject(self, case_id: str) -> None:
         """Erase a case waiting for review (NotFound when no such case waits)."""
         if case_id not in {e.id for e in self.pending()}:
             raise NotFound(f"no case {case_id!r} waits for review")
-        self.memory.episodes.forget(case_id)
+        self._log.forget(case_id)
 
     def similar(
         self, situation: str, *, k: int, exclude_source: str | None = None, min_score: float | None = None
@@ -99,7 +103,7 @@ class CaseBase:
         found = self.memory.episodes.similar_successes(
             problem_query(situation), k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
         )
-        own = self.memory.episodes.sources([e.id for e in found]) if exclude_source else {}
+        own = self._log.sources([e.id for e in found]) if exclude_source else {}
         kept: list[Episode] = []
         seen: set[tuple[str, str]] = set()
         for episode in found:

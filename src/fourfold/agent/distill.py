@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from fourfold.longterm.extract import read_memories
 from fourfold.models.base import ChatModel
+from fourfold.text.lines import one_line
 from fourfold.text.preferences import PREFERENCE_KEYS, preference_key, states_preference
 
 __all__ = ["PREFERENCE_KEYS", "Distilled", "distill_offline", "distill_with_model", "preference_key", "states_preference"]
@@ -42,7 +43,7 @@ def distill_offline(goal: str, outcome: str, user_messages: Sequence[str]) -> Di
                 stated.pop(key or text, None)  # a later statement of the same kind replaces it
                 stated[key or text] = (text, key)
     items = [(text, "preference", key) for text, key in stated.values()]
-    items.append((f"Resolved: {_clip(_first_sentence(goal), 160)} Fix: {outcome.strip()}", "resolution", None))
+    items.append((f"Resolved: {one_line(_first_sentence(goal), 160)} Fix: {outcome.strip()}", "resolution", None))
     return Distilled(tuple((t, k) for t, k, _ in items), tuple(key for _, _, key in items))
 
 
@@ -71,8 +72,3 @@ def distill_with_model(model: ChatModel, goal: str, outcome: str, transcript: st
 def _first_sentence(text: str) -> str:
     sentences = [s for s in _SENTENCE.split(text.strip()) if len(s.split()) > 2]
     return sentences[0] if sentences else text.strip()
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

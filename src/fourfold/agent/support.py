@@ -16,13 +16,11 @@ from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_syste
 from fourfold.errors import InvalidInput
 from fourfold.longterm import MemoryInput
 from fourfold.longterm.consolidate import Consolidator, ModelConsolidator, SimilarityConsolidator
-from fourfold.memory import Memory
-from fourfold.models.anthropic import AnthropicModel
 from fourfold.models.base import ChatModel, ChatResponse
+from fourfold.protocols import CaseLog, Consolidating, MemoryLike
 from fourfold.ranking import RELEVANCE_FLOOR
 from fourfold.semantic.tools import PolicyTool
 from fourfold.shortterm import (
-    AnthropicCounter,
     EstimateCounter,
     ExtractiveSummarizer,
     ModelSummarizer,
@@ -30,14 +28,13 @@ from fourfold.shortterm import (
     Strategy,
     Summarize,
     TokenBudget,
-    TokenCounter,
 )
 from fourfold.shortterm.strategies import StrategyFn, run_strategy
-from fourfold.shortterm.threads import Thread
+from fourfold.shortterm.threads import ConversationStore, Thread
 from fourfold.text import redact
 from fourfold.types import DocHit, Episode, Recalled
 
-__all__ = ["Reply", "Resolution", "SupportAgent", "ToolUse", "TurnReport", "customer_scope"]
+__all__ = ["OpenTicket", "Reply", "Resolution", "SupportAgent", "ToolUse", "TurnReport", "customer_scope"]
 
 #: The agent's short-term memory: a Strategy is told each request's system prompt.
 ShortTerm = Strategy | StrategyFn
@@ -49,6 +46,36 @@ def customer_scope(customer_id: str) -> str:
         raise InvalidInput(f"customer_id must be a non-empty printable string, got {customer_id!r:.60}")
     check_identifier(customer_id, what="customer id")
     return f"customer:{customer_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTicket:
+    """The ticket a customer's turns have opened: its goal (the first message) and the tool actions.
+
+    The agent keeps it beside the customer's thread, in `Thread.extras["ticket"]`, so a turn in
+    one process and the resolve in another see the same ticket.
+    """
+
+    goal: str = ""
+    actions: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, thread: Thread) -> OpenTicket:
+        """The open ticket kept with this thread (an empty one if there is none)."""
+        raw = thread.extras.get(_TICKET)
+        if not isinstance(raw, Mapping):
+            return cls()
+        return cls(str(raw.get("goal") or ""), tuple(str(a) for a in raw.get("actions") or ()))
+
+    def kept_in(self, thread: Thread) -> Thread:
+        """The thread with this ticket kept in its extras (removed when the ticket is empty)."""
+        extras = {k: v for k, v in thread.extras.items() if k != _TICKET}
+        if self.goal or self.actions:
+            extras[_TICKET] = {"goal": self.goal, "actions": list(self.actions)}
+        return replace(thread, extras=extras)
+
+
+_TICKET = "ticket"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +130,18 @@ class SupportAgent:
     every customer to their own memory (no case is written or read). `review_cases=True`
     holds each new case for an operator to approve or reject (`CaseBase.approve`) before any
     customer's turn can read it.
+
+    `memory` is any `MemoryLike`: a `Memory`, or a `RemoteMemory` for `fourfold serve`. A
+    remote memory keeps no conversation threads and no shared cases: pass `conversations`
+    (the agent's own `ConversationStore`) and `share_cases=False`.
     """
 
     def __init__(
         self,
-        memory: Memory,
+        memory: MemoryLike,
         model: ChatModel,
         *,
+        conversations: ConversationStore | None = None,
         short_term: ShortTerm | None = None,
         memory_k: int = 3,
         episode_k: int = 3,
@@ -130,17 +162,28 @@ class SupportAgent:
         self.memory = memory
         self.model = model
         self.short_term = short_term or default_short_term(model)
-        self.conversations = memory.conversations
+        threads = conversations if conversations is not None else getattr(memory, "conversations", None)
+        if not isinstance(threads, ConversationStore):
+            raise InvalidInput(f"{memory!r} keeps no conversation threads: pass conversations=ConversationStore(...)")
+        self.conversations: ConversationStore = threads
         self.policy = policy or PolicyTool(memory.facts)
         self.memory_k, self.episode_k, self.doc_k = memory_k, episode_k, doc_k
         self.case_k = case_k
+        if share_cases and not isinstance(memory.episodes, CaseLog):
+            raise InvalidInput(f"{memory!r} keeps no shared cases: pass share_cases=False")
         self.cases = CaseBase(memory, model=model, review=review_cases) if share_cases else None
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
         self.instructions = instructions
         #: The prompt floor: memories, episodes and documents less relevant than this stay out.
         self.min_relevance = check_min_score(min_relevance)
-        self.consolidator = consolidator or (ModelConsolidator(model) if model.is_llm else SimilarityConsolidator())
+        consolidates = isinstance(memory.long_term, Consolidating)
+        if consolidator is not None and not consolidates:
+            raise InvalidInput(f"{memory!r} cannot consolidate on the client: leave consolidator unset")
+        #: What a resolve's memories are judged by against the similar ones (None: not judged).
+        self.consolidator = consolidator or (
+            (ModelConsolidator(model) if model.is_llm else SimilarityConsolidator()) if consolidates else None
+        )
 
     # -- one turn -------------------------------------------------------------------------
 
@@ -164,15 +207,11 @@ class SupportAgent:
             messages = run_strategy(self.short_term, messages, system=system)
             sent = tuple(messages)
             messages, responses, tool_uses = self._tool_loop(messages, system)
-            actions = [f"{t.name}({_args(t.input)}) -> {t.result}" for t in tool_uses]
-            thread = replace(
-                thread,
-                messages=tuple(messages),
-                ticket_goal=thread.ticket_goal or user_msg,
-                ticket_actions=thread.ticket_actions + tuple(actions),
-            )
+            actions = tuple(f"{t.name}({_args(t.input)}) -> {t.result}" for t in tool_uses)
+            ticket = OpenTicket.of(thread)
+            ticket = OpenTicket(ticket.goal or user_msg, ticket.actions + actions)
             if not dry_run:
-                self.conversations.save(thread)
+                self.conversations.save(ticket.kept_in(replace(thread, messages=tuple(messages))))
         report = TurnReport(
             model=self.model.name,
             memories=tuple(parts.memories),
@@ -246,15 +285,16 @@ class SupportAgent:
         outcome = redact(check_text(outcome, what="outcome"))[0]
         with self.conversations.lock(scope).hold():
             thread = self.conversations.load(scope)
-            if not thread.ticket_goal:
+            ticket = OpenTicket.of(thread)
+            if not ticket.goal:
                 raise InvalidInput(f"customer {customer_id!r} has no open ticket to resolve")
             episode = self.memory.episodes.record(
-                goal=thread.ticket_goal, actions=list(thread.ticket_actions), outcome=outcome,
+                goal=ticket.goal, actions=list(ticket.actions), outcome=outcome,
                 success=success, scope=scope, tags=("support",),
             )
-            remembered = self._remember_distilled(scope, thread, outcome) if success else ()
+            remembered = self._remember_distilled(scope, thread, ticket.goal, outcome) if success else ()
             case = self._share(scope, thread, episode) if success and self.cases else None
-            self.conversations.save(replace(thread, ticket_goal="", ticket_actions=()))
+            self.conversations.save(OpenTicket().kept_in(thread))
         return Resolution(episode, remembered, case)
 
     def _share(self, scope: str, thread: Thread, episode: Episode) -> Episode | None:
@@ -262,49 +302,60 @@ class SupportAgent:
         ticket = Ticket(episode.goal, tuple(_user_texts(thread)), episode.actions, episode.outcome)
         return self.cases.add(ticket, source_scope=scope)
 
-    def _remember_distilled(self, scope: str, thread: Thread, outcome: str) -> tuple[str, ...]:
+    def _remember_distilled(self, scope: str, thread: Thread, goal: str, outcome: str) -> tuple[str, ...]:
         user_texts = _user_texts(thread)
         if self.model.is_llm:
             transcript = "\n".join(f"customer: {t}" for t in user_texts)
-            distilled = distill_with_model(self.model, thread.ticket_goal, outcome, transcript)
+            distilled = distill_with_model(self.model, goal, outcome, transcript)
         else:
-            distilled = distill_offline(thread.ticket_goal, outcome, user_texts)
+            distilled = distill_offline(goal, outcome, user_texts)
         items = [MemoryInput(text, scope, kind, key=key) for text, kind, key in distilled.keyed()]
-        lt = self.memory.long_term
         try:  # one write, so a consolidating model is asked once
-            return tuple(r.id for r in lt.remember_many(items, consolidate=self.consolidator))
+            return self._write(items)
         except InvalidInput:  # an item is chatter or empty: keep the others
             pass
         ids: list[str] = []
         for item in items:
             try:
-                ids.extend(r.id for r in lt.remember_many([item], consolidate=self.consolidator))
+                ids.extend(self._write([item]))
             except InvalidInput:
                 continue
         return tuple(ids)
 
+    def _write(self, items: list[MemoryInput]) -> tuple[str, ...]:
+        lt = self.memory.long_term
+        if isinstance(lt, Consolidating):
+            return tuple(r.id for r in lt.remember_many(items, consolidate=self.consolidator))
+        return tuple(r.id for r in lt.remember_many(items))
+
     def history(self, customer_id: str) -> list[Mapping[str, Any]]:
         return list(self.conversations.load(customer_scope(customer_id)).messages)
+
+    def open_ticket(self, customer_id: str) -> OpenTicket:
+        """The customer's open ticket (empty when every ticket is resolved)."""
+        return OpenTicket.of(self.conversations.load(customer_scope(customer_id)))
 
     def forget_customer(self, customer_id: str) -> dict[str, int]:
         """Erase a customer from every store, conversation thread and the shared cases made
         from their tickets included."""
-        return self.memory.forget_scope(customer_scope(customer_id))
+        scope = customer_scope(customer_id)
+        counts = self.memory.forget_scope(scope)
+        if self.conversations is not getattr(self.memory, "conversations", None):  # the agent's own threads
+            with self.conversations.lock(scope).hold():
+                counts["conversations"] = int(self.conversations.delete(scope))
+        return counts
 
 
 def default_short_term(model: ChatModel) -> Pipeline:
     """Summarize past a high-water mark (with the model when it is an LLM), then a hard budget.
 
     Both count the whole request, the system prompt included: call the result with
-    `system=`. With Claude, the high-water mark is measured by Anthropic's count_tokens
-    endpoint (cached per request); the hard budget's search uses the offline estimate,
-    which needs no calls.
+    `system=`. The high-water mark is measured by the model's own counter (Claude's is
+    Anthropic's count_tokens endpoint, cached per request); the hard budget's search uses
+    the offline estimate, which needs no calls.
     """
     summarizer = ModelSummarizer(model) if model.is_llm else ExtractiveSummarizer()
-    counter: TokenCounter = EstimateCounter()
-    if isinstance(model, AnthropicModel):
-        counter = AnthropicCounter(model.client, model.model)
-    summarize = Summarize(summarizer, trigger_tokens=6000, keep_recent=6, counter=counter)
+    summarize = Summarize(summarizer, trigger_tokens=6000, keep_recent=6, counter=model.token_counter())
     return Pipeline(summarize, TokenBudget(12000, EstimateCounter()))
 
 
@@ -334,8 +385,3 @@ def _user_texts(thread: Thread) -> list[str]:
 
 def _args(tool_input: Mapping[str, Any]) -> str:
     return ", ".join(f"{v}" if k == "key" else f"{k}={json.dumps(v)}" for k, v in tool_input.items())
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -29,7 +29,7 @@ def __getattr__(name: str) -> object:
 
         return OpenAIEmbedder
     if name == "default_embedder":
-        from fourfold.embeddings.minilm import default_embedder
+        from fourfold.embeddings.default import default_embedder
 
         return default_embedder
     raise AttributeError(name)

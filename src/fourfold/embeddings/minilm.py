@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -13,7 +12,7 @@ import numpy as np
 from fourfold.embeddings.base import Embedder, Vectors, normalize
 from fourfold.errors import MissingDependency, ModelError
 
-__all__ = ["OFFLINE_ENV", "MiniLMEmbedder", "default_embedder", "model_path"]
+__all__ = ["OFFLINE_ENV", "MiniLMEmbedder", "model_path"]
 
 #: Set before transformers loads: no hub, no telemetry, no progress bars.
 OFFLINE_ENV = {
@@ -81,26 +80,3 @@ class MiniLMEmbedder(Embedder):
             normalize_embeddings=True, show_progress_bar=False,
         )
         return normalize(np.asarray(vectors, dtype=np.float32))
-
-
-_default: Embedder | None = None
-_default_lock = threading.Lock()
-
-
-def default_embedder() -> Embedder:
-    """One shared MiniLM per process: ONNX Runtime when installed, else sentence-transformers.
-
-    Both give the same vectors under the same identity, so a store built with one opens
-    with the other. ONNX Runtime starts ~15x faster, uses ~40% of the memory and embeds
-    faster (see benchmarks/results/perf.md).
-    """
-    global _default
-    with _default_lock:
-        if _default is None:
-            if all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers")):
-                from fourfold.embeddings.onnx import OnnxMiniLMEmbedder
-
-                _default = OnnxMiniLMEmbedder()
-            else:
-                _default = MiniLMEmbedder()
-        return _default

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from fourfold._files import replacing
 from fourfold._locks import FileLock
 from fourfold.embeddings.base import Embedder, Vectors, normalize
 from fourfold.embeddings.minilm import OFFLINE_ENV, model_path
@@ -123,9 +124,8 @@ def _export(source: Path, target: Path) -> None:
     module = Pooled(AutoModel.from_pretrained(str(source)).eval())
     tokenizer = _tokenizer(source)
     sample = _encode(tokenizer, list(_CHECK_TEXTS))
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     axes = {name: {0: "batch", 1: "tokens"} for name in _INPUTS}
-    try:
+    with replacing(target) as tmp:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the exporter's notes on opset choices
             args = tuple(torch.from_numpy(sample[name]) for name in _INPUTS)
@@ -137,9 +137,6 @@ def _export(source: Path, target: Path) -> None:
         got = _session(tmp).run(None, sample)[0]
         if not np.allclose(got, expected, atol=1e-4):
             raise ModelError("the ONNX export of MiniLM does not reproduce torch's vectors")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
     log.info("exported MiniLM to ONNX at %s", target)
 
 
@@ -160,22 +157,20 @@ def _quantize(exact: Path, target: Path, source: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
     except ImportError as exc:  # onnxruntime.quantization needs the onnx package
         raise MissingDependency(f"quantizing MiniLM needs the onnx package ({exc.name} is missing)") from exc
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     quiet = _DropRecords()
     logging.getLogger().addFilter(quiet)  # its advice to pre-process goes to the root logger
     try:
-        # Per-channel int8 weights: per-tensor scales moved queries to cos 0.94 of the fp32 model.
-        quantize_dynamic(str(exact), str(tmp), per_channel=True, weight_type=QuantType.QInt8)
-        sample = _encode(_tokenizer(source), list(_CHECK_TEXTS))
-        expected = _session(exact).run(None, sample)[0]
-        got = _session(tmp).run(None, sample)[0]
-        cosine = float(np.min(np.sum(expected * got, axis=1)))
-        if cosine < INT8_MIN_COSINE:
-            raise ModelError(f"the int8 MiniLM is too far from the fp32 one (cosine {cosine:.3f})")
-        os.replace(tmp, target)
+        with replacing(target) as tmp:
+            # Per-channel int8 weights: per-tensor scales moved queries to cos 0.94 of the fp32 model.
+            quantize_dynamic(str(exact), str(tmp), per_channel=True, weight_type=QuantType.QInt8)
+            sample = _encode(_tokenizer(source), list(_CHECK_TEXTS))
+            expected = _session(exact).run(None, sample)[0]
+            got = _session(tmp).run(None, sample)[0]
+            cosine = float(np.min(np.sum(expected * got, axis=1)))
+            if cosine < INT8_MIN_COSINE:
+                raise ModelError(f"the int8 MiniLM is too far from the fp32 one (cosine {cosine:.3f})")
     finally:
         logging.getLogger().removeFilter(quiet)
-        tmp.unlink(missing_ok=True)
     log.info("quantized MiniLM to int8 at %s", target)
 
 

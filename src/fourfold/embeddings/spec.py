@@ -36,7 +36,7 @@ def embedder_from_spec(spec: str) -> Embedder:
     text = spec.strip()
     name, _, arg = text.partition(":")
     if name == "minilm" and not arg:
-        from fourfold.embeddings.minilm import default_embedder
+        from fourfold.embeddings.default import default_embedder
 
         return default_embedder()
     if name == "hash":

@@ -25,7 +25,8 @@ from fourfold.episodic._codec import build_episode
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.ranking import Background, Fusion, lexical_share, rank
-from fourfold.stores.database import Database, open_database
+from fourfold.stores.database import Database
+from fourfold.stores.engine import open_database
 from fourfold.stores.sqlite import chunked_ids, scope_key, scope_of
 from fourfold.stores.vector import GLOBAL_SCOPE_KEY
 from fourfold.text import tokenize

@@ -21,8 +21,12 @@ from fourfold.stores.vector import VectorRecord
 from fourfold.text import tokenize
 from fourfold.text.bm25 import CollectionStats
 
-__all__ = ["CandidateStore", "LargeScopes"]
+__all__ = ["DENSE", "LEXICAL", "CandidateStore", "LargeScopes"]
 
+#: Candidates taken by vector and by words. The exact top 10 that a large scope's candidates
+#: missed were records a little farther by vector (at 30k records of MiniLM vectors: 0.975 of
+#: the exact top 10 offered with 400 nearest, 0.993 with 800; benchmarks/results/scale.md).
+DENSE, LEXICAL = 800, 200
 #: A scope's mean length is measured again once its size moved this much, or after this long.
 _RESAMPLE_DRIFT = 0.05
 _RESAMPLE_AFTER = 600.0
@@ -59,7 +63,7 @@ _REST = "\x00rest"
 class LargeScopes:
     """Searches large scopes of a `CandidateStore`, keeping each scope's mean length a while."""
 
-    def __init__(self, store: CandidateStore, *, dense: int = 200, lexical: int = 200) -> None:
+    def __init__(self, store: CandidateStore, *, dense: int = DENSE, lexical: int = LEXICAL) -> None:
         self.store = store
         self.dense, self.lexical = dense, lexical
         self._lengths: dict[str | None, tuple[float, int, float]] = {}  # scope -> (when, size, mean)

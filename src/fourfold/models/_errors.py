@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fourfold.errors import ModelError
-from fourfold.models._text import one_line
+from fourfold.text.lines import one_line
 
 
 def status_error(provider: str, status: int, body: object, fallback: str) -> ModelError:

@@ -8,16 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fourfold.models.base import Message
+from fourfold.text.tokenize import STOPWORDS
 
 _WORD = re.compile(r"[a-z0-9]+")
 
-#: Words too common to signal what a message is about.
-STOP_WORDS = frozenset(
-    """a an and are as at be been but by can could do does did for from had has have how i
-    if in into is it its me my no not of on or our please so than that the their them then
-    there these they this to up us was we were what when where which who why will with would
-    you your yours about any all also just get got need want tell know""".split()
-)
+#: Words too common to signal what a message is about: the library's stop words, and the
+#: words of asking (a customer "needs to know", "please tell us").
+STOP_WORDS = STOPWORDS | frozenset("please us get got need want tell know".split())
 
 
 def estimate_tokens(text: str) -> int:
@@ -73,9 +70,3 @@ def _fold(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
     return word
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """Collapse whitespace so an error message stays on one line."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fourfold.errors import MissingDependency, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
-from fourfold.models._text import one_line, plain
+from fourfold.models._text import plain
 from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
+from fourfold.text.lines import one_line
+
+if TYPE_CHECKING:
+    from fourfold.shortterm.tokens import TokenCounter
 
 __all__ = ["AnthropicModel"]
 
@@ -52,6 +56,12 @@ class AnthropicModel(SDKChatModel):
         params = self._params(messages, system, tools)
         result = self._call(lambda: self.client.messages.count_tokens(**params))
         return int(result.input_tokens)
+
+    def token_counter(self) -> TokenCounter:
+        """Exact counts from Anthropic's count_tokens endpoint (cached per request)."""
+        from fourfold.shortterm.tokens import AnthropicCounter
+
+        return AnthropicCounter(self.client, self.model)
 
     def _params(
         self, messages: Sequence[Message], system: str, tools: Sequence[Mapping[str, Any]]

@@ -5,7 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from fourfold.shortterm.tokens import TokenCounter
 
 __all__ = ["ChatModel", "ChatResponse", "Message", "ToolCall", "Usage"]
 
@@ -67,3 +70,9 @@ class ChatModel(ABC):
         max_tokens: int = 1024,
     ) -> ChatResponse:
         """Send one request; tools are Anthropic tool schemas (name, description, input_schema)."""
+
+    def token_counter(self) -> TokenCounter:
+        """What counts this model's input tokens: the offline estimate, unless the model can do better."""
+        from fourfold.shortterm.tokens import EstimateCounter
+
+        return EstimateCounter()

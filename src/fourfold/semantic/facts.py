@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import json
 import math
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -20,7 +19,17 @@ from fourfold.errors import (
     StoreCorrupt,
     StoreUnavailable,
 )
-from fourfold.stores.database import Connection, Database, open_database
+from fourfold.semantic.keys import (
+    MAX_KEY_CHARS,
+    MAX_VALUE_BYTES,
+    UNKNOWN,
+    check_size,
+    check_tool_description,
+    is_key,
+    validate_key,
+)
+from fourfold.stores.database import Connection, Database
+from fourfold.stores.engine import open_database
 from fourfold.types import Fact
 
 __all__ = [
@@ -34,15 +43,9 @@ __all__ = [
     "validate_key",
 ]
 
-#: What a model is told for a key with no recorded value.
-UNKNOWN = "UNKNOWN — escalate to a human"
-MAX_KEY_CHARS = 128
-#: Limit on a value's JSON (UTF-8 bytes), and on a description.
-MAX_VALUE_BYTES = 64 * 1024
 #: Deepest list/dict nesting accepted, so encoding never hits the recursion limit.
 MAX_DEPTH = 100
 
-_KEY = re.compile(rf"[A-Za-z0-9_.:-]{{1,{MAX_KEY_CHARS}}}")
 _VERSION_NAME = "facts"
 _CACHE_LIMIT = 4096  # cached keys (negative ones too) before the cache is dropped
 _UPSERT = (
@@ -137,7 +140,7 @@ class FactStore:
 
         An invalid or non-string key is also UNKNOWN: a model's bad call is not an error.
         """
-        if not isinstance(key, str) or not _KEY.fullmatch(key):
+        if not is_key(key):
             return UNKNOWN
         row = self._row(key)
         return UNKNOWN if row is None else row.text
@@ -293,28 +296,10 @@ class FactStore:
         self._cache[key] = row
 
 
-def validate_key(key: object) -> str:
-    """A key: 1-128 chars of letters, digits, '_', '.', ':', '-' (so it fits a schema enum)."""
-    if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise InvalidInput(
-            f"fact keys are 1-{MAX_KEY_CHARS} characters of letters, digits, '_', '.', ':' "
-            f"or '-'; got {key!r:.80}"
-        )
-    return key
-
-
-def check_tool_description(description: object) -> str:
-    """A tool description: non-empty text within the size limit (a model reads all of it)."""
-    if not isinstance(description, str) or not description.strip():
-        raise InvalidInput("a tool needs a non-empty description")
-    _utf8_size(description, "tool description")
-    return description
-
-
 def _check_description(description: object) -> None:
     if not isinstance(description, str):
         raise InvalidInput(f"description must be a string, not {type(description).__name__}")
-    _utf8_size(description, "description")
+    check_size(description, "description")
 
 
 def _encode(value: Any) -> str:
@@ -324,7 +309,7 @@ def _encode(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError as exc:  # e.g. an int past Python's digit limit
         raise InvalidInput(f"fact value cannot be stored as JSON: {exc}") from None
-    _utf8_size(text, "fact value (as JSON)")
+    check_size(text, "fact value (as JSON)")
     return text
 
 
@@ -354,15 +339,6 @@ def _check_json(value: Any, depth: int) -> None:
     raise InvalidInput(
         f"fact values are JSON (str, int, float, bool, None, list, dict), not {kind.__name__}"
     )
-
-
-def _utf8_size(text: str, what: str) -> None:
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} is not valid Unicode (lone surrogate at {exc.start})") from None
-    if size > MAX_VALUE_BYTES:
-        raise InvalidInput(f"{what} is {size:,} bytes; the limit is {MAX_VALUE_BYTES:,}")
 
 
 def _decode(value_json: str, path: str) -> Any:

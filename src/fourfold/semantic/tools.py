@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fourfold.errors import InvalidInput
-from fourfold.semantic.facts import UNKNOWN, FactStore, check_tool_description, validate_key
+from fourfold.protocols import FactsLike
+from fourfold.semantic.keys import UNKNOWN, check_tool_description, validate_key
 
 __all__ = ["DEFAULT_DESCRIPTION", "PolicyTool", "openai_function_schema", "policy_tool_schema"]
 
@@ -76,7 +77,8 @@ def openai_function_schema(anthropic_schema: Mapping[str, Any]) -> dict[str, Any
 
 
 class PolicyTool:
-    """A `FactStore` bound as a tool: `schema` lists the current keys, `handle` answers calls.
+    """A fact store (local or remote) bound as a tool: `schema` lists the current keys, `handle`
+    answers calls.
 
     With no `description`, the schema carries the one stored with the facts
     (`FactStore.set_tool_description`), re-read like the keys.
@@ -84,7 +86,7 @@ class PolicyTool:
 
     def __init__(
         self,
-        facts: FactStore,
+        facts: FactsLike,
         *,
         name: str = "lookup_policy",
         description: str | None = None,

@@ -257,7 +257,8 @@ def create_app(
     @api.post("/episodes/similar", tags=["episodes"])
     def similar_successes(body: s.SimilarIn, mem: Mem) -> s.EpisodesOut:
         """Successful episodes most like the situation, from the scope and your unscoped ones."""
-        found = mem.episodes.similar_successes(body.situation, k=body.k, scope=body.scope)
+        found = mem.episodes.similar_successes(body.situation, k=body.k, scope=body.scope,
+                                              include_unscoped=body.include_unscoped, min_score=body.min_score)
         return s.EpisodesOut.model_validate({"results": [s.episode_out(e) for e in found]})
 
     @api.get("/episodes", tags=["episodes"])
@@ -352,7 +353,7 @@ def create_app(
     @api.post("/docs/search", tags=["docs"])
     def search_docs(body: s.DocSearchIn, mem: Mem) -> s.DocHitsOut:
         """The document chunks most relevant to the query."""
-        hits = mem.docs.search(body.query, k=body.k, scope=body.scope, source=body.source)
+        hits = mem.docs.search(body.query, k=body.k, scope=body.scope, source=body.source, min_score=body.min_score)
         return s.DocHitsOut.model_validate({"results": [s.doc_hit_out(h) for h in hits]})
 
     @api.get("/docs/sources", tags=["docs"])

@@ -19,6 +19,7 @@ from fourfold.errors import (
     StoreUnavailable,
     TooLarge,
 )
+from fourfold.text import lines
 
 __all__ = ["STATUS", "ServiceError", "TooLarge", "Unauthorized", "error_for", "one_line", "status_for"]
 
@@ -68,7 +69,6 @@ def error_for(code: str, message: str) -> FourfoldError:
     return _BY_CODE.get(code, ServiceError)(message)
 
 
-def one_line(text: str, limit: int = 500) -> str:
+def one_line(text: object, limit: int = 500) -> str:
     """Messages travel as one line: a multi-line library message is joined, long ones clipped."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return lines.one_line(str(text), limit)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.service.tenancy import check_tenant
-from fourfold.stores.database import Connection, Database, open_database
+from fourfold.stores.database import Connection, Database
+from fourfold.stores.engine import open_database
 
 __all__ = ["KEY_PREFIX", "ApiKey", "KeyStore"]
 
@@ -71,7 +72,7 @@ class KeyStore:
         args: tuple[str, ...] = ()
         if tenant is not None:
             sql, args = sql + " WHERE tenant = ?", (check_tenant(tenant),)
-        with self._db() as conn:
+        with self.db.read() as conn:
             rows = conn.execute(sql + " ORDER BY created_at, id", args).fetchall()
         return [ApiKey(*row) for row in rows]
 
@@ -94,7 +95,9 @@ class KeyStore:
         key_id = _key_id(key)
         if key_id is None:
             return None
-        with self._db() as conn:
+        # A read: every request authenticates, and a write transaction here would queue each
+        # request behind every other write to the data dir (and its fsync).
+        with self.db.read() as conn:
             row = conn.execute(
                 "SELECT tenant, digest FROM keys WHERE id = ? AND revoked_at IS NULL", (key_id,)
             ).fetchone()
@@ -104,7 +107,7 @@ class KeyStore:
 
     def has_keys(self) -> bool:
         """True once any key was created, even if all are revoked since (auth stays on)."""
-        with self._db() as conn:
+        with self.db.read() as conn:
             return conn.execute("SELECT 1 FROM keys LIMIT 1").fetchone() is not None
 
     def close(self) -> None:

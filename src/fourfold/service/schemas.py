@@ -213,6 +213,8 @@ class SimilarIn(BaseModel):
     situation: StrictStr
     k: StrictInt = 3
     scope: Scope = Field(None, description="This scope's successes plus your unscoped, shared ones.")
+    include_unscoped: StrictBool = Field(True, description="False keeps to the scope's own episodes.")
+    min_score: float | None = None
 
 
 class EpisodeOut(BaseModel):
@@ -298,6 +300,7 @@ class DocSearchIn(BaseModel):
     k: StrictInt = 5
     scope: Scope = None
     source: StrictStr | None = None
+    min_score: float | None = None
 
 
 class DocHitOut(BaseModel):

@@ -103,7 +103,7 @@ class Tenants:
         # Embedded Chroma is damaged by two writers; SQLite serializes them itself.
         self._lock_fd = _hold_service_lock(self.data_dir) if self._chroma else None
         if embedder is None:
-            from fourfold.embeddings.minilm import default_embedder
+            from fourfold.embeddings.default import default_embedder
 
             embedder = default_embedder()
         documents: Embedder

@@ -49,7 +49,9 @@ class LiveService:
     """`fourfold serve` in a subprocess on a free loopback port; ready when /healthz answers.
 
     `keys` maps tenant -> how many keys to create first (with the CLI, as a user would);
-    the secrets end up in `self.keys[tenant]`.
+    the secrets end up in `self.keys[tenant]`. With `store` (a postgresql:// URL) the service
+    and its keys live in that database; replicas are several LiveServices on one store, and
+    only the first needs to create keys.
     """
 
     def __init__(
@@ -60,8 +62,10 @@ class LiveService:
         keys: dict[str, int] | None = None,
         serve_args: Sequence[str] = (),
         startup_timeout: float = 60.0,
+        store: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.store = store
         self.embedder = embedder
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -78,7 +82,7 @@ class LiveService:
 
     def create_key(self, tenant: str) -> str:
         out = subprocess.run(
-            cli_command("--data-dir", str(self.data_dir), "keys", "create", "--tenant", tenant),
+            cli_command(*self._where(), "keys", "create", "--tenant", tenant),
             check=True, capture_output=True, text=True, timeout=60,
         )
         key = out.stdout.strip().splitlines()[-1]
@@ -89,12 +93,16 @@ class LiveService:
         for tenant, count in self._wanted.items():
             for _ in range(count):
                 self.create_key(tenant)
-        args = ["--data-dir", str(self.data_dir), "--embedder", self.embedder, "serve", "--port", str(self.port)]
+        args = [*self._where(), "--embedder", self.embedder, "serve", "--port", str(self.port)]
         self._process = subprocess.Popen(
             cli_command(*args, *self.serve_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         self._wait_ready()
         return self
+
+    def _where(self) -> list[str]:
+        where = ["--data-dir", str(self.data_dir)]
+        return [*where, "--store", self.store] if self.store else where
 
     def _wait_ready(self) -> None:
         assert self._process is not None

@@ -35,6 +35,7 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from fourfold.agent.cases import CaseBase
+from fourfold.agent.support import OpenTicket
 from fourfold.errors import NotFound
 from fourfold.memory import Memory
 from fourfold.service import explain as ex
@@ -236,8 +237,9 @@ def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool) -> APIR
     def conversation(scope: str, mem: Mem) -> dict[str, Any]:
         """A scope's conversation thread as the agent last sent it; summary messages are marked."""
         thread = mem.conversations.load(scope)
+        ticket = OpenTicket.of(thread)
         return {
-            "scope": thread.scope, "ticket_goal": thread.ticket_goal, "ticket_actions": list(thread.ticket_actions),
+            "scope": thread.scope, "ticket_goal": ticket.goal, "ticket_actions": list(ticket.actions),
             "messages": [{**dict(m), "summary": is_summary(m)} for m in thread.messages],
         }
 

@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from fourfold.errors import ModelError
 from fourfold.models.base import ChatModel, Message
 from fourfold.shortterm.messages import content_blocks, is_plain_user
+from fourfold.text.lines import one_line
 
 __all__ = ["Event", "ExtractiveSummarizer", "ModelSummarizer", "Summarizer", "events"]
 
@@ -31,11 +32,6 @@ class Event:
     text: str
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
@@ -46,13 +42,13 @@ def render_call(name: str, arguments: Any) -> str:
         try:
             arguments = json.loads(arguments)
         except ValueError:
-            return f"{name}({_clip(arguments, 120)})"
+            return f"{name}({one_line(arguments, 120)})"
     if isinstance(arguments, Mapping) and len(arguments) == 1:
-        return f"{name}({_clip(_value(next(iter(arguments.values()))), 120)})"
+        return f"{name}({one_line(_value(next(iter(arguments.values()))), 120)})"
     if isinstance(arguments, Mapping):
         args = ", ".join(f"{k}={_value(v)}" for k, v in arguments.items())
-        return f"{name}({_clip(args, 120)})"
-    return f"{name}({_clip(_value(arguments), 120)})"
+        return f"{name}({one_line(args, 120)})"
+    return f"{name}({one_line(_value(arguments), 120)})"
 
 
 def _result_text(content: Any) -> str:
@@ -95,13 +91,13 @@ def events(messages: Sequence[Message], *, clip: int = 2000) -> list[Event]:
         role = str(message.get("role", "user"))
         for block in content_blocks(message):
             if block.get("type") == "text" and str(block.get("text", "")).strip():
-                out.append(Event(role, "text", _clip(str(block["text"]), clip)))
+                out.append(Event(role, "text", one_line(str(block["text"]), clip)))
         for call_id, call in _calls(message):
             calls[call_id] = call
             out.append(Event(role, "call", call))
         for call_id, result in _results(message):
             call = calls.get(call_id, f"tool call {call_id}")
-            out.append(Event(role, "result", f"{call} -> {_clip(result, clip)}"))
+            out.append(Event(role, "result", f"{call} -> {one_line(result, clip)}"))
     return out
 
 
@@ -156,7 +152,7 @@ class ExtractiveSummarizer:
         lines = self._previous(previous_summary, texts)
         if previous_summary is None and messages and is_plain_user(messages[0]):
             first = " ".join(e.text for e in events(messages[:1]))
-            lines.insert(0, f"Request: {_clip(first, 300)}")
+            lines.insert(0, f"Request: {one_line(first, 300)}")
         for line in self._extract(evs):
             if line not in lines:
                 lines.append(line)
@@ -175,7 +171,7 @@ class ExtractiveSummarizer:
         out: list[str] = []
         for i, event in enumerate(evs):
             if event.kind == "result":
-                out.append(f"Tool: {_clip(event.text, self.max_line_chars)}")
+                out.append(f"Tool: {one_line(event.text, self.max_line_chars)}")
             elif event.kind == "text":
                 later = [e.text for e in evs[i + 1 :] if e.role != event.role]
                 out += self._sentences(event, later)
@@ -192,7 +188,7 @@ class ExtractiveSummarizer:
             else:
                 tag = "Fact" if _FACT.search(sentence) else ""
             if tag:
-                out.append(f"{tag} ({event.role}): {_clip(sentence, self.max_line_chars)}")
+                out.append(f"{tag} ({event.role}): {one_line(sentence, self.max_line_chars)}")
         return out
 
     def _bound(self, lines: list[str]) -> str:

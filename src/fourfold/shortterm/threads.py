@@ -13,19 +13,19 @@ from fourfold.errors import InvalidInput, StoreCorrupt
 from fourfold.stores.database import Database, Lock
 from fourfold.text import redact
 
-__all__ = ["ConversationStore", "Thread", "thread_payload"]
+__all__ = ["THREAD_FORMAT", "ConversationStore", "Thread", "thread_from_payload", "thread_payload"]
 
-_FORMAT = 1
+#: Format 2 keeps what an application adds to a thread (the support agent's open ticket) in
+#: `extras`; format 1 had the ticket as top-level fields, read into `extras["ticket"]`.
+THREAD_FORMAT = 2
 
 
 @dataclass(frozen=True, slots=True)
 class Thread:
-    """A customer's message list plus the open ticket's goal and actions so far."""
+    """A scope's message list, plus what the application keeps beside it (JSON, in `extras`)."""
 
     scope: str
     messages: tuple[Mapping[str, Any], ...] = ()
-    ticket_goal: str = ""
-    ticket_actions: tuple[str, ...] = ()
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -54,9 +54,9 @@ class ConversationStore:
         except ValueError as exc:
             raise StoreCorrupt(f"the conversation thread of {scope!r} in {self.db.where} is damaged ({exc}); "
                                "delete it to start a new thread") from None
-        if raw.get("format", 0) > _FORMAT:
+        if raw.get("format", 0) > THREAD_FORMAT:
             raise StoreCorrupt(f"the thread of {scope!r} was written by a newer fourfold: upgrade fourfold")
-        return _thread(raw)
+        return thread_from_payload(raw)
 
     def save(self, thread: Thread) -> None:
         payload = json.dumps(thread_payload(thread), ensure_ascii=False)
@@ -83,23 +83,20 @@ class ConversationStore:
 def thread_payload(thread: Thread) -> dict[str, Any]:
     """A thread as JSON (its messages redacted): what is stored, and what an export holds."""
     return {
-        "format": _FORMAT,
+        "format": THREAD_FORMAT,
         "scope": thread.scope,
         "messages": [_redacted(m) for m in thread.messages],
-        "ticket_goal": thread.ticket_goal,
-        "ticket_actions": list(thread.ticket_actions),
         "extras": dict(thread.extras),
     }
 
 
-def _thread(raw: Mapping[str, Any]) -> Thread:
-    return Thread(
-        scope=raw["scope"],
-        messages=tuple(raw.get("messages", ())),
-        ticket_goal=raw.get("ticket_goal", ""),
-        ticket_actions=tuple(raw.get("ticket_actions", ())),
-        extras=raw.get("extras", {}),
-    )
+def thread_from_payload(raw: Mapping[str, Any]) -> Thread:
+    """The thread a stored row or an export line holds, in any format this version can read."""
+    extras = dict(raw.get("extras") or {})
+    if raw.get("ticket_goal") or raw.get("ticket_actions"):  # format 1
+        extras.setdefault("ticket", {"goal": raw.get("ticket_goal") or "",
+                                     "actions": list(raw.get("ticket_actions") or ())})
+    return Thread(scope=raw["scope"], messages=tuple(raw.get("messages", ())), extras=extras)
 
 
 def _checked(scope: str) -> str:

@@ -6,10 +6,12 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from fourfold.errors import ModelError
-from fourfold.models.base import Message
+
+if TYPE_CHECKING:
+    from fourfold.models.base import Message
 
 __all__ = ["AnthropicCounter", "EstimateCounter", "TokenCounter"]
 

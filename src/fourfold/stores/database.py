@@ -10,7 +10,6 @@ row instead of dropping everything whenever anyone wrote.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -18,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-__all__ = ["Connection", "Cursor", "Database", "Lock", "is_url", "open_database"]
+__all__ = ["Connection", "Cursor", "Database", "Lock", "is_url"]
 
 #: URL schemes that name a PostgreSQL database rather than a file.
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -133,16 +132,3 @@ _NAMED_GUARD = threading.Lock()
 def is_url(target: object) -> bool:
     """Whether `target` names a PostgreSQL database (postgresql://...) rather than a path."""
     return isinstance(target, str) and target.lower().startswith(URL_SCHEMES)
-
-
-def open_database(target: Database | str | os.PathLike[str], *, timeout: float = 30.0) -> Database:
-    """A database as given, a PostgreSQL one for a postgresql:// URL, else a SQLite file."""
-    if isinstance(target, Database):
-        return target
-    if is_url(target):
-        from fourfold.stores.postgres import PostgresDatabase
-
-        return PostgresDatabase(str(target), timeout=timeout)
-    from fourfold.stores.sqlite import SQLiteDatabase
-
-    return SQLiteDatabase(target, timeout=timeout)

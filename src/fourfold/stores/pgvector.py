@@ -9,7 +9,9 @@ are in those indexes, so small scopes' writes never pay for them; a write to a l
 recomputes the features of the rows it becomes a neighbour of. A recall in a large scope then
 reads candidates, not the scope: the nearest blended vectors (HNSW with the scope as a filter,
 iterative scans) and the best full-text matches, which `fourfold.longterm.large` ranks with
-the scope's statistics.
+the scope's statistics. Each large scope's document frequencies (how many of its rows hold each
+term in their features) are kept in `large_terms`, updated in the transaction that changes the
+features, so a query reads them with one indexed lookup instead of counting matches.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ LARGE_AT = 50_000
 #: Records read on each side of a candidate: its neighbours lend it context (`Weights`).
 WINDOW = 4
 _PROMOTE_BATCH = 2_000
+#: At most this many records are read (their term weights summed) for full-text candidates.
+LEXICAL_ROWS = 6_000
 #: How long a large scope's size stays trusted while others write to it.
 _STATS_TTL = 30.0
 
@@ -57,9 +61,10 @@ class PostgresVectorStore(SQLiteVectorStore):
         super().__init__(db, embedder_identity=embedder_identity, dimension=dimension)
         self.pg = db
         self.large_at = large_at
+        self.lexical_rows = LEXICAL_ROWS
+        self.ef_search: int | None = None  # HNSW's search breadth (None: twice the candidates, at most 1000)
         self._large: dict[str | None, bool | Hashable] = {}  # True, or the version found small at
         self._stats: dict[str | None, tuple[float, int]] = {}
-        self._df: dict[tuple[str | None, str], tuple[float, float]] = {}
         self._guard = threading.Lock()
         self.ann = self._prepare_ann()
 
@@ -75,6 +80,7 @@ class PostgresVectorStore(SQLiteVectorStore):
                 )
             }
             if {"ann", "terms", "context", "length"} <= columns:
+                self._prepare_terms(conn)
                 return True
             if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
                 conn.execute("SAVEPOINT ext")
@@ -91,7 +97,25 @@ class PostgresVectorStore(SQLiteVectorStore):
             conn.execute("CREATE TABLE IF NOT EXISTS large_scopes (scope TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_ann ON memories USING hnsw (ann vector_cosine_ops)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_terms ON memories USING gin (terms) WHERE terms IS NOT NULL")
+            self._prepare_terms(conn)
         return True
+
+    def _prepare_terms(self, conn: Any) -> None:
+        """The per-scope document frequencies; a database whose large scopes predate the table
+        gets it filled from their rows' features once."""
+        exists = conn.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = 'large_terms'",
+            (self.pg.schema,),
+        ).fetchone()
+        if exists:
+            return
+        conn.execute("CREATE TABLE IF NOT EXISTS large_terms (scope TEXT NOT NULL, term TEXT NOT NULL,"
+                     " df INTEGER NOT NULL, PRIMARY KEY (scope, term))")
+        conn.execute(
+            "INSERT INTO large_terms (scope, term, df) SELECT m.scope, t.term, count(*) FROM memories AS m,"
+            " jsonb_object_keys(m.context) AS t(term) WHERE m.context IS NOT NULL"
+            " AND m.scope IN (SELECT scope FROM large_scopes) GROUP BY m.scope, t.term ON CONFLICT DO NOTHING"
+        )
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -111,14 +135,24 @@ class PostgresVectorStore(SQLiteVectorStore):
                     self._index_rows(conn, self._windows(conn, key, sorted(near), span=WINDOW), near)
 
     def _index_rows(self, conn: Any, window: Sequence[VectorRecord], targets: set[str]) -> None:
-        """Store the ranking features of the `targets` among `window` (which holds their neighbours)."""
+        """Store the ranking features of the `targets` among `window` (which holds their neighbours),
+        and move the scope's document frequencies by the terms they gained and lost."""
         index = ScopeIndex(window, self.dimension)
         rows = []
+        delta: dict[tuple[str, str], int] = {}
+        before = {r[0]: (r[1], r[2] or ()) for r in conn.execute(
+            "SELECT id, scope, (SELECT array_agg(k) FROM jsonb_object_keys(context) AS k) FROM memories"
+            " WHERE id = ANY(CAST(? AS text[]))", (sorted(targets),),
+        )}
         for i, record in enumerate(index.records):
-            if record.id in targets:
+            if record.id in targets and record.id in before:
                 blended, counts = index.features(i)
                 # The terms as lexemes verbatim: a query names them exactly (no parser in between).
                 rows.append((_vector_text(blended), list(counts), json.dumps(counts), sum(counts.values()), record.id))
+                key, old = before[record.id]
+                for term in set(counts).symmetric_difference(old):
+                    delta[key, term] = delta.get((key, term), 0) + (1 if term in counts else -1)
+        self._move_frequencies(conn, delta)
         if len(rows) < 100:
             conn.executemany(
                 "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])),"
@@ -137,11 +171,38 @@ class PostgresVectorStore(SQLiteVectorStore):
             " context = CAST(p.context AS jsonb), length = p.length FROM promoted AS p WHERE m.id = p.id"
         )
 
+    @staticmethod
+    def _move_frequencies(conn: Any, delta: dict[tuple[str, str], int]) -> None:
+        """Add `delta` to large_terms, in key order (concurrent writers lock rows in one order)."""
+        moved = sorted((scope, term, n) for (scope, term), n in delta.items() if n)
+        if not moved:
+            return
+        conn.execute(
+            "INSERT INTO large_terms (scope, term, df) SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[]),"
+            " CAST(? AS integer[])) ON CONFLICT (scope, term) DO UPDATE SET df = large_terms.df + excluded.df",
+            ([m[0] for m in moved], [m[1] for m in moved], [m[2] for m in moved]),
+        )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids or not self.ann:
+            super().delete(ids)
+            return
+        with self.writing(), self.db.write() as conn:
+            delta: dict[tuple[str, str], int] = {}
+            for scope, term in conn.execute(
+                "SELECT m.scope, t.term FROM memories AS m, jsonb_object_keys(m.context) AS t(term)"
+                " WHERE m.id = ANY(CAST(? AS text[])) AND m.context IS NOT NULL", (list(ids),),
+            ):
+                delta[scope, term] = delta.get((scope, term), 0) - 1
+            super().delete(ids)
+            self._move_frequencies(conn, delta)
+
     def delete_scope(self, scope: str) -> int:
         with self.writing(), self.db.write() as conn:
             removed = super().delete_scope(scope)
             if self.ann:
                 conn.execute("DELETE FROM large_scopes WHERE scope = ?", (scope_key(scope),))
+                conn.execute("DELETE FROM large_terms WHERE scope = ?", (scope_key(scope),))
         with self._guard:
             self._large.pop(scope, None)
             self._stats.pop(scope, None)
@@ -197,27 +258,17 @@ class PostgresVectorStore(SQLiteVectorStore):
 
     def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
         """How many records of a large scope hold each term, themselves or through their
-        neighbours (exactly BM25's document frequency); cached like the scope's size."""
-        now = time.monotonic()
-        out: dict[str, float] = {}
-        with self._guard:
-            for term in terms:
-                cached = self._df.get((scope, term))
-                if cached is not None and now - cached[0] < _STATS_TTL:
-                    out[term] = cached[1]
-        missing = sorted(set(terms) - set(out))
-        if missing:
-            with self.db.read() as conn:
-                for term in missing:
-                    out[term] = float(conn.execute(
-                        "SELECT count(*) FROM memories WHERE scope = ? AND terms @@ CAST(? AS tsquery)",
-                        (scope_key(scope), _lexeme(term)),
-                    ).fetchone()[0])
-            with self._guard:
-                if len(self._df) > 100_000:
-                    self._df.clear()
-                self._df.update({(scope, term): (now, out[term]) for term in missing})
-        return out
+        neighbours (exactly BM25's document frequency): one read of `large_terms`."""
+        with self.db.read() as conn:
+            return self._frequencies(conn, scope, terms)
+
+    @staticmethod
+    def _frequencies(conn: Any, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
+        found = dict(conn.execute(
+            "SELECT term, df FROM large_terms WHERE scope = ? AND term = ANY(CAST(? AS text[]))",
+            (scope_key(scope), sorted(set(terms))),
+        ).fetchall())
+        return {term: float(found.get(term, 0)) for term in terms}
 
     def scope_size(self, scope: str | None) -> int:
         """How many records the scope holds (recounted at most every few seconds)."""
@@ -239,34 +290,45 @@ class PostgresVectorStore(SQLiteVectorStore):
         a large scope, with their ranking features (term weights of the query's words only)."""
         key = scope_key(scope)
         with self.db.read() as conn:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(2 * int(dense), 40), 1000)}")
+            # A plan for this scope: a generic plan (chosen once psycopg prepares a statement run
+            # five times) does not know the scope's size, and sorted the whole scope by distance.
+            conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {int(self.ef_search or min(max(2 * int(dense), 40), 1000))}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             ids = [r[0] for r in conn.execute(
                 "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector) LIMIT ?",
                 (key, _vector_text(query_vector), int(dense)),
             )]
-            idf = self._telling(scope, tokenize(query_text))
+            idf = self._telling(conn, scope, tokenize(query_text))
             if idf:
                 # Ordered by each telling word's BM25 weight times its saturated weight in the
-                # record (its own and its neighbours' occurrences), length aside.
+                # record (its own and its neighbours' occurrences), length aside: one term of
+                # the sum per word, each a lookup in the record's weights.
+                words = list(idf)
+                score = " + ".join(["coalesce(? * (context ->> ?)::float8 / ((context ->> ?)::float8 + 0.9), 0)"]
+                                   * len(words))
                 ids += [r[0] for r in conn.execute(
-                    "SELECT id FROM memories WHERE scope = ? AND terms @@ CAST(? AS tsquery) ORDER BY"
-                    " (SELECT sum(w.value::float8 * t.tf / (t.tf + 0.9)) FROM jsonb_each_text(CAST(? AS jsonb)) AS w,"
-                    " LATERAL (SELECT (context ->> w.key)::float8 AS tf) AS t WHERE t.tf IS NOT NULL) DESC LIMIT ?",
-                    (key, " | ".join(_lexeme(w) for w in idf), json.dumps(idf), int(lexical)),
+                    f"SELECT id FROM memories WHERE scope = ? AND terms @@ CAST(? AS tsquery) ORDER BY {score} DESC LIMIT ?",
+                    (key, " | ".join(_lexeme(w) for w in words), *(v for w in words for v in (idf[w], w, w)),
+                     int(lexical)),
                 )]
             return self._features(conn, sorted(set(ids)), sorted(set(tokenize(query_text))))
 
-    def _telling(self, scope: str | None, words: list[str]) -> dict[str, float]:
-        """The query's words that can tell records apart, with their BM25 weights (idf): those
-        in at most a tenth of the scope, or else the two rarest. Ranking every record that holds
-        a common word would read much of the scope for candidates that word hardly ranks."""
+    def _telling(self, conn: Any, scope: str | None, words: list[str]) -> dict[str, float]:
+        """The query's words that can tell records apart, with their BM25 weights (idf): the
+        rarest first, as long as the records holding them number at most `lexical_rows` in all.
+        Ranking every record that holds a common word would read much of the scope for
+        candidates that word hardly ranks (the nearest vectors find those)."""
         if not words:
             return {}
-        df = self.document_frequencies(scope, words)
+        df = self._frequencies(conn, scope, words)
         n = max(self.scope_size(scope), 1)
-        rare = [w for w in dict.fromkeys(words) if 0 < df[w] <= 0.1 * n]
-        chosen = rare or sorted((w for w in dict.fromkeys(words) if df[w] > 0), key=lambda w: df[w])[:2]
+        chosen, read = [], 0.0
+        for w in sorted((w for w in dict.fromkeys(words) if df[w] > 0), key=lambda w: df[w]):
+            if read + df[w] > self.lexical_rows:
+                break
+            chosen.append(w)
+            read += df[w]
         weights: dict[str, float] = {}
         for w in words:  # a repeated query word counts once per occurrence, as in BM25
             if w in chosen:
@@ -299,16 +361,19 @@ class PostgresVectorStore(SQLiteVectorStore):
     def _features(self, conn: Any, ids: list[str], words: list[str]) -> Features:
         if not ids:
             return [], np.zeros((0, self.dimension), dtype=np.float32), [], []
-        # The vector in pgvector's binary form (a header of 4 bytes, then big-endian floats),
-        # and of the term weights only the query's words: nothing else of them is scored.
+        # The blended vector in pgvector's binary form (a header of 4 bytes, then big-endian
+        # floats), and of the term weights only the query's words: nothing else of them is
+        # scored. The record's own vector is not read: ranking candidates uses the blended one
+        # (`ScopeIndex.of_features` drops the records' own), and it is the widest column.
         rows = conn.execute(
-            f"SELECT {_COLUMNS}, ann, length, (SELECT jsonb_object_agg(key, value) FROM jsonb_each(context)"
-            " WHERE key = ANY(CAST(? AS text[]))) FROM memories WHERE id = ANY(CAST(? AS text[]))"
-            " AND ann IS NOT NULL ORDER BY created_at, seq",
+            f"SELECT {_FEATURE_COLUMNS}, ann, length, (SELECT jsonb_object_agg(w, context -> w)"
+            " FROM unnest(CAST(? AS text[])) AS w WHERE context -> w IS NOT NULL) FROM memories"
+            " WHERE id = ANY(CAST(? AS text[])) AND ann IS NOT NULL ORDER BY created_at, seq",
             (words, ids),
         ).fetchall()
-        records = self._records([row[:-3] for row in rows])
         matrix = np.stack([np.frombuffer(row[-3], dtype=">f4", offset=4) for row in rows]).astype(np.float32)
+        records = self._records([(*row[:_VECTOR_AT], blended.tobytes(), *row[_VECTOR_AT:-3])
+                                 for row, blended in zip(rows, matrix, strict=True)])
         return records, matrix, [row[-1] or {} for row in rows], [float(row[-2]) for row in rows]
 
     def _windows(self, conn: Any, key: str, ids: list[str], *, span: int) -> list[VectorRecord]:
@@ -328,6 +393,9 @@ class PostgresVectorStore(SQLiteVectorStore):
 
 
 _OUTER = ", ".join(f"w.{column}" for column in _COLUMNS.split(", "))
+#: A record's columns but its own vector, which `_features` puts back where _COLUMNS has it.
+_VECTOR_AT = _COLUMNS.split(", ").index("embedding")
+_FEATURE_COLUMNS = ", ".join(c for c in _COLUMNS.split(", ") if c != "embedding")
 
 
 def _lexeme(term: str) -> str:
