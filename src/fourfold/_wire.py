@@ -256,7 +256,9 @@ class Docs:
         if isinstance(text, os.PathLike):
             return Docs.ingest_file(text, source, scope)
         if not isinstance(source, str):
-            raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
+            from fourfold.semantic.docs import TEXT_NEEDS_SOURCE
+
+            raise InvalidInput(TEXT_NEEDS_SOURCE)
         return Docs.ingest_text(text, source, scope)
 
     @staticmethod

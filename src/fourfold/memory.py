@@ -249,6 +249,11 @@ def _embedder(embedder: Embedder | None) -> Embedder:
     return embedder
 
 
+def missing_data_dir(data_dir: Path) -> StoreUnavailable:
+    """The one-line error of a reader pointed at a data dir that does not exist (a typo, often)."""
+    return StoreUnavailable(f"no fourfold data dir at {data_dir.absolute()}: nothing has been stored there yet")
+
+
 def _data_dir(path: object, *, create: bool) -> Path:
     """The data dir as a Path, created if asked; bad paths are InvalidInput, not a traceback."""
     if path is None:
@@ -260,7 +265,7 @@ def _data_dir(path: object, *, create: bool) -> Path:
     if "\x00" in str(data_dir):
         raise InvalidInput(f"data dir {str(data_dir)!r} contains a NUL byte")
     if not create and not (data_dir / MANIFEST).is_file():
-        raise StoreUnavailable(f"no fourfold data dir at {data_dir.absolute()}: nothing has been stored there yet")
+        raise missing_data_dir(data_dir)
     try:
         private_dir(data_dir)
     except (OSError, UnicodeEncodeError) as exc:

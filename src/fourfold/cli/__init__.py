@@ -9,7 +9,8 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every error becomes one line on stderr (JSON under --json) and a non-zero exit code."""
-    from fourfold.cli.app import app, state
+    from fourfold.cli._common import state
+    from fourfold.cli.app import app
     from fourfold.errors import FourfoldError, InvalidInput, NotFound
 
     args = list(sys.argv[1:] if argv is None else argv)

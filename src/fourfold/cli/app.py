@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, is_dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -14,17 +12,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from fourfold._manifest import MANIFEST
-from fourfold.config import DATA_DIR_ENV, DEFAULT_DATA_DIR, STORE_ENV, default_data_dir
+from fourfold.cli._common import (
+    WHERE_OPTION_HELP,
+    _embedder,
+    _memory,
+    _model,
+    _out,
+    _store_url,
+    _when,
+    state,
+)
+from fourfold.config import DATA_DIR_ENV, DEFAULT_DATA_DIR, STORE_ENV
 from fourfold.embeddings.spec import EMBEDDER_ENV
 from fourfold.errors import InvalidInput
 from fourfold.models.spec import MODEL_ENV
 
 if TYPE_CHECKING:
-    from fourfold.embeddings.base import Embedder
     from fourfold.longterm.store import MemoryId
-    from fourfold.memory import Memory
-    from fourfold.models.base import ChatModel
 
 
 class _GlobalOptionsGroup(TyperGroup):
@@ -41,10 +45,6 @@ class _GlobalOptionsGroup(TyperGroup):
 
 _PASS_THROUGH = frozenset({"bench"})
 #: The --where option's help, shared by the commands that filter memories.
-WHERE_OPTION_HELP = ("A filter as JSON: '{\"product\": \"web\"}', '{\"priority\": {\"$gte\": 2}}', "
-                     "'{\"created_at\": {\"$gte\": \"2026-11-01\"}}' ($eq $ne $in $nin $gt $gte $lt $lte $and $or).")
-
-
 def hoist_global_options(args: list[str], params: Sequence[object]) -> list[str]:
     """`args` with the root command's options (and their values) moved to the front."""
     takes_value: dict[str, bool] = {}
@@ -86,24 +86,6 @@ app.add_typer(facts_app, name="facts")
 app.add_typer(bench_app, name="bench")
 
 
-@dataclass
-class State:
-    """The global options of one invocation (reset by `fourfold.cli.main` before each)."""
-
-    data_dir: Path = field(default_factory=default_data_dir)
-    #: A postgresql:// URL that replaces the data dir (None: the data dir).
-    store: str | None = None
-    embedder: str | None = None
-    model: str | None = None
-    as_json: bool = False
-
-    def reset(self) -> None:
-        self.__init__()  # type: ignore[misc]
-
-
-state = State()
-
-
 @app.callback()
 def _options(
     data_dir: Annotated[Path, typer.Option("--data-dir", "-d", envvar=DATA_DIR_ENV, help="The data directory.")] = Path(
@@ -112,7 +94,8 @@ def _options(
     embedder: Annotated[
         str | None,
         typer.Option(envvar=EMBEDDER_ENV, show_default="minilm",
-                     help="minilm (the bundled model), hash (tests only), or openai-compatible:MODEL@BASE_URL?dimension=N."),
+                     help="minilm (the bundled model), openai:MODEL, openai-compatible:MODEL@BASE_URL?dimension=N, "
+                     "ollama:MODEL?dimension=N, or hash (tests only)."),
     ] = None,
     model: Annotated[
         str | None,
@@ -127,60 +110,6 @@ def _options(
 ) -> None:
     state.data_dir, state.embedder, state.model, state.as_json = data_dir, embedder, model, as_json
     state.store = _store_url(store)
-
-
-def _store_url(store: str | None) -> str | None:
-    from fourfold.stores.database import is_url
-
-    if not store:
-        return None
-    if not is_url(store):
-        raise InvalidInput(f"--store takes a postgresql:// URL, not {store[:40]!r} (a data dir is --data-dir)")
-    return store
-
-
-def _where() -> Path | str:
-    """What the commands open: the PostgreSQL URL of --store, else the data dir."""
-    return state.store or state.data_dir
-
-
-@contextmanager
-def _memory(*, create: bool = False) -> Iterator[Memory]:
-    """The data dir, open; only writing commands pass create=True (a reader never makes a store).
-
-    A command that created the data dir says where it is once it has succeeded.
-    """
-    from fourfold.memory import Memory
-
-    fresh = create and state.store is None and not (state.data_dir / MANIFEST).exists()
-    with Memory.open(_where(), embedder=_embedder(), create=create) as mem:
-        yield mem
-    if fresh:
-        typer.echo(f"fourfold: created a new data dir at {state.data_dir.absolute()} "
-                   f"(choose another with --data-dir or ${DATA_DIR_ENV})", err=True)
-
-
-def _embedder() -> Embedder:
-    from fourfold.embeddings.spec import embedder_from_spec
-
-    return embedder_from_spec(state.embedder or "minilm")
-
-
-def _out(value: Any, human: str | None = None) -> None:
-    if state.as_json or human is None:
-        typer.echo(json.dumps(_plain(value), ensure_ascii=False, indent=None if state.as_json else 2))
-    else:
-        typer.echo(human)
-
-
-def _plain(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in asdict(value).items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
 
 
 def _parse_meta(pairs: list[str] | None) -> dict[str, Any]:
@@ -223,22 +152,6 @@ def _written(mid: MemoryId) -> None:
     note += "" if mid.created else " (unchanged)"
     _out({"id": str(mid), "created": mid.created, "redacted": redacted, "supersedes": list(mid.supersedes)},
          f"{mid}{note}")
-
-
-def _when(text: str | None, option: str) -> float | datetime | None:
-    """A time given on the command line: unix seconds or ISO 8601."""
-    if text is None:
-        return None
-    from fourfold.text.dates import parse_date
-
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    when = parse_date(text)
-    if when is None:
-        raise InvalidInput(f"{option} must be ISO 8601 (2024-05-01, 2024-05-01T09:00Z) or unix seconds, got {text!r}")
-    return when
 
 
 @app.command()
@@ -508,13 +421,6 @@ def facts_tool_description(
 # -- agent ------------------------------------------------------------------------------
 
 
-def _model() -> ChatModel:
-    """The chat model of --model / $FOURFOLD_MODEL (default: Claude with ANTHROPIC_API_KEY, else offline)."""
-    from fourfold.models import default_model
-
-    return default_model(state.model)
-
-
 @app.command()
 def demo(
     data_dir: Annotated[Path | None, typer.Option("--demo-dir", help="Keep the demo's data here (default: a temp dir).")] = None,
@@ -550,7 +456,9 @@ def _bench_command(name: str) -> None:
         _run_benchmark(name, ctx.args)
 
     command.__doc__ = f"{_BENCHMARKS[name]} Arguments pass through to benchmarks/{name}.py."
-    bench_app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(command)
+    # --help passes through too: the benchmark's own options are what a user asks for.
+    bench_app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                              "help_option_names": []})(command)
 
 
 for _name in _BENCHMARKS:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fourfold.cli.app import _memory, _model, state
+from fourfold.cli._common import _memory, _model, state
 from fourfold.errors import FourfoldError
 
 if TYPE_CHECKING:

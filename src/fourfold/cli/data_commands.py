@@ -16,7 +16,7 @@ def export(
 ) -> None:
     """Write every memory, episode, fact and thread as versioned JSON Lines (never API keys)."""
     from fourfold._files import private_file
-    from fourfold.cli.app import _memory
+    from fourfold.cli._common import _memory
     from fourfold.transfer import export_memory
 
     with _memory() as mem:
@@ -38,7 +38,7 @@ def import_(
                                           "(for an export made with another one).")] = False,
 ) -> None:
     """Read an export into this data dir (or database); items already there are kept."""
-    from fourfold.cli.app import _memory
+    from fourfold.cli._common import _memory
     from fourfold.transfer import import_memory
 
     with _memory(create=True) as mem, file.open(encoding="utf-8") as lines:
@@ -50,7 +50,7 @@ def reindex(
     batch: Annotated[int, typer.Option(min=1, help="Texts embedded per call.")] = 256,
 ) -> None:
     """Re-embed every memory and document with --embedder, in place (stop services using the store first)."""
-    from fourfold.cli.app import _embedder, _out, _where
+    from fourfold.cli._common import _embedder, _out, _where
     from fourfold.cli.docs_commands import _progress
     from fourfold.reindex import reindex as run
 
@@ -67,7 +67,7 @@ def migrate(
     data_dir: Annotated[Path | None, typer.Argument(help="The 0.1 data dir (default: --data-dir).")] = None,
 ) -> None:
     """Move a fourfold 0.1 data dir into this version's single database (old files kept aside)."""
-    from fourfold.cli.app import state
+    from fourfold.cli._common import state
     from fourfold.transfer import migrate_legacy
 
     where = data_dir or state.data_dir
@@ -80,7 +80,7 @@ def _report(counts: dict[str, int], done: str | None) -> None:
     """The counts (as JSON under --json); on standard error when the export itself is on standard output."""
     import json
 
-    from fourfold.cli.app import state
+    from fourfold.cli._common import state
 
     summary = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items() if n)
     text = json.dumps(counts) if state.as_json else f"{done or 'exported'}: {summary or 'nothing'}"

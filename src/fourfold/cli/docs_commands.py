@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fourfold.cli.app import _memory, _out, state
+from fourfold.cli._common import _memory, _out, state
 
 if TYPE_CHECKING:
     from fourfold.semantic.docs import Progress
@@ -35,6 +35,10 @@ def docs_ingest(
     scope: Annotated[str | None, typer.Option(help="Keep the documents in this scope (default: shared).")] = None,
 ) -> None:
     """Chunk documents for search; a changed document replaces its old version, an unchanged one is skipped."""
+    if paths != ["-"] and source is None:
+        from fourfold.semantic.docs import find_documents
+
+        find_documents(paths)  # a typo or a name clash fails here, before a data dir is created
     with _memory(create=True) as mem:
         if paths == ["-"]:
             ids = mem.docs.ingest_text(sys.stdin.read(), source=source or "stdin", scope=scope)

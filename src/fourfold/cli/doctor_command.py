@@ -16,7 +16,7 @@ def doctor(
 ) -> None:
     """Check a data dir's files; exit 1 while problems remain."""
     from fourfold import doctor as doc
-    from fourfold.cli.app import _out, state
+    from fourfold.cli._common import _out, state
 
     where = data_dir or state.store or state.data_dir
     report = doc.repair(where) if repair else doc.check(where)

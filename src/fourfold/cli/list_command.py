@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fourfold.cli.app import WHERE_OPTION_HELP, _memory, _out, _when
+from fourfold.cli._common import WHERE_OPTION_HELP, _memory, _out, _when
 
 __all__ = ["register"]
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fourfold.cli.app import _embedder, _model, _out, _store_url, _where, state
+from fourfold._manifest import MANIFEST
+from fourfold.cli._common import _embedder, _model, _out, _say_created, _store_url, _where, state
 from fourfold.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def run_service(
     from fourfold.service.app import create_app
     from fourfold.service.tenancy import Tenants
 
-    keys = _keys()
+    keys = _keys(create=True)  # a service creates its data dir, as the first write would
     loopback = _is_loopback(host)
     if not loopback and not any(k.active for k in keys.list()):
         raise InvalidInput(
@@ -133,7 +134,10 @@ def mcp(
     check_scope(scope)
     tenants = Tenants(_where(), embedder=_embedder())
     try:
+        fresh = state.store is None and tenant in (None, DEFAULT_TENANT) and not (state.data_dir / MANIFEST).exists()
         memory = tenants.get(tenant or DEFAULT_TENANT)
+        if fresh:  # on standard error: a typo in an MCP client's config must not pass unseen
+            _say_created()
         build_mcp_server(lambda _request: memory, scope=scope).run("stdio")
     finally:
         tenants.close()
@@ -145,8 +149,13 @@ def keys_create(
     label: Annotated[str, typer.Option(help="A note to recognise the key by.")] = "",
 ) -> None:
     """Create a key and print it once: only its digest is stored."""
-    with _closing(_keys()) as keys:
+    from fourfold.stores.sqlite import DATABASE
+
+    fresh = state.store is None and not (state.data_dir / DATABASE).exists()
+    with _closing(_keys(create=True)) as keys:
         record, secret = keys.create(tenant, label=label)
+    if fresh:
+        _say_created()
     _out({"id": record.id, "tenant": record.tenant, "key": secret}, secret)
 
 
@@ -166,10 +175,14 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (from `
     _out(_key_dict(record), f"revoked {record.id} ({record.tenant})")
 
 
-def _keys() -> KeyStore:
+def _keys(*, create: bool = False) -> KeyStore:
+    """The key table; only `keys create` makes a database where there is none (a typo must not)."""
+    from fourfold.memory import missing_data_dir
     from fourfold.service.keys import KeyStore
     from fourfold.stores.sqlite import DATABASE
 
+    if state.store is None and not create and not (state.data_dir / DATABASE).exists():
+        raise missing_data_dir(state.data_dir)
     return KeyStore(state.store or state.data_dir / DATABASE)
 
 

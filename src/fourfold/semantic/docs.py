@@ -21,6 +21,7 @@ __all__ = [
     "MAX_DOC_CHARS",
     "MAX_DOC_CHUNKS",
     "MAX_FILES",
+    "TEXT_NEEDS_SOURCE",
     "TEXT_SUFFIXES",
     "DocSource",
     "DocumentStore",
@@ -60,6 +61,10 @@ class DocSource:
     updated_at: float
 
 
+#: A string given to `ingest` is text: without a source name, say how to read a file instead.
+TEXT_NEEDS_SOURCE = ("a string is the document's text, never a file name: give it a source name "
+                     "(source='refund-policy.md'), or read a file with ingest_file(path)")
+
 #: Limits of one document: a request that would embed thousands of chunks is refused.
 MAX_DOC_CHARS = 500_000
 MAX_DOC_CHUNKS = 600
@@ -85,7 +90,7 @@ class DocumentStore:
         if isinstance(text, os.PathLike):
             return self.ingest_file(text, source=source, scope=scope)
         if not isinstance(source, str):
-            raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
+            raise InvalidInput(TEXT_NEEDS_SOURCE)
         return self.ingest_text(text, source=source, scope=scope)
 
     def ingest_file(self, path: str | os.PathLike[str], *, source: str | None = None, scope: str | None = None) -> list[str]:
@@ -223,7 +228,21 @@ def find_documents(paths: Iterable[str | os.PathLike[str]]) -> builtins.list[tup
             found.update((m, m.name) for m in matches)
         else:
             raise NotFound(f"no such file or folder: {path}")
+    _refuse_shared_names(found)
     return list(found.items())
+
+
+def _refuse_shared_names(found: dict[Path, str]) -> None:
+    """Two files under one source name would replace each other: refuse before storing any."""
+    by_source: dict[str, builtins.list[Path]] = {}
+    for path, source in found.items():
+        by_source.setdefault(source, []).append(path)
+    for source, paths in sorted(by_source.items()):
+        if len(paths) > 1:
+            named = ", ".join(str(p) for p in sorted(paths)[:3])
+            raise InvalidInput(f"{len(paths)} files would be stored as the same document {source!r} ({named}), "
+                               "each replacing the other: ingest their folder instead, which names each "
+                               "file by its path inside it")
 
 
 def _folder_documents(folder: Path, *, limit: int) -> builtins.list[Path]:

@@ -543,6 +543,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         first = errors[0] if errors else {}
+        if first.get("type") == "json_invalid":  # loc is ("body", offset): say what it means
+            reason = first.get("ctx", {}).get("error", "")
+            offset = [p for p in first.get("loc", ()) if isinstance(p, int)]
+            at = f" at character {offset[0]}" if offset else ""
+            return _error("invalid_input", f"the request body is not valid JSON{at}" + (f": {reason}" if reason else ""))
+        if tuple(first.get("loc", ())) == ("body",) and first.get("type") == "model_attributes_type":
+            return _error("invalid_input", "the request body must be a JSON object (send Content-Type: application/json)")
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         return _error("invalid_input", f"{where}: {first.get('msg', 'invalid')}{more}")

@@ -1,0 +1,130 @@
+"""What every CLI command shares: the global options of one invocation and how to open, print and parse.
+
+A leaf module: `app` and the command modules import it, it imports neither.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, is_dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from fourfold._manifest import MANIFEST
+from fourfold.config import DATA_DIR_ENV, default_data_dir
+from fourfold.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from fourfold.embeddings.base import Embedder
+    from fourfold.memory import Memory
+    from fourfold.models.base import ChatModel
+
+__all__ = ["WHERE_OPTION_HELP", "State", "_embedder", "_memory", "_model", "_out", "_plain", "_say_created", "_store_url",
+           "_when", "_where", "state"]
+
+WHERE_OPTION_HELP = ("A filter as JSON: '{\"product\": \"web\"}', '{\"priority\": {\"$gte\": 2}}', "
+                     "'{\"created_at\": {\"$gte\": \"2026-11-01\"}}' ($eq $ne $in $nin $gt $gte $lt $lte $and $or).")
+
+
+@dataclass
+class State:
+    """The global options of one invocation (reset by `fourfold.cli.main` before each)."""
+
+    data_dir: Path = field(default_factory=default_data_dir)
+    #: A postgresql:// URL that replaces the data dir (None: the data dir).
+    store: str | None = None
+    embedder: str | None = None
+    model: str | None = None
+    as_json: bool = False
+
+    def reset(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
+state = State()
+
+
+def _store_url(store: str | None) -> str | None:
+    from fourfold.stores.database import is_url
+
+    if not store:
+        return None
+    if not is_url(store):
+        raise InvalidInput(f"--store takes a postgresql:// URL, not {store[:40]!r} (a data dir is --data-dir)")
+    return store
+
+
+def _where() -> Path | str:
+    """What the commands open: the PostgreSQL URL of --store, else the data dir."""
+    return state.store or state.data_dir
+
+
+@contextmanager
+def _memory(*, create: bool = False) -> Iterator[Memory]:
+    """The data dir, open; only writing commands pass create=True (a reader never makes a store).
+
+    A command that created the data dir says where it is once it has succeeded.
+    """
+    from fourfold.memory import Memory
+
+    fresh = create and state.store is None and not (state.data_dir / MANIFEST).exists()
+    with Memory.open(_where(), embedder=_embedder(), create=create) as mem:
+        yield mem
+    if fresh:
+        _say_created()
+
+
+def _say_created() -> None:
+    typer.echo(f"fourfold: created a new data dir at {state.data_dir.absolute()} "
+               f"(choose another with --data-dir or ${DATA_DIR_ENV})", err=True)
+
+
+def _embedder() -> Embedder:
+    from fourfold.embeddings.spec import embedder_from_spec
+
+    return embedder_from_spec(state.embedder or "minilm")
+
+
+def _out(value: Any, human: str | None = None) -> None:
+    if state.as_json or human is None:
+        typer.echo(json.dumps(_plain(value), ensure_ascii=False, indent=None if state.as_json else 2))
+    else:
+        typer.echo(human)
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in asdict(value).items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _when(text: str | None, option: str) -> float | datetime | None:
+    """A time given on the command line: unix seconds or ISO 8601."""
+    if text is None:
+        return None
+    from fourfold.text.dates import parse_date
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    when = parse_date(text)
+    if when is None:
+        raise InvalidInput(f"{option} must be ISO 8601 (2024-05-01, 2024-05-01T09:00Z) or unix seconds, got {text!r}")
+    return when
+
+
+def _model() -> ChatModel:
+    """The chat model of --model / $FOURFOLD_MODEL (default: Claude with ANTHROPIC_API_KEY, else offline)."""
+    from fourfold.models import default_model
+
+    return default_model(state.model)

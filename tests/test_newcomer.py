@@ -1,0 +1,140 @@
+"""Issue 16's closing walk-through: what a fresh newcomer still tripped over, from the outside.
+
+The CLI runs in a subprocess and the service in its own process over HTTP, as a user meets them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "FOURFOLD_MODEL", "FOURFOLD_DATA_DIR")}
+    return {**env, "HF_HUB_OFFLINE": "1", "FOURFOLD_EMBEDDER": "hash"}
+
+
+def _fourfold(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fourfold.cli", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=_env())
+
+
+# -- a missing data dir: the key commands read it like any other reader ----------------------
+
+
+@pytest.mark.parametrize("command", [["keys", "list"], ["keys", "revoke", "abc123"]])
+def test_key_commands_on_a_mistyped_data_dir_are_an_error_and_create_nothing(tmp_path: Path, command: list[str]) -> None:
+    r = _fourfold("--data-dir", str(tmp_path / "typo" / "deep"), *command, cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"error: no fourfold data dir at {tmp_path / 'typo' / 'deep'}: nothing has been stored there yet"
+    r = _fourfold(*command, cwd=tmp_path)  # no option: ./agent_memory must not appear either
+    assert r.returncode == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_keys_create_says_once_where_it_created_the_data_dir(tmp_path: Path) -> None:
+    r = _fourfold("keys", "create", "--tenant", "acme", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith(f"fourfold: created a new data dir at {tmp_path / 'agent_memory'} ")
+    assert r.stdout.startswith("ffk_")
+    again = _fourfold("keys", "create", "--tenant", "acme", cwd=tmp_path)
+    assert again.returncode == 0 and again.stderr == ""
+    listed = _fourfold("--json", "keys", "list", cwd=tmp_path)
+    assert [k["tenant"] for k in json.loads(listed.stdout)] == ["acme", "acme"]
+
+
+def test_fourfold_mcp_says_on_stderr_when_it_creates_the_data_dir(tmp_path: Path) -> None:
+    """An MCP client's config with a mistyped path must not start a new, empty memory unseen."""
+    hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}})
+    typo = tmp_path / "Users" / "me" / ".fourfld"
+    for expected in (f"fourfold: created a new data dir at {typo} ", ""):
+        ran = subprocess.run([sys.executable, "-m", "fourfold.cli", "--data-dir", str(typo), "mcp"], input=hello + "\n",
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_env())
+        assert json.loads(ran.stdout.splitlines()[0])["id"] == 1  # stdout stays the protocol's
+        assert ran.stderr.startswith(expected) if expected else ran.stderr == ""
+
+
+# -- documents: two files under one name would replace each other -----------------------------
+
+
+def test_two_files_with_one_name_are_refused_before_anything_is_stored(tmp_path: Path) -> None:
+    for team, text in (("a", "Team A: refunds take 30 days."), ("b", "Team B: parcels ship in 5 days.")):
+        (tmp_path / "kb" / team).mkdir(parents=True)
+        (tmp_path / "kb" / team / "faq.md").write_text(text + "\n")
+    for given in ([str(tmp_path / "kb" / "*" / "faq.md")],
+                  [str(tmp_path / "kb" / "a" / "faq.md"), str(tmp_path / "kb" / "b" / "faq.md")]):
+        r = _fourfold("docs", "ingest", *given, cwd=tmp_path)
+        assert r.returncode == 2, r.stdout
+        assert "2 files would be stored as the same document 'faq.md'" in r.stderr
+        assert "ingest their folder instead" in r.stderr and len(r.stderr.splitlines()) == 1
+    # Nothing was half-written: the data dir was never even created.
+    assert not (tmp_path / "agent_memory").exists()
+    r = _fourfold("docs", "ingest", str(tmp_path / "kb"), cwd=tmp_path)
+    assert r.stdout.splitlines() == ["added     a/faq.md (1 chunks)", "added     b/faq.md (1 chunks)"]
+
+
+# -- the README's own library and agent examples run as written -------------------------------
+
+
+def test_the_readme_library_and_agent_examples_run(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    library, agent = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[:2]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "refunds.md").write_text("# Refunds\n\nRefunds go back to the card used, within 30 days.\n")
+    code = library + agent + "\nprint(mem.docs.search('refund to a card', k=1)[0].source)\n"
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=_env())
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.splitlines()[-1] == "refunds.md"
+
+
+def test_a_file_name_given_as_document_text_says_how_to_read_the_file(tmp_path: Path) -> None:
+    code = ("from fourfold import Memory\nfrom fourfold.errors import InvalidInput\n"
+            "mem = Memory.open('data')\n"
+            "try:\n    mem.docs.ingest('docs/refunds.md')\nexcept InvalidInput as exc:\n    print(exc)\n")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=_env())
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "never a file name" in ran.stdout and "ingest_file(path)" in ran.stdout
+
+
+# -- the service: a malformed body says what is wrong with it ---------------------------------
+
+
+def test_a_malformed_request_body_is_explained(tmp_path: Path) -> None:
+    from fourfold.service.testing import LiveService
+
+    with LiveService(tmp_path / "data", keys={"acme": 1}) as live:
+        headers = {"Authorization": f"Bearer {live.keys['acme'][0]}"}
+        search = f"{live.url}/v1/memories/search"
+        broken = httpx.post(search, content=b'{"query": "contact", "k": 3', timeout=30,
+                            headers={**headers, "Content-Type": "application/json"})
+        assert broken.status_code == 422
+        assert broken.json()["error"] == {
+            "code": "invalid_input", "message": "the request body is not valid JSON at character 27: Expecting ',' delimiter"}
+        form = httpx.post(search, content=b'{"query": "contact"}', timeout=30,
+                          headers={**headers, "Content-Type": "application/x-www-form-urlencoded"})  # curl -d's default
+        assert form.status_code == 422
+        assert form.json()["error"]["message"] == (
+            "the request body must be a JSON object (send Content-Type: application/json)")
+        field = httpx.post(search, json={"query": 3}, headers=headers, timeout=30)
+        assert field.status_code == 422 and field.json()["error"]["message"] == "query: Input should be a valid string"
+
+
+# -- benchmarks: "arguments pass through", --help included ------------------------------------
+
+
+def test_bench_help_shows_the_benchmarks_own_options(tmp_path: Path) -> None:
+    r = _fourfold("bench", "locomo", "--help", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: locomo.py") and "--data DATA" in r.stdout
