@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from fourfold._manifest import MANIFEST
-from fourfold.cli.app import state
+from fourfold.cli._common import state
 from fourfold.errors import StoreUnavailable
 
 __all__ = ["register"]
