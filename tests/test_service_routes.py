@@ -18,7 +18,7 @@ PUBLIC = {"/healthz", "/openapi.json", "/docs", "/docs/assets"}
 #: another tenant's name is simply one the caller has nothing under. They answer (an empty
 #: history, nothing deleted), but never touch or show the owner's data.
 OWN_NAMESPACE = {("PUT", "/v1/facts/{key}"), ("DELETE", "/v1/facts/{key}"), ("GET", "/v1/facts/{key}/history"),
-                 ("DELETE", "/v1/scopes/{scope}")}
+                 ("DELETE", "/v1/scopes/{scope}"), ("GET", "/v1/conversations/{scope}")}
 SECRET = "Alpha keeps the vault code beside the kettle"
 
 
@@ -83,7 +83,7 @@ def _owned(svc: Service) -> dict[str, str]:
     assert svc.call("alpha", "PUT", "/v1/facts/vault_code", {"value": SECRET}).status_code == 200
     assert svc.call("alpha", "POST", "/v1/docs", {"text": f"# Vault\n\n{SECRET}.", "source": "vault.md"}).status_code == 201
     return {"memory_id": memory["id"], "episode_id": episode["id"], "key": "vault_code", "source": "vault.md",
-            "scope": "customer:a"}
+            "scope": "customer:a", "case_id": episode["id"]}
 
 
 def _alpha_view(svc: Service, ids: dict[str, str]) -> list[Any]:

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
-from fourfold.episodic import SHARED_SCOPE
+from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic._codec import build_episode
-from fourfold.errors import InvalidInput
+from fourfold.errors import InvalidInput, NotFound
 from fourfold.models.base import ChatModel
 from fourfold.protocols import CaseLog, MemoryLike
 from fourfold.text import tokenize
@@ -39,7 +39,10 @@ class CaseBase:
     turns the lever off (the detector alone decides).
     """
 
-    def __init__(self, memory: MemoryLike, *, model: ChatModel | None = None, min_customers: int | None = 3) -> None:
+    def __init__(
+        self, memory: MemoryLike, *, model: ChatModel | None = None, min_customers: int | None = 3,
+        review: bool = False,
+    ) -> None:
         if not isinstance(memory.episodes, CaseLog):
             raise InvalidInput(f"{memory!r} keeps no shared cases (its episode log cannot link a case to its customer)")
         if min_customers is not None and (isinstance(min_customers, bool) or not isinstance(min_customers, int)
@@ -49,6 +52,8 @@ class CaseBase:
         self._log: CaseLog = memory.episodes
         self.model = model if model is not None and model.is_llm else None
         self.min_customers = min_customers
+        #: New cases wait in `PENDING_SCOPE` until an operator approves them (`approve`/`reject`).
+        self.review = bool(review)
         self._vocabulary = _Vocabulary(min_customers or 1)
         self._reference: tuple[tuple[object, ...], frozenset[str]] = ((), frozenset())
 
@@ -68,9 +73,27 @@ class CaseBase:
             return None
         item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
                 "tags": [CASE_TAG, case.written_by]}
-        episode = replace(build_episode(item, ts=time.time()), scope=SHARED_SCOPE)
+        episode = replace(build_episode(item, ts=time.time()), scope=PENDING_SCOPE if self.review else SHARED_SCOPE)
         self._log.insert([episode], derived_from={episode.id: source_scope})
         return episode
+
+    def shared(self) -> list[Episode]:
+        """The cases every customer's turn may read, oldest first."""
+        return self.memory.episodes.episodes(scope=SHARED_SCOPE)
+
+    def pending(self) -> list[Episode]:
+        """The cases waiting for review, oldest first (none are read by a turn)."""
+        return self.memory.episodes.episodes(scope=PENDING_SCOPE)
+
+    def approve(self, case_id: str) -> Episode:
+        """Share a reviewed case; it keeps its link to its customer, for erasure."""
+        return self._log.move(case_id, from_scope=PENDING_SCOPE, to_scope=SHARED_SCOPE)
+
+    def reject(self, case_id: str) -> None:
+        """Erase a case waiting for review (NotFound when no such case waits)."""
+        if case_id not in {e.id for e in self.pending()}:
+            raise NotFound(f"no case {case_id!r} waits for review")
+        self._log.forget(case_id)
 
     def similar(
         self, situation: str, *, k: int, exclude_source: str | None = None, min_score: float | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -99,6 +100,9 @@ class TurnReport:
     model_calls: int
     system_prompt: str = field(repr=False, default="")
     cases: tuple[Episode, ...] = ()  # de-identified cases from other customers' tickets
+    dry_run: bool = False  # nothing of this turn was saved
+    #: A dry run's first request as sent to the model (after the short-term strategy).
+    sent: tuple[Mapping[str, Any], ...] = field(repr=False, default=())
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +127,9 @@ class SupportAgent:
     A successful resolve also writes a de-identified case to the shared case base, and every
     turn reads the cases like the customer's message besides the customer's own episodes:
     what one customer's ticket taught helps the next customer. `share_cases=False` keeps
-    every customer to their own memory (no case is written or read).
+    every customer to their own memory (no case is written or read). `review_cases=True`
+    holds each new case for an operator to approve or reject (`CaseBase.approve`) before any
+    customer's turn can read it.
 
     `memory` is any `MemoryLike`: a `Memory`, or a `RemoteMemory` for `fourfold serve`. A
     remote memory keeps no conversation threads and no shared cases: pass `conversations`
@@ -142,6 +148,7 @@ class SupportAgent:
         doc_k: int = 2,
         case_k: int = 2,
         share_cases: bool = True,
+        review_cases: bool = False,
         max_tool_rounds: int = 4,
         max_tokens: int = 1024,
         instructions: str = BASE_INSTRUCTIONS,
@@ -164,7 +171,7 @@ class SupportAgent:
         self.case_k = case_k
         if share_cases and not isinstance(memory.episodes, CaseLog):
             raise InvalidInput(f"{memory!r} keeps no shared cases: pass share_cases=False")
-        self.cases = CaseBase(memory, model=model) if share_cases else None
+        self.cases = CaseBase(memory, model=model, review=review_cases) if share_cases else None
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
         self.instructions = instructions
@@ -180,23 +187,31 @@ class SupportAgent:
 
     # -- one turn -------------------------------------------------------------------------
 
-    def turn(self, customer_id: str, user_msg: str) -> Reply:
-        """Answer one customer message, using and updating that customer's thread."""
+    def turn(self, customer_id: str, user_msg: str, *, dry_run: bool = False) -> Reply:
+        """Answer one customer message, using and updating that customer's thread.
+
+        `dry_run=True` runs the same turn (retrieval, prompt, short-term strategy, model and
+        tool calls) but saves nothing: the thread, the ticket and every store stay as they
+        were, and the report carries the messages that were sent. The model is still called.
+        """
         scope = customer_scope(customer_id)
         # Secrets never reach the persisted thread, the ticket's episode or the model.
         user_msg = redact(check_text(user_msg, what="message", max_chars=50_000))[0]
-        with self.conversations.lock(scope).hold():
+        # A dry run saves nothing, so it need not wait for (or hold up) a live turn's lock.
+        with contextlib.nullcontext() if dry_run else self.conversations.lock(scope).hold():
             thread = self.conversations.load(scope)
             parts = self.retrieve(scope, user_msg)
             system = assemble_system(parts, instructions=self.instructions)
             # The system prompt (instructions and what was retrieved) is part of the budget.
             messages = _append_user(list(thread.messages), user_msg)
             messages = run_strategy(self.short_term, messages, system=system)
+            sent = tuple(messages)
             messages, responses, tool_uses = self._tool_loop(messages, system)
             actions = tuple(f"{t.name}({_args(t.input)}) -> {t.result}" for t in tool_uses)
             ticket = OpenTicket.of(thread)
             ticket = OpenTicket(ticket.goal or user_msg, ticket.actions + actions)
-            self.conversations.save(ticket.kept_in(replace(thread, messages=tuple(messages))))
+            if not dry_run:
+                self.conversations.save(ticket.kept_in(replace(thread, messages=tuple(messages))))
         report = TurnReport(
             model=self.model.name,
             memories=tuple(parts.memories),
@@ -209,6 +224,8 @@ class SupportAgent:
             messages_sent=len(messages),
             model_calls=len(responses),
             system_prompt=system,
+            dry_run=dry_run,
+            sent=sent if dry_run else (),
         )
         return Reply(responses[-1].text, report)
 

@@ -486,6 +486,7 @@ def _register_adapters() -> None:
         doctor_command,
         list_command,
         service_commands,
+        ui_command,
     )
 
     list_command.register(app)
@@ -494,6 +495,7 @@ def _register_adapters() -> None:
     service_commands.register(app)
     doctor_command.register(app)
     data_commands.register(app)
+    ui_command.register(app)
 
 
 _register_adapters()

@@ -7,8 +7,9 @@ stays fast and works without them.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -47,8 +48,24 @@ def serve(
     store: Annotated[str | None, typer.Option(
         "--store", help="Serve from PostgreSQL (postgresql://...): any number of replicas share it."
     )] = None,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", help="A name browsers may reach the service by (the web inspector at /ui); repeatable."
+    )] = None,
+    review_cases: Annotated[bool, typer.Option(
+        "--review-cases", help="Hold each new shared case until an operator approves it (in the inspector)."
+    )] = False,
 ) -> None:
-    """Serve the data dir over HTTP (REST at /v1, MCP at /mcp, OpenAPI at /openapi.json)."""
+    """Serve the data dir over HTTP (REST at /v1, MCP at /mcp, OpenAPI at /openapi.json, inspector at /ui)."""
+    run_service(host=host, port=port, max_body=max_body, log_level=log_level, query_model=query_model, store=store,
+                allow_host=allow_host or [], review_cases=review_cases)
+
+
+def run_service(
+    *, host: str, port: int, max_body: int = 8 * 1024 * 1024, log_level: str = "warning", query_model: str = "int8",
+    store: str | None = None, allow_host: list[str] | None = None, review_cases: bool = False,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Run the service until interrupted; `on_ready(url)` is called once it listens."""
     if store:
         state.store = _store_url(store)
     import uvicorn
@@ -67,13 +84,42 @@ def serve(
     tenants = Tenants(_where(), embedder=embedder, query_embedder=_query_embedder(embedder, query_model))
     try:
         tenants.warm_up()  # /healthz answers once the models are loaded, not on the first requests
-        app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body, model=_model())
+        app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body, model=_model(),
+                         review_cases=review_cases, allowed_hosts=_browser_hosts(host, allow_host or []))
         auth = "API keys" if keys.has_keys() else "none until a key is created (loopback only)"
-        typer.echo(f"fourfold serving {tenants.where} on http://{_url_host(host)}:{port} (auth: {auth})", err=True)
-        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+        url = f"http://{_url_host(host)}:{port}"
+        typer.echo(f"fourfold serving {tenants.where} on {url} (auth: {auth}; inspector: {url}/ui)", err=True)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5))
+        if on_ready is not None:
+            _call_when_started(server, lambda: on_ready(url))
+        server.run()
     finally:
         tenants.close()
         keys.close()
+
+
+def _call_when_started(server: Any, callback: Callable[[], None]) -> None:
+    """Run `callback` on a thread once uvicorn listens (opening a browser before would fail)."""
+    import threading
+    import time
+
+    def wait() -> None:
+        while not server.started and not server.should_exit:
+            time.sleep(0.05)
+        if server.started:
+            callback()
+
+    threading.Thread(target=wait, name="fourfold-on-ready", daemon=True).start()
+
+
+def _browser_hosts(host: str, extra: list[str]) -> list[str] | None:
+    """The names browsers may use: loopback ones, the bound one, and `--allow-host`; None (any)
+    for a wildcard bind without `--allow-host` (keys are required there, so rebinding gains nothing)."""
+    from fourfold.service.ui import LOOPBACK_HOSTS
+
+    if host in ("0.0.0.0", "::", "[::]", "") and not extra:
+        return None
+    return [*LOOPBACK_HOSTS, *([] if _is_loopback(host) else [host]), *extra]
 
 
 def mcp(

@@ -1,6 +1,7 @@
 """Episodic memory: what was tried, and how it ended, in an appended log that erasure can cut."""
 
-from fourfold.episodic.log import SHARED_SCOPE, EpisodeLog
+from fourfold.episodic._index import dense_text, lexical_text
+from fourfold.episodic.log import PENDING_SCOPE, SHARED_SCOPE, EpisodeLog
 from fourfold.episodic.render import render_episode, render_episodes
 
-__all__ = ["SHARED_SCOPE", "EpisodeLog", "render_episode", "render_episodes"]
+__all__ = ["PENDING_SCOPE", "SHARED_SCOPE", "EpisodeLog", "dense_text", "lexical_text", "render_episode", "render_episodes"]

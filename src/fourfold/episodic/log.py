@@ -32,7 +32,7 @@ from fourfold.stores.vector import GLOBAL_SCOPE_KEY
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
-__all__ = ["SHARED_SCOPE", "EpisodeLog"]
+__all__ = ["PENDING_SCOPE", "SHARED_SCOPE", "EpisodeLog"]
 
 #: A candidate sharing no word with the situation must at least be this close in meaning.
 MIN_COSINE = 0.25
@@ -42,6 +42,9 @@ WRITTEN, ERASED = "episodes", "episodes/erased"
 #: it (any client could write there through MCP or REST); the support agent writes it through
 #: `insert`, as an import does.
 SHARED_SCOPE = "shared:cases"
+#: Cases waiting for an operator's review before they are shared (when review is on); as
+#: reserved as `SHARED_SCOPE`, and never read by a turn.
+PENDING_SCOPE = "shared:cases:pending"
 
 Floats = npt.NDArray[np.float64]
 _COLUMNS = "id, scope, ts, success, goal, actions, outcome, tags, seq"
@@ -95,7 +98,7 @@ class EpisodeLog:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise InvalidInput("record_many takes a sequence of episode mappings")
         episodes = [build_episode(item, ts=time.time()) for item in items]
-        if any(ep.scope == SHARED_SCOPE for ep in episodes):
+        if any(ep.scope in (SHARED_SCOPE, PENDING_SCOPE) for ep in episodes):
             raise InvalidInput(
                 f"scope {SHARED_SCOPE!r} is the shared case base: only the support agent's resolve writes it"
             )
@@ -344,6 +347,23 @@ class EpisodeLog:
         """Erase one episode; NotFound if there is none."""
         if not isinstance(episode_id, str) or not self._erase("id = ?", (episode_id,)):
             raise NotFound(f"no episode {episode_id!r}")
+
+    def move(self, episode_id: str, *, from_scope: str, to_scope: str) -> Episode:
+        """Move one episode of `from_scope` to `to_scope` (a reviewed case to the shared base),
+        keeping its id and its link to the scope it was derived from; NotFound if not there."""
+        source, target = _named_scope(from_scope, "move"), _named_scope(to_scope, "move")
+        with self._mutex:
+            with self.db.write() as conn:
+                moved = conn.execute(
+                    "UPDATE episodes SET scope = ? WHERE id = ? AND scope = ?",
+                    (scope_key(target), episode_id, scope_key(source)),
+                ).rowcount
+                if moved:  # readers load the log afresh, as after an erasure
+                    self.db.bump(conn, [ERASED, WRITTEN])
+            if not moved:
+                raise NotFound(f"no episode {episode_id!r} in scope {source!r}")
+            self._clear()
+        return self.get(episode_id)
 
     def _erase(self, where: str, params: tuple[str, ...]) -> int:
         with self._mutex:

@@ -9,7 +9,7 @@ bearer key; nothing here decides anything about memory.
 import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -31,6 +31,7 @@ from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.keys import KeyStore
 from fourfold.service.swagger import install_swagger_ui
 from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
+from fourfold.service.ui import LOOPBACK_HOSTS, install_inspector
 from fourfold.types import Remembered
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_WORKER_THREADS", "Authenticator", "create_app"]
@@ -102,11 +103,15 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY,
     mount_mcp: bool = True,
     worker_threads: int = DEFAULT_WORKER_THREADS,
+    review_cases: bool = False,
+    allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
 ) -> FastAPI:
     """The service over `tenants`, authenticated by `keys`.
 
     `model` answers `/v1/agent/*` (default: `fourfold.models.default_model()`, made on first
-    use). The MCP streamable-HTTP transport is mounted at `/mcp` behind the same keys.
+    use). The MCP streamable-HTTP transport is mounted at `/mcp` behind the same keys. The web
+    inspector is at `/ui`; browsers may reach the service by `allowed_hosts` only (None: any).
+    `review_cases` holds each new shared case for an operator's approval.
     """
     auth = Authenticator(keys, allow_anonymous=allow_anonymous)
     mcp_server = _mcp_server(tenants) if mount_mcp else None
@@ -135,7 +140,7 @@ def create_app(
     app.state.auth, app.state.tenants = auth, tenants
     bearer = HTTPBearer(auto_error=False, description="An API key from `fourfold keys create`.")
     api = APIRouter(prefix="/v1", dependencies=[Security(bearer)], responses=_ERRORS)
-    agents = _Agents(model)
+    agents = _Agents(model, review_cases=review_cases)
     writers = _Writers()
     background = _EpisodeEmbedding()
 
@@ -386,6 +391,7 @@ def create_app(
                                             "case": s.episode_out(res.case) if res.case else None})
 
     app.include_router(api)
+    install_inspector(app, _memory, agent_for=agents.agent, review_cases=review_cases, allowed_hosts=allowed_hosts)
     if mcp_server is not None:
         from starlette.routing import Route
 
@@ -446,8 +452,9 @@ class _EpisodeEmbedding:
 class _Agents:
     """One chat model for the service, made on first use (loading an SDK is not free)."""
 
-    def __init__(self, model: ChatModel | None) -> None:
+    def __init__(self, model: ChatModel | None, *, review_cases: bool = False) -> None:
         self._model = model
+        self._review = review_cases
         self._lock = threading.Lock()
 
     def model(self) -> ChatModel:
@@ -461,7 +468,7 @@ class _Agents:
     def agent(self, memory: Memory) -> Any:
         from fourfold.agent import SupportAgent
 
-        return SupportAgent(memory, self.model())
+        return SupportAgent(memory, self.model(), review_cases=self._review)
 
 
 # -- MCP over streamable HTTP ------------------------------------------------------------
