@@ -241,6 +241,11 @@ CITIES = [("Portland", "OR 97205"), ("Austin", "TX 78701"), ("Leeds", "LS1 4DY")
 PREFERENCES = [("Please only contact me by post", "by post"), ("I prefer phone calls after 7pm", "after 7pm"),
                ("Please reply in Portuguese", "in Portuguese"), ("Never call me before noon", "before noon"),
                ("Text me on WhatsApp instead of email", "on WhatsApp"), ("I'd rather you wrote to my work address", "my work address")]
+# Lowercase details: a relative's and a pet's name, a street typed in lowercase. Ordinary
+# dictionary words among them ("pepper", "oak street") test the ordinary-vocabulary rule.
+RELATIVES = [("husband", "john"), ("wife", "sarah"), ("son", "david"), ("daughter", "emma"), ("partner", "kenji")]
+PETS = [("dog", "biscuit"), ("cat", "pepper"), ("dog", "waffles"), ("cat", "mochi"), ("dog", "noodle")]
+LOWER_STREETS = ["oak street", "maple avenue", "harbour road", "elm drive", "mill lane"]
 PHONE_FORMATS = ["+1 {a} {b} {c}", "({a}) {b}-{c}", "{a}.{b}.{c}", "+1-{a}-{b}-{c}", "{a} {b} {c}", "+44 20 7946 0{c3}",
                  "07700 900{c3}", "+49 30 {b}{c}"]
 
@@ -309,6 +314,9 @@ def _details(rng: random.Random, first: str, surname: str) -> dict[str, str]:
         "iban": _iban(rng),
         "preference": pref,
         "_pref_marker": pref_marker,
+        "relative": " ".join(rng.choice(RELATIVES)),
+        "pet": " ".join(rng.choice(PETS)),
+        "lowercase_street": f"{rng.randint(2, 998)} {rng.choice(LOWER_STREETS)}",
     }
 
 
@@ -319,6 +327,8 @@ def _markers(details: Mapping[str, str]) -> dict[str, str]:
     out["preference"] = details["_pref_marker"]
     out["first_name"] = details["name"].split()[0]
     out["card_number"] = details["card_number"][-9:]  # the last two groups
+    out["relative"] = details["relative"].split()[-1]
+    out["pet"] = details["pet"].split()[-1]
     return out
 
 
@@ -332,6 +342,9 @@ def _first_message(rng: random.Random, problem: str, d: Mapping[str, str]) -> st
         f"I live at {d['postal_address']}.",
         f"I paid with my card {d['card_number']}; refunds can go to {d['iban']}.",
         f"{d['preference']}.",
+        f"My {d['relative']} set up the account for me.",
+        f"Sorry for the delay, our {d['pet']} chewed the cable.",
+        f"Parcels go to my sister, she lives at {d['lowercase_street']}.",
     ]
     rng.shuffle(parts)
     return f"{intro} {problem[:1].upper()}{problem[1:]}. {' '.join(parts)}"

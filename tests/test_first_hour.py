@@ -208,6 +208,17 @@ def test_chat_survives_mistakes_and_records_failures(cli: Run) -> None:
         ("My parcel ORD-9 is late", "courier lost the parcel", False)]
 
 
+def test_chat_a_first_short_ticket_teaches_the_next_customer(cli: Run) -> None:
+    # Issue 14: one customer, a short ticket, an outcome that does not repeat the problem.
+    lines = ["My invoice PDF fails with error 502", "/resolve Cleared the browser cache", "/customer bob",
+             "My invoice PDF fails with error 502, what can I do?", "/quit"]
+    r = cli("chat", "alice", stdin="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    assert "cleared the browser cache" in r.stdout.split("now talking as bob", 1)[1].lower()
+    cases = json.loads(cli("--json", "episodes", "list", "--scope", "shared:cases").stdout)
+    assert [(c["goal"], c["outcome"]) for c in cases] == [("My invoice PDF fails with error 502", "Cleared the browser cache")]
+
+
 def test_chat_on_a_terminal_has_a_prompt_and_keeps_going(tmp_path: Path) -> None:
     pexpect = pytest.importorskip("pexpect")
     args = ["-m", "fourfold.cli", "--data-dir", str(tmp_path / "d"), "chat", "ann"]

@@ -9,8 +9,9 @@ misses:
   Okonkwo a new link" in the operator's outcome);
 - *shared words* (offline): a word of the customer's own text travels only if it is common
   ground, seen in the tickets of several customers, in the documentation, in the facts or in
-  the operator's outcome; the rest is masked. A detail the detector does not know (a rare
-  surname, a street it cannot parse, an instruction someone tries to plant) stays behind.
+  the operator's outcome, or ordinary vocabulary (lowercase dictionary words, short acronyms
+  and numbers, see `_ordinary`); the rest is masked. A detail the detector does not know (a
+  rare surname, a street it cannot parse, an instruction someone tries to plant) stays behind.
 
 With a chat model the model writes the generic problem and fix; the detector and the taint
 then check what it wrote, and a text that copies a run of the customer's own words is refused.
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from fourfold.agent._ordinary import is_ordinary, own_words
 from fourfold.models.base import ChatModel
 from fourfold.text import STOPWORDS, detect, redact, tokenize
 
@@ -44,6 +46,8 @@ _MASK = "…"
 #: A model's case that repeats this many consecutive words of the customer is refused.
 COPIED_RUN = 8
 MAX_PROBLEM_CHARS = 300
+#: The longest sentence whose ordinary words state the problem (a longer one says more than that).
+MAX_STATEMENT_WORDS = 25
 #: The customer's latest messages a model is shown besides the opening one.
 MAX_MESSAGES = 10
 
@@ -94,14 +98,14 @@ def echoed_names(customer: Iterable[str], shared_text: str, common: Callable[[st
     return frozenset(w for w in repeated if w not in STOPWORDS and not all(common(s) for s in tokenize(w)))
 
 
-def _mask(text: str, keep: Callable[[str], bool]) -> tuple[str, int]:
+def _mask(text: str, keep: Callable[[str, int], bool]) -> tuple[str, int]:
     """Replace each word `keep` refuses (placeholders untouched) by "…", one per run of them."""
     protected = [m.span() for m in _PLACEHOLDER.finditer(text)]
     out: list[str] = []
     pos = masked = 0
     run_end = -1  # where the last masked word ended
     for match in _WORD.finditer(text):
-        if any(s <= match.start() < e for s, e in protected) or keep(match.group()):
+        if any(s <= match.start() < e for s, e in protected) or keep(match.group(), match.start()):
             continue
         between = text[pos : match.start()]
         if not (run_end == pos and not between.strip()):  # a new run of masked words
@@ -112,19 +116,25 @@ def _mask(text: str, keep: Callable[[str], bool]) -> tuple[str, int]:
     return "".join(out), masked
 
 
-def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | None) -> tuple[str, int]:
+def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | None, *,
+           ordinary: Callable[[str], bool] | None = None) -> tuple[str, int]:
     """The detector's redaction, then tainted words (and, with `allowed`, rare ones) masked.
 
+    `ordinary` words are kept too, but only in the statement of the problem (`_statement`):
+    elsewhere ordinary words could carry an instruction someone plants for other customers.
     A stated preference is dropped without a trace: it says how to treat one customer.
     """
     redacted, found = redact(text, policy="personal")
     redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted))
+    start, end = _statement(redacted) if ordinary is not None else (0, 0)
 
-    def keep(word: str) -> bool:
+    def keep(word: str, at: int) -> bool:
         lowered = word.lower()
         if _key(word) in tainted:
             return False
-        return allowed is None or lowered in STOPWORDS or allowed(word)
+        if allowed is None or lowered in STOPWORDS or allowed(word):
+            return True
+        return ordinary is not None and start <= at < end and ordinary(word)
 
     masked, count = _mask(redacted, keep)
     return " ".join(masked.split()), len(found) + count
@@ -138,12 +148,17 @@ def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None)
     """
     tainted = _tainted(ticket, ticket.outcome, shared)
     outcome_stems = set(tokenize(ticket.outcome))
+    own = own_words(ticket.goal)  # "our dog biscuit": however common the word, it is theirs here
 
     def allowed(word: str) -> bool:
         stems = tokenize(word)
-        return all(s in outcome_stems or (shared is not None and shared(s)) for s in stems)
+        return word.lower() not in own and all(s in outcome_stems or (shared is not None and shared(s)) for s in stems)
 
-    problem, n = _scrub(ticket.goal, tainted, allowed if shared is not None else None)
+    def ordinary(word: str) -> bool:
+        return word.lower() not in own and is_ordinary(word)
+
+    problem, n = (_scrub(ticket.goal, tainted, allowed, ordinary=ordinary) if shared is not None
+                  else _scrub(ticket.goal, tainted, None))
     fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
     return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
 
@@ -215,6 +230,19 @@ def _informative(text: str) -> str:
     pool = [s for s in sentences if not _PLACEHOLDER.search(s)] or sentences
     kept = [s for s in pool if len(tokenize(_PLACEHOLDER.sub(" ", s))) >= 2]
     return " ".join(kept or pool) or text
+
+
+def _statement(text: str) -> tuple[int, int]:
+    """Where the problem is stated: the first sentence of a redacted text that holds no
+    personal detail, says something (two words or more) and is short; (0, 0) if none is."""
+    pos = 0
+    for sentence in _SENTENCE.split(text):
+        start = text.index(sentence, pos)
+        pos = start + len(sentence)
+        words = len(_WORD.findall(sentence))
+        if not _PLACEHOLDER.search(sentence) and len(tokenize(sentence)) >= 2 and words <= MAX_STATEMENT_WORDS:
+            return start, pos
+    return 0, 0
 
 
 def problem_query(message: str) -> str:
