@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint typecheck bench clean browser docs
+.PHONY: install test check demo lint typecheck bench clean browser docs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,12 @@ test: $(STAMP) browser
 	$(BIN)/mypy
 	$(MAKE) docs
 	$(BIN)/pytest -q
+
+# The fast inner loop: lint, types and the tests that need no real model, server or PostgreSQL.
+check: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest -q -x -m "not slow and not server and not postgres"
 
 # The documentation site (MkDocs); --strict makes a broken link or anchor fail the build.
 docs: $(STAMP)
