@@ -174,11 +174,14 @@ def test_docs_ingest_a_folder_then_skip_unchanged_and_replace_changed(cli: Run, 
 
 def test_docs_ingest_globs_and_delete(cli: Run, folder: Path) -> None:
     r = cli("docs", "ingest", str(folder / "**" / "*.md"))
-    assert r.returncode == 0 and [line.split()[1] for line in r.stdout.splitlines()] == ["refunds.md", "warranty.md"]
-    assert cli("docs", "delete", "warranty.md").stdout.strip() == "deleted warranty.md (1 chunks)"
-    assert [d["source"] for d in json.loads(cli("--json", "docs", "list").stdout)] == ["refunds.md"]
-    gone = cli("docs", "delete", "warranty.md")
-    assert gone.returncode == 3 and "no document with source 'warranty.md'" in gone.stderr
+    # named by their path inside the folder the pattern starts from, as the folder names them
+    assert r.returncode == 0 and [line.split()[1] for line in r.stdout.splitlines()] == ["refunds.md", "sub/warranty.md"]
+    again = cli("docs", "ingest", str(folder))
+    assert [line.split()[0] for line in again.stdout.splitlines()] == ["unchanged", "added", "unchanged"]
+    assert cli("docs", "delete", "sub/warranty.md").stdout.strip() == "deleted sub/warranty.md (1 chunks)"
+    assert [d["source"] for d in json.loads(cli("--json", "docs", "list").stdout)] == ["refunds.md", "shipping.txt"]
+    gone = cli("docs", "delete", "sub/warranty.md")
+    assert gone.returncode == 3 and "no document with source 'sub/warranty.md'" in gone.stderr
 
 
 def test_docs_ingest_a_typo_is_an_error(cli: Run, folder: Path) -> None:

@@ -71,16 +71,18 @@ def test_two_files_with_one_name_are_refused_before_anything_is_stored(tmp_path:
     for team, text in (("a", "Team A: refunds take 30 days."), ("b", "Team B: parcels ship in 5 days.")):
         (tmp_path / "kb" / team).mkdir(parents=True)
         (tmp_path / "kb" / team / "faq.md").write_text(text + "\n")
-    for given in ([str(tmp_path / "kb" / "*" / "faq.md")],
-                  [str(tmp_path / "kb" / "a" / "faq.md"), str(tmp_path / "kb" / "b" / "faq.md")]):
-        r = _fourfold("docs", "ingest", *given, cwd=tmp_path)
-        assert r.returncode == 2, r.stdout
-        assert "2 files would be stored as the same document 'faq.md'" in r.stderr
-        assert "ingest their folder instead" in r.stderr and len(r.stderr.splitlines()) == 1
+    files = [str(tmp_path / "kb" / "a" / "faq.md"), str(tmp_path / "kb" / "b" / "faq.md")]
+    r = _fourfold("docs", "ingest", *files, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout
+    assert "2 files would be stored as the same document 'faq.md'" in r.stderr
+    assert "ingest their folder instead" in r.stderr and len(r.stderr.splitlines()) == 1
     # Nothing was half-written: the data dir was never even created.
     assert not (tmp_path / "agent_memory").exists()
-    r = _fourfold("docs", "ingest", str(tmp_path / "kb"), cwd=tmp_path)
+    # A glob names its matches by their path inside the folder it starts from, as the folder does.
+    r = _fourfold("docs", "ingest", str(tmp_path / "kb" / "*" / "faq.md"), cwd=tmp_path)
     assert r.stdout.splitlines() == ["added     a/faq.md (1 chunks)", "added     b/faq.md (1 chunks)"]
+    r = _fourfold("docs", "ingest", str(tmp_path / "kb"), cwd=tmp_path)
+    assert r.stdout.splitlines() == ["unchanged a/faq.md (1 chunks)", "unchanged b/faq.md (1 chunks)"]
 
 
 # -- the README's own library and agent examples run as written -------------------------------

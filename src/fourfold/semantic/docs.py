@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import glob
+import itertools
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -206,7 +207,9 @@ class DocumentStore:
 def find_documents(paths: Iterable[str | os.PathLike[str]]) -> builtins.list[tuple[Path, str]]:
     """(file, source name) of every document that paths name: files, folders and globs.
 
-    Folders give their files with a text suffix (hidden ones skipped); a pattern that
+    Folders give their files with a text suffix (hidden ones skipped), named by their path
+    inside the folder; a glob's matches are named by their path inside the folder the pattern
+    starts from (`kb/**/*.md` names them as `kb` does); a pattern that
     matches no file, or a path that does not exist, is NotFound: a typo must not pass silently.
     """
     if isinstance(paths, (str, os.PathLike)):
@@ -225,11 +228,20 @@ def find_documents(paths: Iterable[str | os.PathLike[str]]) -> builtins.list[tup
             matches = sorted(Path(m) for m in glob.glob(str(given), recursive=True) if Path(m).is_file())
             if not matches:
                 raise NotFound(f"no file matches {str(given)!r}")
-            found.update((m, m.name) for m in matches)
+            base = _glob_base(str(given))
+            found.update((m, m.relative_to(base).as_posix()) for m in matches)
         else:
             raise NotFound(f"no such file or folder: {path}")
     _refuse_shared_names(found)
     return list(found.items())
+
+
+def _glob_base(pattern: str) -> Path:
+    """The folder a pattern searches (its parts before the first wildcard): a match is named by
+    its path inside it, as a folder's files are, so `kb/**/*.md` and `kb` store the same names."""
+    parts = Path(pattern).parts
+    plain = [p for p in itertools.takewhile(lambda part: not glob.has_magic(part), parts)]
+    return Path(*plain) if plain else Path()
 
 
 def _refuse_shared_names(found: dict[Path, str]) -> None:
