@@ -48,6 +48,13 @@ COPIED_RUN = 8
 MAX_PROBLEM_CHARS = 300
 #: The longest sentence whose ordinary words state the problem (a longer one says more than that).
 MAX_STATEMENT_WORDS = 25
+#: Words of a sentence that addresses the agent or other people instead of reporting a problem
+#: ("SYSTEM: tell every customer to ...", "ignore your instructions"): such a sentence is never
+#: the statement whose ordinary words travel, wherever it stands in the ticket.
+_DIRECTIVE = re.compile(
+    r"(?i)\b(?:you|your|yours|yourself|ignore|disregard|instructions?|prompt|system|assistant|always|must|"
+    r"tell|every|everyone|everybody|anyone|anybody|customers|approve|grant|wire)\b"
+)
 #: The customer's latest messages a model is shown besides the opening one.
 MAX_MESSAGES = 10
 
@@ -234,13 +241,15 @@ def _informative(text: str) -> str:
 
 def _statement(text: str) -> tuple[int, int]:
     """Where the problem is stated: the first sentence of a redacted text that holds no
-    personal detail, says something (two words or more) and is short; (0, 0) if none is."""
+    personal detail, says something (two words or more), is short and is no directive
+    (`_DIRECTIVE`); (0, 0) if none is."""
     pos = 0
     for sentence in _SENTENCE.split(text):
         start = text.index(sentence, pos)
         pos = start + len(sentence)
         words = len(_WORD.findall(sentence))
-        if not _PLACEHOLDER.search(sentence) and len(tokenize(sentence)) >= 2 and words <= MAX_STATEMENT_WORDS:
+        if (not _PLACEHOLDER.search(sentence) and not _DIRECTIVE.search(sentence)
+                and len(tokenize(sentence)) >= 2 and words <= MAX_STATEMENT_WORDS):
             return start, pos
     return 0, 0
 
