@@ -209,3 +209,19 @@ def test_the_model_s_fallback_judges_differing_words_as_it_would_alone(
     done = lt.remember("Organizes a yearly workshop", scope=S, kind="fact",
                        consolidate=ModelConsolidator(model, fallback=fallback))
     assert len(model.requests) == 1 and done.supersedes == (first,)  # 0.74 similar: by its differing words
+
+
+def test_a_write_chooses_its_consolidation(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    """consolidate=True is the offline judge, False none (over the memory's own), anything else a typed error."""
+    from fourfold.errors import InvalidInput
+
+    plain = LongTermMemory(vector_store, embedder)
+    first = plain.remember("Prefers email", scope=S, kind="preference")
+    again = plain.remember("Prefers email!", scope=S, kind="preference", consolidate=True)
+    assert again.supersedes == (first,) and [m.text for m in plain.all(scope=S)] == ["Prefers email!"]
+    judged = LongTermMemory(vector_store, embedder, consolidator=SimilarityConsolidator(threshold=0.55))
+    kept = judged.remember("Prefers email!!", scope=S, kind="preference", consolidate=False)
+    assert kept.supersedes == () and len(judged.all(scope=S)) == 2
+    with pytest.raises(InvalidInput, match="consolidate must be a Consolidator"):
+        plain.remember("Prefers text", scope=S, kind="preference", consolidate="yes")  # type: ignore[arg-type]
+    assert len(plain.all(scope=S)) == 2  # nothing written by the refused call

@@ -24,7 +24,13 @@ from fourfold._validate import (
 )
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput, NotFound
-from fourfold.longterm.consolidate import CONSOLIDATE_K, Consolidator, Similar, consolidated
+from fourfold.longterm.consolidate import (
+    CONSOLIDATE_K,
+    Consolidator,
+    Similar,
+    SimilarityConsolidator,
+    consolidated,
+)
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
 from fourfold.longterm.retrieval import ScopeIndex, Weights
@@ -140,7 +146,7 @@ class LongTermMemory:
         metadata: Mapping[str, Any] | None = None,
         key: str | None = None,
         valid_from: When | None = None,
-        consolidate: Consolidator | None = None,
+        consolidate: Consolidator | bool | None = None,
     ) -> MemoryId:
         """Store one durable memory; returns its id (which also lists redactions and what it superseded).
 
@@ -154,12 +160,13 @@ class LongTermMemory:
         return MemoryId.of(self.remember_many([item], consolidate=consolidate)[0])
 
     def remember_many(
-        self, items: Iterable[MemoryInput | Mapping[str, Any]], *, consolidate: Consolidator | None = None
+        self, items: Iterable[MemoryInput | Mapping[str, Any]], *, consolidate: Consolidator | bool | None = None
     ) -> list[Remembered]:
         """Validate, redact and embed all items, then store them in one locked write.
 
-        A `consolidate` judge (default: this memory's `consolidator`, None unless given)
-        keeps restatements of current memories from piling up (`fourfold.longterm.consolidate`).
+        A `consolidate` judge keeps restatements of current memories from piling up
+        (`fourfold.longterm.consolidate`): None takes this memory's `consolidator` (None unless
+        given), True the offline `SimilarityConsolidator`, False none.
 
         Nothing is written unless every item is valid, so a bad item never leaves half
         a batch behind. The batch's order is kept: items next to each other (in the same
@@ -167,8 +174,9 @@ class LongTermMemory:
         """
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidInput(f"remember_many takes a list of memories, not {type(items).__name__}")
+        judge = _judge(consolidate, self.consolidator)
         prepared = [self._prepare(_as_input(item)) for item in items]
-        return self._write_versions(prepared, consolidate=consolidate if consolidate is not None else self.consolidator)
+        return self._write_versions(prepared, consolidate=judge)
 
     def update(
         self,
@@ -674,3 +682,16 @@ def _recalled(record: VectorRecord, score: float) -> Recalled:
 def _where(where: Mapping[str, Any] | None) -> Callable[[Mapping[str, Any]], bool]:
     """A filter checked as metadata is (JSON, size), then compiled; the same for every engine."""
     return compile_where(check_metadata(where) if where else None)
+
+
+def _judge(consolidate: object, default: Consolidator | None) -> Consolidator | None:
+    """The consolidator a write asks for: a judge, True (the offline one), False (none), None (default)."""
+    if consolidate is None:
+        return default
+    if consolidate is True:
+        return SimilarityConsolidator()
+    if consolidate is False:
+        return None
+    if not isinstance(consolidate, Consolidator):
+        raise InvalidInput(f"consolidate must be a Consolidator, True, False or None, not {type(consolidate).__name__}")
+    return consolidate
