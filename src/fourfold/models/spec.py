@@ -95,7 +95,7 @@ def from_spec(spec: str | ModelSpec) -> ChatModel:
         from fourfold.models.anthropic import AnthropicModel
 
         return AnthropicModel(model=parsed.model, base_url=parsed.base_url)
-    check("openai", "openai", what=f"the {parsed.provider} model {parsed}")
+    check("openai", "openai", what=f"the model {parsed}")
     from fourfold.models.openai_compat import OpenAICompatModel
 
     return OpenAICompatModel(model=parsed.model, base_url=parsed.base_url)
