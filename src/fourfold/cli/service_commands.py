@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from fourfold._extras import require
 from fourfold._manifest import MANIFEST
 from fourfold.cli._common import _embedder, _model, _out, _say_created, _store_url, _where, state
 from fourfold.errors import InvalidInput
@@ -68,6 +69,8 @@ def run_service(
     """Run the service until interrupted; `on_ready(url)` is called once it listens."""
     if store:
         state.store = _store_url(store)
+    for module in ("fastapi", "uvicorn", "mcp"):  # the service mounts MCP at /mcp too
+        require(module, "server", what="`fourfold serve`")
     import uvicorn
 
     from fourfold.service.app import create_app
@@ -128,6 +131,8 @@ def mcp(
 ) -> None:
     """Serve the memory as MCP tools over stdio (for Claude Desktop, Claude Code...)."""
     from fourfold._validate import check_scope
+
+    require("mcp", "mcp", what="`fourfold mcp`")
     from fourfold.service.mcp import build_mcp_server
     from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from fourfold._extras import require
 from fourfold.embeddings.base import Embedder, Vectors, normalize
-from fourfold.errors import MissingDependency, ModelError
+from fourfold.errors import ModelError
 
 __all__ = ["OpenAIEmbedder"]
 
@@ -42,10 +43,7 @@ class OpenAIEmbedder(Embedder):
 
     def _get_client(self) -> Any:
         if self._client is None:
-            try:
-                import openai
-            except ImportError as exc:
-                raise MissingDependency("the openai SDK is not installed: pip install openai") from exc
+            openai = require("openai", "openai", what="OpenAIEmbedder")
             # Local servers (Ollama) ignore the key, but the SDK insists on one.
             self._client = openai.OpenAI(
                 base_url=self._base_url, api_key=self._api_key or "not-needed", timeout=self._timeout, max_retries=1

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from fourfold.errors import MissingDependency, ModelError
+from fourfold._extras import require
+from fourfold.errors import ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
 from fourfold.models._text import plain
@@ -75,12 +76,7 @@ class AnthropicModel(SDKChatModel):
         return params
 
     def _make_client(self) -> Any:
-        try:
-            import anthropic
-        except ImportError:  # pragma: no cover - anthropic is a core dependency
-            raise MissingDependency(
-                "AnthropicModel needs the anthropic SDK: pip install anthropic"
-            ) from None
+        anthropic = require("anthropic", "anthropic", what="AnthropicModel")
         try:
             client = anthropic.Anthropic(
                 api_key=self._api_key,

@@ -11,7 +11,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fourfold.errors import InvalidInput, MissingDependency, ModelError
+from fourfold._extras import require
+from fourfold.errors import InvalidInput, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
 from fourfold.models._text import block_text, blocks, json_dumps, plain
@@ -70,12 +71,7 @@ class OpenAICompatModel(SDKChatModel):
         return from_openai_response(completion)
 
     def _make_client(self) -> Any:
-        try:
-            import openai
-        except ImportError:  # pragma: no cover - openai is a core dependency
-            raise MissingDependency(
-                "OpenAICompatModel needs the openai SDK: pip install openai"
-            ) from None
+        openai = require("openai", "openai", what="OpenAICompatModel")
         api_key = self._api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
         try:
             return openai.OpenAI(

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from fourfold._extras import check
 from fourfold.errors import InvalidInput
 from fourfold.models.base import ChatModel
 
@@ -90,9 +91,11 @@ def from_spec(spec: str | ModelSpec) -> ChatModel:
 
         return OfflineModel()
     if parsed.provider == "anthropic":
+        check("anthropic", "anthropic", what="an Anthropic model")
         from fourfold.models.anthropic import AnthropicModel
 
         return AnthropicModel(model=parsed.model, base_url=parsed.base_url)
+    check("openai", "openai", what=f"the model {parsed}")
     from fourfold.models.openai_compat import OpenAICompatModel
 
     return OpenAICompatModel(model=parsed.model, base_url=parsed.base_url)

@@ -13,7 +13,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from fourfold.errors import MissingDependency
+from fourfold._extras import missing
 
 __all__ = ["ASSETS_PATH", "install_swagger_ui", "swagger_assets"]
 
@@ -25,7 +25,7 @@ def swagger_assets() -> Path:
     """The folder of Swagger UI's JavaScript and CSS, shipped by the swagger-ui-py package."""
     spec = importlib.util.find_spec("swagger_ui")  # its folder only: the package imports jinja2
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependency("the service's /docs page needs swagger-ui-py: pip install swagger-ui-py")
+        raise missing("the service's /docs page", "server")
     return Path(next(iter(spec.submodule_search_locations))) / "static"
 
 

@@ -8,11 +8,11 @@ import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from fourfold._extras import require
 from fourfold.errors import (
     FourfoldError,
     InvalidInput,
     LockTimeout,
-    MissingDependency,
     StoreCorrupt,
     StoreUnavailable,
 )
@@ -24,13 +24,7 @@ __all__ = ["Pool", "psycopg_module", "redact_url", "release_pool", "shared_pool"
 
 
 def psycopg_module() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise MissingDependency(
-            "PostgreSQL needs the psycopg package: pip install 'fourfold[postgres]'"
-        ) from exc
-    return psycopg
+    return require("psycopg", "postgres", what="PostgreSQL")
 
 
 def redact_url(url: str) -> str:

@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from fourfold._extras import require
 from fourfold._files import narrow_tree, private_dir, private_file
 from fourfold._locks import FileLock
 from fourfold.embeddings.base import Embedder
-from fourfold.errors import EmbedderMismatch, FourfoldError, MissingDependency, StoreUnavailable
+from fourfold.errors import EmbedderMismatch, FourfoldError, StoreUnavailable
 from fourfold.stores.catalog import ScopeCatalog, catalog_path
 from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket, chunked
 
@@ -45,11 +46,7 @@ _SERVER_HINT = "Run `chroma run` and open the memory with chroma_url=... to shar
 def _chromadb() -> Any:
     # Chroma reads this at import; telemetry stays off even for users who import it first.
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    try:
-        import chromadb
-    except ImportError as exc:  # pragma: no cover - chromadb is a core dependency
-        raise MissingDependency("chromadb is not installed: pip install 'fourfold'") from exc
-    return chromadb
+    return require("chromadb", "chroma", what="the Chroma store")
 
 
 def _settings() -> Any:

