@@ -20,6 +20,7 @@ from fourfold._files import write_private
 from fourfold._manifest import FORMAT, MANIFEST
 from fourfold.errors import InvalidInput
 from fourfold.shortterm.threads import THREAD_FORMAT
+from fourfold.stores.chroma import ChromaVectorStore
 from fourfold.stores.sqlite import DATABASE, SCHEMA_VERSION, SQLiteDatabase
 
 __all__ = ["Finding", "Report", "check", "repair"]
@@ -162,16 +163,7 @@ def _collection_identity(root: Path) -> str | None:
             row = None
         if row:
             return str(row[0])
-    path = root / _VECTORS / "chroma.sqlite3"
-    if not path.exists():
-        return None
-    try:
-        with _readonly(path) as conn:
-            rows = conn.execute("SELECT str_value FROM collection_metadata WHERE key = 'fourfold_embedder'").fetchall()
-    except sqlite3.Error:
-        return None
-    values = {r[0] for r in rows if r[0]}
-    return values.pop() if len(values) == 1 else None
+    return ChromaVectorStore.recorded_identity(root / _VECTORS)
 
 
 def _repair_manifest(root: Path, finding: Finding) -> list[str]:
@@ -280,7 +272,7 @@ def _repair_database(root: Path, finding: Finding) -> list[str]:
 
 
 def _check_vectors(root: Path, report: Report) -> list[Finding]:
-    path = root / _VECTORS / "chroma.sqlite3"
+    path = ChromaVectorStore.catalog_file(root / _VECTORS)
     report.checked.append(f"{_VECTORS}/")
     if not path.exists():
         return []
@@ -301,7 +293,6 @@ def _open_problem(root: Path) -> str | None:
 
     from fourfold.embeddings.base import Embedder
     from fourfold.errors import EmbedderMismatch, FourfoldError
-    from fourfold.stores.chroma import ChromaVectorStore
 
     identity = _collection_identity(root)
     if identity is None:

@@ -284,7 +284,7 @@ def migrate_legacy(data_dir: str | Path) -> Counts:
     embedder = IdentityOnly(identity)
     vectors = root / "vectors"
     homes = [("fourfold_memories", root)] + [
-        (f"fourfold_t_{home.name}", home) for home in sorted((root / "tenants").glob("*")) if home.is_dir()
+        (ChromaVectorStore.tenant_collection(home.name), home) for home in sorted((root / "tenants").glob("*")) if home.is_dir()
     ]
     total = Counts()
     for collection, home in homes:

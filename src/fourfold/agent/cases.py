@@ -16,6 +16,7 @@ from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_cas
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic._codec import build_episode
 from fourfold.errors import InvalidInput, NotFound
+from fourfold.longterm.store import DOC_KIND
 from fourfold.models.base import ChatModel
 from fourfold.protocols import CaseLog, MemoryLike
 from fourfold.text import tokenize
@@ -124,7 +125,7 @@ class CaseBase:
 
     def _reference_words(self) -> frozenset[str]:
         """Words of the desk's documentation and facts (recomputed when either changes)."""
-        docs = self.memory.long_term.all(kinds=("doc",))
+        docs = self.memory.long_term.all(kinds=(DOC_KIND,))
         facts = self.memory.facts.list()
         fingerprint = (tuple(d.id for d in docs), tuple((f.key, f.updated_at) for f in facts))
         if fingerprint != self._reference[0]:

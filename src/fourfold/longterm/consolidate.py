@@ -31,6 +31,7 @@ from typing import Literal
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm.versions import Write
 from fourfold.models.base import ChatModel
+from fourfold.stores.vector import DOC_KIND
 from fourfold.text.preferences import signals_change
 from fourfold.text.tokenize import tokenize
 
@@ -241,7 +242,7 @@ def consolidated(
     judged: list[int] = []
     candidates: list[Candidate] = []
     for i, w in enumerate(writes):
-        if w.key is not None or w.kind == "doc" or (w.scope, w.text) in held:
+        if w.key is not None or w.kind == DOC_KIND or (w.scope, w.text) in held:
             continue
         vector = vectors[w.text]
         similar = [

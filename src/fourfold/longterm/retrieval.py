@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
 from fourfold.ranking import Fusion, Parts, lexical_share, rank
-from fourfold.stores.vector import VectorRecord
+from fourfold.stores.vector import DOC_KIND, VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.bm25 import CollectionStats
 
@@ -314,7 +314,7 @@ def _neighbours(records: Sequence[VectorRecord], weights: Weights) -> list[list[
     runs: dict[tuple[str, ...], list[int]] = {}
     run, last_at = -1, 0.0  # the current run of memories without a thread
     for i, record in enumerate(records):
-        if record.kind == "doc":
+        if record.kind == DOC_KIND:
             continue  # document chunks overlap already: each stands alone
         key = _thread(record)
         if key is None:

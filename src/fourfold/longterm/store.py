@@ -49,17 +49,14 @@ from fourfold.longterm.versions import (
 )
 from fourfold.longterm.where import compile_where, fields_of
 from fourfold.ranking import Background, Parts
-from fourfold.stores.vector import VectorRecord, VectorStore, WriteTicket, embedding_text
+from fourfold.stores.vector import DOC_KIND, VectorRecord, VectorStore, WriteTicket, embedding_text
 from fourfold.text import is_chatter, redact
 from fourfold.text.bm25 import CollectionStats
 from fourfold.types import Recalled, Redaction, Remembered
 
-__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "When"]
+__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "Prepared", "When"]
 
 log = logging.getLogger("fourfold.longterm")
-
-#: Document chunks share the vector store but are kept apart by this kind.
-DOC_KIND = "doc"
 
 
 class MemoryId(str):
@@ -178,6 +175,19 @@ class LongTermMemory:
         prepared = [self._prepare(_as_input(item)) for item in items]
         return self._write_versions(prepared, consolidate=judge)
 
+    def prepare_documents(self, items: Iterable[MemoryInput]) -> list[Prepared]:
+        """Validate and redact document chunks (kind DOC_KIND); each carries the id `write_documents` stores it under."""
+        chunks = list(items)
+        if any(item.kind != DOC_KIND for item in chunks):
+            raise InvalidInput(f"prepare_documents takes document chunks (kind {DOC_KIND!r}) only")
+        return [self._prepare(item, allow_doc=True) for item in chunks]
+
+    def write_documents(self, prepared: Sequence[Prepared]) -> list[Remembered]:
+        """Store chunks from `prepare_documents` in one locked write, without versions or a judge (ids stored already are kept)."""
+        if any(p.kind != DOC_KIND for p in prepared):
+            raise InvalidInput(f"write_documents takes chunks from prepare_documents (kind {DOC_KIND!r}) only")
+        return self._write(prepared)
+
     def update(
         self,
         memory_id: str,
@@ -217,7 +227,7 @@ class LongTermMemory:
         lineage = version_of(record).lineage
         return sorted((r for r in self.store.versioned(record.scope) if version_of(r).lineage == lineage), key=history_order)
 
-    def _prepare(self, item: MemoryInput, *, allow_doc: bool = False) -> _Prepared:
+    def _prepare(self, item: MemoryInput, *, allow_doc: bool = False) -> Prepared:
         text = check_text(item.text, max_chars=self.max_chars)
         scope = check_scope(item.scope)
         kind = check_kind(item.kind)
@@ -236,10 +246,10 @@ class LongTermMemory:
             log.warning("redacted %d secret(s) before storing a memory", len(redactions) + meta_redactions)
         prefix = "doc" if kind == DOC_KIND else "mem"
         key_text = clean if kind != DOC_KIND else f"{metadata.get('source', '')}\x00{metadata.get('position', '')}\x00{clean}"
-        return _Prepared(memory_id(scope, key_text, prefix=prefix), clean, scope, kind, metadata, redactions, key, valid_from)
+        return Prepared(memory_id(scope, key_text, prefix=prefix), clean, scope, kind, metadata, redactions, key, valid_from)
 
     def _write_versions(
-        self, prepared: Sequence[_Prepared], *, lineage: str | None = None, consolidate: Consolidator | None = None
+        self, prepared: Sequence[Prepared], *, lineage: str | None = None, consolidate: Consolidator | None = None
     ) -> list[Remembered]:
         """Write memories as versions (`fourfold.longterm.versions.plan`), in one locked write."""
         if not prepared:
@@ -293,7 +303,7 @@ class LongTermMemory:
         return [Similar(r.id, r.text, float(stored[r.id].embedding @ vector)) for r, _ in hits if r.id in stored]
 
     def _vectors(
-        self, prepared: Sequence[_Prepared], known: Mapping[str | None, Sequence[VectorRecord]]
+        self, prepared: Sequence[Prepared], known: Mapping[str | None, Sequence[VectorRecord]]
     ) -> dict[str, tuple[Vectors, tuple[str, ...]]]:
         """text -> (vector, enriched facts): stored ones for texts held already, new ones for the rest."""
         held = {r.text: (r.embedding, r.extra) for records in known.values() for r in records if r.embedding.size}
@@ -303,7 +313,7 @@ class LongTermMemory:
         out.update((p.text, embedded[p.id]) for p in fresh)
         return out
 
-    def _write(self, prepared: Sequence[_Prepared]) -> list[Remembered]:
+    def _write(self, prepared: Sequence[Prepared]) -> list[Remembered]:
         if not prepared:
             return []
         unique = list({p.id: p for p in prepared}.values())
@@ -330,7 +340,7 @@ class LongTermMemory:
         new_ids = {r.id for r in fresh}
         return [Remembered(p.id, p.text, p.redactions, p.id in new_ids) for p in prepared]
 
-    def _embed_new(self, items: Sequence[_Prepared]) -> dict[str, tuple[Vectors, tuple[str, ...]]]:
+    def _embed_new(self, items: Sequence[Prepared]) -> dict[str, tuple[Vectors, tuple[str, ...]]]:
         """Enrich and embed memories to be written: id -> (vector, facts read out of it)."""
         if not items:
             return {}
@@ -339,7 +349,7 @@ class LongTermMemory:
         vectors = self.embedder.embed_many([embedding_text(p.text, extra) for p, extra in zip(items, extras, strict=True)])
         return {p.id: (vec, extra) for p, vec, extra in zip(items, vectors, extras, strict=True)}
 
-    def _enrich(self, unique: Sequence[_Prepared]) -> list[tuple[str, ...]]:
+    def _enrich(self, unique: Sequence[Prepared]) -> list[tuple[str, ...]]:
         """Facts the enricher (if any) reads out of new memories, redacted; documents are skipped."""
         if self.enricher is None:
             return [() for _ in unique]
@@ -592,7 +602,9 @@ class LongTermMemory:
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class Prepared:
+    """A memory validated and redacted, with the id it will be stored under (`prepare_documents`)."""
+
     id: str
     text: str
     scope: str | None

@@ -140,17 +140,14 @@ class DocumentStore:
         chunks = chunk_text(redact(text)[0], max_chars=self.max_chars, overlap=self.overlap)
         if len(chunks) > MAX_DOC_CHUNKS:
             raise TooLarge(f"the document makes {len(chunks):,} chunks; the limit is {MAX_DOC_CHUNKS:,} (split it into several sources)")
-        prepared = [
-            self._lt._prepare(
-                MemoryInput(
-                    chunk.text, scope, DOC_KIND,
-                    {"source": source, "position": chunk.position, "heading": chunk.heading,
-                     "start": chunk.start, "end": chunk.end},
-                ),
-                allow_doc=True,
+        prepared = self._lt.prepare_documents(
+            MemoryInput(
+                chunk.text, scope, DOC_KIND,
+                {"source": source, "position": chunk.position, "heading": chunk.heading,
+                 "start": chunk.start, "end": chunk.end},
             )
             for chunk in chunks
-        ]
+        )
         ids = [p.id for p in prepared]
         # A chunk's id derives from its source, position and text: equal id sets, equal document.
         old = {r.id for r in self._lt.all(scope=scope, kinds=(DOC_KIND,)) if r.metadata.get("source") == source}
@@ -159,7 +156,7 @@ class DocumentStore:
                 on_progress(source, len(ids), len(ids))
             return ids, Ingested(source, "unchanged", len(ids))
         for start in range(0, len(prepared), _BATCH):
-            self._lt._write(prepared[start : start + _BATCH])
+            self._lt.write_documents(prepared[start : start + _BATCH])
             if on_progress is not None:
                 on_progress(source, min(start + _BATCH, len(prepared)), len(prepared))
         stale = sorted(old - set(ids))

@@ -150,7 +150,7 @@ class Tenants:
 
         private_dir(home)
         check_manifest(home, self.embedder.identity, store="chroma")  # before Chroma, as Memory.open does
-        collection = config.collection if tenant == DEFAULT_TENANT else f"fourfold_t_{tenant}"
+        collection = config.collection if tenant == DEFAULT_TENANT else ChromaVectorStore.tenant_collection(tenant)
         store = ChromaVectorStore.persistent(
             self.data_dir / "vectors", self.embedder, collection=collection, lock_timeout=config.lock_timeout
         )

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from fourfold.agent.cases import CaseBase
 from fourfold.agent.support import OpenTicket
 from fourfold.errors import NotFound
+from fourfold.longterm.store import DOC_KIND
 from fourfold.memory import Memory
 from fourfold.service import explain as ex
 from fourfold.service import schemas as s
@@ -269,7 +270,7 @@ def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool) -> APIR
     @api.get("/docs/chunks", tags=["inspector"])
     def doc_chunks(mem: Mem, source: Annotated[str, Query()], scope: Scope = None) -> s.MemoriesOut:
         """One document's chunks, in order."""
-        chunks = [r for r in mem.long_term.all(scope=scope, kinds=("doc",)) if r.metadata.get("source") == source]
+        chunks = [r for r in mem.long_term.all(scope=scope, kinds=(DOC_KIND,)) if r.metadata.get("source") == source]
         if not chunks:
             raise NotFound(f"no document with source {source!r}")
         chunks.sort(key=lambda r: int(r.metadata.get("position", 0) or 0))

@@ -29,6 +29,8 @@ __all__ = ["ChromaVectorStore"]
 T = TypeVar("T")
 
 _IDENTITY_KEY = "fourfold_embedder"
+_CATALOG_FILE = "chroma.sqlite3"  # where embedded Chroma keeps its collections and records
+_TENANT_PREFIX = "fourfold_t_"
 _FORMAT_KEY = "fourfold_format"
 _FORMAT = 1
 _INCLUDE = ["embeddings", "documents", "metadatas"]
@@ -177,6 +179,33 @@ class ChromaVectorStore(VectorStore):
             )
         self._max_batch = int(self._call(client.get_max_batch_size))
 
+    @staticmethod
+    def catalog_file(path: str | os.PathLike[str]) -> Path:
+        """The SQLite file embedded Chroma keeps under `path` (a doctor checks it without opening Chroma)."""
+        return Path(path) / _CATALOG_FILE
+
+    @staticmethod
+    def tenant_collection(tenant: str) -> str:
+        """The collection a service tenant's memories live in, beside the default tenant's."""
+        return f"{_TENANT_PREFIX}{tenant}"
+
+    @staticmethod
+    def recorded_identity(path: str | os.PathLike[str]) -> str | None:
+        """The embedder identity the collections under `path` record, read without opening Chroma.
+
+        None when the store is missing or unreadable, or when its collections disagree.
+        """
+        catalog = ChromaVectorStore.catalog_file(path)
+        if not catalog.exists():
+            return None
+        try:
+            with closing(sqlite3.connect(f"{catalog.resolve().as_uri()}?mode=ro", uri=True)) as db:
+                rows = db.execute("SELECT str_value FROM collection_metadata WHERE key = ?", (_IDENTITY_KEY,)).fetchall()
+        except sqlite3.Error:
+            return None
+        values = {r[0] for r in rows if r[0]}
+        return values.pop() if len(values) == 1 else None
+
     @classmethod
     def persistent(
         cls, path: str | os.PathLike[str], embedder: Embedder, *, collection: str = "fourfold_memories", lock_timeout: float = 30.0
@@ -291,7 +320,7 @@ class ChromaVectorStore(VectorStore):
         if self._root is None:
             return
         try:
-            with closing(sqlite3.connect(self._root / "chroma.sqlite3", timeout=60)) as db:
+            with closing(sqlite3.connect(self.catalog_file(self._root), timeout=60)) as db:
                 db.execute(
                     "UPDATE embeddings_queue SET metadata = NULL "
                     "WHERE operation != 3 AND metadata IS NOT NULL AND id NOT IN (SELECT embedding_id FROM embeddings)"

@@ -18,10 +18,14 @@ import numpy as np
 
 from fourfold.embeddings.base import Vectors
 
-__all__ = ["GLOBAL_SCOPE_KEY", "VERSION_KEY", "VectorRecord", "VectorStore", "scope_key"]
+__all__ = ["DOC_KIND", "GLOBAL_SCOPE_KEY", "VERSION_KEY", "VectorRecord", "VectorStore", "scope_key"]
 
 #: How the unscoped space (scope=None) is stored; user scopes are never empty strings.
 GLOBAL_SCOPE_KEY = ""
+
+#: The kind of a document chunk (`fourfold.semantic.docs`): kept apart from memories by every layer.
+DOC_KIND = "doc"
+
 #: The metadata entry holding a memory's version bookkeeping (`fourfold.longterm.versions`):
 #: stores keep it like any metadata and only need to find the records that carry it.
 VERSION_KEY = "ff_version"
