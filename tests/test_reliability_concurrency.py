@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import reliability as rel
 from fourfold import LockTimeout, Memory
 from fourfold.config import MemoryConfig
 from fourfold.embeddings import HashEmbedder
+from fourfold.testing import reliability as rel
 
 WRITERS, PER_WRITER = 4, 12
 

@@ -1,20 +1,17 @@
 """Crash safety: writers SIGKILLed at random moments never lose an acknowledged write.
 
-The workload lives in benchmarks/reliability.py (the benchmark runs it longer); each cycle
+The workload lives in fourfold.testing.reliability (benchmarks/reliability.py runs it longer); each cycle
 forks a fresh writer from a clean multiprocessing forkserver, which first verifies what
 the earlier cycles left, then writes to all three stores until it is killed.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import reliability as rel
+from fourfold.testing import reliability as rel
 
 CYCLES = 50
 

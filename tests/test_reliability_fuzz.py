@@ -15,11 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import reliability as rel
 from fourfold import FourfoldError, Memory
 from fourfold.cli import main
+from fourfold.testing import reliability as rel
 
 _THREADS = "shortterm/threads.py ConversationStore.load/_path"
 _LONGTERM = "longterm/store.py LongTermMemory"

@@ -7,7 +7,6 @@ and never touches another scope.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -15,11 +14,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import reliability as rel
 from fourfold import Memory
 from fourfold.embeddings import HashEmbedder
+from fourfold.testing import reliability as rel
 
 SCOPES = 4
 OPS = ["remember", "record", "recall", "similar", "turn", "forget"]

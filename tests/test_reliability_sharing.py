@@ -1,18 +1,15 @@
 """Processes sharing one store: the CLI beside a running service (both engines), and a
-PostgreSQL restart under load. The workloads live in benchmarks/sharing.py (the reliability
+PostgreSQL restart under load. The workloads live in fourfold.testing.sharing (the reliability
 benchmark runs them longer)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import reliability as rel
-import sharing
+from fourfold.testing import reliability as rel
+from fourfold.testing import sharing
 from fourfold.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.slow

@@ -21,8 +21,9 @@ import httpx
 from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.longterm.store import MemoryId, MemoryInput, When
 from fourfold.longterm.versions import as_timestamp
+from fourfold.serialize import from_json
 from fourfold.service.errors import ServiceError, error_for
-from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
+from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
 T = TypeVar("T")
 
@@ -277,7 +278,7 @@ class Docs:
     def search(
         query: str, k: int, scope: str | None, source: str | None, min_score: float | None = None
     ) -> Call[list[DocHit]]:
-        return Call("POST", "/v1/docs/search", lambda d: [DocHit(**h) for h in d["results"]],
+        return Call("POST", "/v1/docs/search", lambda d: [from_json(DocHit, h) for h in d["results"]],
                     {"query": query, "k": k, "scope": scope, "source": source, "min_score": min_score})
 
     @staticmethod
@@ -363,8 +364,7 @@ def _forget_scope(path: str, scope: object) -> Call[int]:
 
 
 def _remembered(r: Mapping[str, Any]) -> Remembered:
-    redactions = tuple(Redaction(**x) for x in r["redacted"])
-    return Remembered(r["id"], r["text"], redactions, bool(r["created"]), tuple(r.get("supersedes", ())))
+    return from_json(Remembered, r)
 
 
 def _memory_id(r: Mapping[str, Any]) -> MemoryId:
@@ -372,12 +372,7 @@ def _memory_id(r: Mapping[str, Any]) -> MemoryId:
 
 
 def _recalled(r: Mapping[str, Any]) -> Recalled:
-    return Recalled(
-        id=r["id"], text=r["text"], kind=r["kind"], scope=r["scope"], score=float(r["score"]),
-        metadata=dict(r["metadata"]), created_at=float(r["created_at"]),
-        key=r.get("key"), valid_from=float(r.get("valid_from") or 0.0),
-        valid_to=None if r.get("valid_to") is None else float(r["valid_to"]),
-    )
+    return from_json(Recalled, r)
 
 
 def _recalled_list(d: Any) -> list[Recalled]:
@@ -385,10 +380,7 @@ def _recalled_list(d: Any) -> list[Recalled]:
 
 
 def _episode(e: Mapping[str, Any]) -> Episode:
-    return Episode(
-        goal=e["goal"], actions=tuple(e["actions"]), outcome=e["outcome"], success=bool(e["success"]),
-        ts=float(e["ts"]), id=e["id"], scope=e["scope"], tags=tuple(e["tags"]),
-    )
+    return from_json(Episode, e)
 
 
 def _episode_list(d: Any) -> list[Episode]:
@@ -396,4 +388,4 @@ def _episode_list(d: Any) -> list[Episode]:
 
 
 def _fact(f: Mapping[str, Any]) -> Fact:
-    return Fact(f["key"], f["value"], f["description"], float(f["updated_at"]))
+    return from_json(Fact, f)

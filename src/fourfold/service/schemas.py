@@ -6,12 +6,12 @@ not a k, `42` is not a text) instead of quietly coercing it.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from fourfold.serialize import to_json
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 
 __all__ = [
@@ -375,33 +375,25 @@ class WhoAmIOut(BaseModel):
 
 
 def redactions_out(redactions: tuple[Redaction, ...]) -> list[dict[str, Any]]:
-    return [asdict(r) for r in redactions]
+    return list(to_json(redactions))
 
 
 def remembered_out(r: Remembered) -> dict[str, Any]:
-    return {"id": r.id, "text": r.text, "created": r.created, "redacted": redactions_out(r.redactions),
-            "supersedes": list(r.supersedes)}
+    return dict(to_json(r))
 
 
 def memory_out(r: Recalled) -> dict[str, Any]:
-    return {
-        "id": r.id, "text": r.text, "kind": r.kind, "scope": r.scope, "score": float(r.score),
-        "metadata": dict(r.metadata), "created_at": r.created_at,
-        "key": r.key, "valid_from": r.valid_from, "valid_to": r.valid_to,
-    }
+    return {**to_json(r), "score": float(r.score)}  # a numpy score as a JSON number
 
 
 def episode_out(ep: Episode) -> dict[str, Any]:
-    return {
-        "id": ep.id, "goal": ep.goal, "actions": list(ep.actions), "outcome": ep.outcome,
-        "success": ep.success, "ts": ep.ts, "scope": ep.scope, "tags": list(ep.tags),
-    }
+    return dict(to_json(ep))
 
 
 def fact_out(f: Fact) -> dict[str, Any]:
-    return {"key": f.key, "value": f.value, "description": f.description, "updated_at": f.updated_at}
+    return dict(to_json(f))
 
 
 def doc_hit_out(h: DocHit) -> dict[str, Any]:
-    return asdict(h)
+    return dict(to_json(h))
 

@@ -22,9 +22,9 @@ from typing import Any, NoReturn
 
 import httpx
 
-import reliability as rel
 from fourfold import FourfoldError
 from fourfold.service.testing import LiveService, cli_command
+from fourfold.testing import reliability as rel
 
 
 @dataclass

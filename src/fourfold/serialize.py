@@ -1,0 +1,88 @@
+"""One JSON form for the value types, read from their dataclass fields.
+
+The service writes it (`to_json`), the clients read it back (`from_json`): a field added to
+`Recalled`, `Remembered`, `Episode`, `Fact` or `DocHit` travels without another edit.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import MISSING, fields, is_dataclass
+from typing import Any, TypeVar
+
+from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
+
+__all__ = ["from_json", "to_json"]
+
+T = TypeVar("T")
+
+# Field -> JSON name where the REST shape predates the field's name.
+_WIRE_NAMES: dict[type, dict[str, str]] = {Remembered: {"redactions": "redacted"}}
+
+VALUE_TYPES: tuple[type, ...] = (Recalled, Remembered, Episode, Fact, DocHit, Redaction)
+
+
+def to_json(value: Any) -> Any:
+    """A value type (or a list, tuple or mapping of them) as JSON-ready dicts and lists."""
+    if is_dataclass(value) and not isinstance(value, type):
+        names = _WIRE_NAMES.get(type(value), {})
+        return {names.get(f.name, f.name): to_json(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    return value
+
+
+def from_json(cls: type[T], data: Mapping[str, Any]) -> T:
+    """The value of type `cls` that `to_json` wrote; a field the JSON omits takes its default."""
+    names = _WIRE_NAMES.get(cls, {})
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        raw = data.get(names.get(f.name, f.name))
+        if raw is None and not _optional(hints[f.name]) and (f.default is not MISSING or f.default_factory is not MISSING):
+            continue  # absent (a service of an earlier version): the default
+        kwargs[f.name] = _read(hints[f.name], raw)
+    return cls(**kwargs)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _optional(hint: Any) -> bool:
+    return hint is Any or (_is_union(hint) and type(None) in typing.get_args(hint))
+
+
+def _is_union(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType)
+
+
+def _read(hint: Any, raw: Any) -> Any:
+    """`raw` (decoded JSON) as the field type `hint` says: tuples, nested value types, floats."""
+    if raw is None or hint is Any:
+        return raw
+    if _is_union(hint):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _read(inner[0], raw) if len(inner) == 1 else raw
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        return tuple(_read(item, x) for x in raw)
+    if origin is Mapping or hint is dict or origin is dict:
+        return dict(raw)
+    if is_dataclass(hint) and isinstance(hint, type):
+        return from_json(hint, raw)
+    if hint is float:
+        return float(raw)
+    if hint is bool:
+        return bool(raw)
+    return raw

@@ -1,0 +1,113 @@
+"""One serialization path: every field of every value type crosses the service and comes back.
+
+The values are built from the dataclass fields (no field named by hand), so a field added to
+`Recalled` & co. that the service or the client does not carry fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import MISSING, Field, fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fourfold.serialize import VALUE_TYPES, from_json, to_json
+from fourfold.service import schemas
+from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
+from test_remote import Served
+
+SERVICE_OUT = {Recalled: schemas.memory_out, Remembered: schemas.remembered_out, Episode: schemas.episode_out,
+               Fact: schemas.fact_out, DocHit: schemas.doc_hit_out}
+
+
+def _sample(hint: Any, n: int) -> Any:
+    """A value of type `hint`, unlike any default, different for each `n`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _sample(next(a for a in args if a is not type(None)), n)
+    if origin is tuple:
+        return (_sample(args[0], n), _sample(args[0], n + 1))
+    if origin is Mapping or origin is dict:
+        return {"k": n, "nested": {"list": [n, "x"]}}
+    if hint is Any:
+        return {"any": [n, None, 1.5]}
+    if isinstance(hint, type) and hint in VALUE_TYPES:
+        return _instance(hint, n)
+    return {str: f"s{n}", int: 10 + n, float: 100.5 + n}[hint]
+
+
+def _instance(cls: type, n: int = 0) -> Any:
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _default(f) is not True if hints[f.name] is bool else _sample(hints[f.name], n + i)
+                  for i, f in enumerate(fields(cls))})
+
+
+def _default(f: Field[Any]) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not MISSING else MISSING
+
+
+@pytest.mark.parametrize("cls", VALUE_TYPES, ids=lambda c: c.__name__)
+def test_every_field_survives_json_and_back(cls: type) -> None:
+    value = _instance(cls)
+    assert all(getattr(value, f.name) != _default(f) for f in fields(cls))  # so a lost field shows
+    back = from_json(cls, json.loads(json.dumps(to_json(value))))
+    for f in fields(cls):
+        assert getattr(back, f.name) == getattr(value, f.name), f.name
+    assert back == value
+
+
+@pytest.mark.parametrize("cls", list(SERVICE_OUT), ids=lambda c: c.__name__)
+def test_the_service_writes_the_one_json_form(cls: type) -> None:
+    value = _instance(cls)
+    out = SERVICE_OUT[cls](value)
+    assert out == to_json(value)
+    assert from_json(cls, json.loads(json.dumps(out))) == value
+
+
+def test_the_rest_shape_keeps_its_names() -> None:
+    assert set(to_json(_instance(Remembered))) == {"id", "text", "redacted", "created", "supersedes"}
+    assert set(to_json(_instance(Redaction))) == {"kind", "start", "end", "placeholder"}
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    s = Served(tmp_path / "served")
+    yield s
+    s.close()
+
+
+def test_the_client_reads_what_the_library_returns(served: Served) -> None:
+    """Each value type through the service and the client equals, field by field, the library's."""
+    remote = served.memory("acme")
+    local = served.tenants.get("acme")
+    first = remote.long_term.remember("Ada ships on Tuesdays", scope="customer:ada", key="ship-day",
+                                      metadata={"tier": "gold"}, valid_from=1_700_000_000.0)
+    second = remote.long_term.remember("Ada ships on Fridays password=hunter2hunter2", scope="customer:ada",
+                                       key="ship-day", valid_from=1_700_100_000.0)
+    assert second.supersedes == (first,)
+    pairs: list[tuple[Any, Any]] = [
+        (remote.long_term.history(second), local.long_term.history(second)),
+        (remote.long_term.get(second), local.long_term.get(second)),
+        (remote.long_term.recall("Ada ships", scope="customer:ada", k=5),
+         local.long_term.recall("Ada ships", scope="customer:ada", k=5)),
+    ]
+    ep = remote.episodes.record(goal="trace parcel", actions=["look up", "call carrier"], outcome="found",
+                                success=True, scope="customer:ada", tags=["parcel"])
+    pairs.append((remote.episodes.get(ep.id), local.episodes.get(ep.id)))
+    pairs.append((ep, local.episodes.get(ep.id)))
+    fact = remote.facts.set("policy.refund_days", {"days": 30}, description="refund window")
+    pairs.append((fact, local.facts.get("policy.refund_days")))
+    remote.docs.ingest_text("# Refunds\n\nRefunds take thirty days.", source="refunds.md")
+    pairs.append((remote.docs.search("refunds thirty days"), local.docs.search("refunds thirty days")))
+    for got, want in pairs:
+        assert got and got == want
+        for g, w in zip(got if isinstance(got, list) else [got], want if isinstance(want, list) else [want],
+                        strict=True):
+            assert all(getattr(g, f.name) == getattr(w, f.name) for f in fields(w)), type(w).__name__
