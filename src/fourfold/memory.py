@@ -183,7 +183,7 @@ class Memory:
         *,
         scope: str | None = None,
         model: ChatModel | None = None,
-        consolidate: Consolidator | None = None,
+        consolidate: Consolidator | bool | None = None,
     ) -> list[Remembered]:
         """Keep what a conversation says that is worth remembering (Mem0's `add`).
 
@@ -191,13 +191,15 @@ class Memory:
         strings. Offline, the rules keep stated preferences (keyed by kind, so a changed one
         replaces the old) and lasting facts about the speaker; with an LLM `model`, the model
         extracts them. What is kept is consolidated with the scope's current memories
-        (`consolidate`, default: the model when it is an LLM, else by similarity). Returns
+        (`consolidate` as in `remember_many`; default: the model when it is an LLM, else by
+        similarity). Returns
         one `Remembered` per memory kept (`created` False when nothing new was stored).
         """
         found = extract(messages, model=model)
         if not found:
             return []
-        judge = consolidate or (ModelConsolidator(model) if model is not None and model.is_llm else SimilarityConsolidator())
+        judge = consolidate if consolidate is not None else (
+            ModelConsolidator(model) if model is not None and model.is_llm else SimilarityConsolidator())
         items = [MemoryInput(e.text, scope, e.kind, key=e.key) for e in found]
         return self.long_term.remember_many(items, consolidate=judge)
 

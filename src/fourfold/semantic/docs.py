@@ -237,7 +237,7 @@ def _glob_base(pattern: str) -> Path:
     """The folder a pattern searches (its parts before the first wildcard): a match is named by
     its path inside it, as a folder's files are, so `kb/**/*.md` and `kb` store the same names."""
     parts = Path(pattern).parts
-    plain = [p for p in itertools.takewhile(lambda part: not glob.has_magic(part), parts)]
+    plain = list(itertools.takewhile(lambda part: not glob.has_magic(part), parts))
     return Path(*plain) if plain else Path()
 
 
