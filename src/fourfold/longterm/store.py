@@ -545,8 +545,8 @@ class LongTermMemory:
             if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
                 self._indexes.move_to_end(scope)
                 return cached[1]
-        records, version = self.store.scan_versioned(scope)
-        index = ScopeIndex(records, self.embedder.dimension, weights=self.weights)
+        records, matrix, version = self.store.scan_matrix(scope)
+        index = ScopeIndex.of_scan(records, matrix, self.embedder.dimension, weights=self.weights)
         if version is not None:
             with self._lock:
                 self._indexes[scope] = (version, index)
