@@ -35,9 +35,6 @@ STOPWORDS: frozenset[str] = frozenset(
 # A word is a run of letters/digits (no underscore), optionally joined by apostrophes.
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
-#: Between texts in `tokenize_many`: no word holds it, so it marks where each text ends.
-_SEPARATOR = "\x00"
-_WORD_OR_END = re.compile(_WORD.pattern + "|" + _SEPARATOR)
 _local = threading.local()  # PyStemmer objects are not thread-safe: one per thread
 
 
@@ -59,14 +56,7 @@ def _split_word(word: str) -> list[str]:
 
 def tokenize(text: str, *, stem: bool = True) -> list[str]:
     """Split text into lowercase content words, Snowball-stemmed unless stem=False."""
-    normal = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).lower()
-    words: list[str] = []
-    for match in _WORD.finditer(normal):
-        word = match.group()
-        if "'" in word:
-            words.extend(_split_word(word))
-        elif word not in STOPWORDS:
-            words.append(word)
+    words = _content_words(_normal(text))
     if not stem or not words:
         return words
     stems: list[str] = _stemmer().stemWords(words)
@@ -74,24 +64,50 @@ def tokenize(text: str, *, stem: bool = True) -> list[str]:
 
 
 def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
-    """`tokenize` of each text (`[tokenize(t) for t in texts]`), with one regex pass and one
-    stemmer call for them all: what an index of many short texts is built with."""
-    if not texts or any(_SEPARATOR in text for text in texts):
-        return [tokenize(text) for text in texts]
-    normal = _SEPARATOR.join(unicodedata.normalize("NFKC", text) for text in texts).translate(_APOSTROPHES).lower()
+    """`tokenize` of each text (`[tokenize(t) for t in texts]`), with one stemmer call for
+    them all: what an index of many short texts is built with."""
     words: list[str] = []
     ends: list[int] = []
-    for word in _WORD_OR_END.findall(normal):
-        if word == _SEPARATOR:
-            ends.append(len(words))
-        elif "'" in word:
-            words.extend(_split_word(word))
-        elif word not in STOPWORDS:
-            words.append(word)
-    ends.append(len(words))
+    for text in texts:
+        words += _content_words(_normal(text))
+        ends.append(len(words))
     stems: list[str] = _stemmer().stemWords(words) if words else []
     out, start = [], 0
     for end in ends:
         out.append(stems[start:end])
         start = end
     return out
+
+
+def _normal(text: str) -> str:
+    """NFKC, one apostrophe, lowercase (ASCII text is its own NFKC form and has one apostrophe)."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).lower()
+
+
+#: Bytes of ASCII text that are not part of a word (all but letters, digits and the apostrophe)
+#: become spaces: `bytes.translate` with a table, much faster than `str.translate` with a map.
+_ASCII_GAPS = bytes(c if chr(c).isalnum() or chr(c) == "'" else 32 for c in range(256))
+
+
+def _content_words(normal: str) -> list[str]:
+    """The words of normalised text that are not stop-words (apostrophes handled), unstemmed.
+
+    ASCII text (most text) is split by `bytes.translate` and `str.split`, several times faster
+    than the regex and giving the same words: a word is a run of letters and digits, and
+    only a piece holding an apostrophe needs the regex to find where its words are.
+    """
+    if normal.isascii():
+        pieces = normal.encode("ascii").translate(_ASCII_GAPS).decode("ascii").split()
+        if "'" in normal:
+            pieces = [w for piece in pieces for w in (_WORD.findall(piece) if "'" in piece else (piece,))]
+    else:
+        pieces = _WORD.findall(normal)
+    words: list[str] = []
+    for word in pieces:
+        if "'" in word:
+            words.extend(_split_word(word))
+        elif word not in STOPWORDS:
+            words.append(word)
+    return words
