@@ -9,13 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fourfold.embeddings import HashEmbedder
+from fourfold.longterm._terms import ContextTerms
 from fourfold.longterm.retrieval import ScopeIndex, Weights, _blend_vectors, _neighbours
 from fourfold.stores.vector import NO_VECTOR, VectorRecord
 from fourfold.text import BM25Index, tokenize
 from fourfold.text.tokenize import tokenize_many
 
 EMBEDDER = HashEmbedder()
-WORDS = ["refund", "parcel", "invoice", "router", "the", "Maria's", "can't", "café", "ﬁle", "Ｆｕｌｌ", "2023", "x_y"]
+WORDS = ["refund", "parcel", "invoice", "router", "the", "Maria's", "can't", "café", "ﬁle", "Ｆｕｌｌ", "2023", "x_y",
+         "refund refund", "parcel parcel parcel"]
 
 records_strategy = st.lists(
     st.tuples(
@@ -50,21 +52,28 @@ def test_tokenize_many_handles_the_separator_and_no_texts() -> None:
     assert tokenize_many(["refund\x00parcel", "Maria's invoice"]) == [["refund", "parcel"], ["maria", "invoic"]]
 
 
-@settings(max_examples=60, deadline=None)
-@given(records_strategy)
-def test_per_term_weights_equal_the_records_weighted_terms(rows: list[tuple[str, str | None, str | None, float, str, str | None]]) -> None:
+@settings(max_examples=120, deadline=None)
+@given(records_strategy, st.sampled_from([Weights(), Weights(context_decay=1.0), Weights(context_decay=1.3),
+                                          Weights(context=0.3, context_unthreaded=0.3, context_decay=0.9)]))
+def test_per_term_weights_equal_the_records_weighted_terms(
+    rows: list[tuple[str, str | None, str | None, float, str, str | None]], weights: Weights
+) -> None:
     """Each term's weight in each record is the one the record's full weighted term map holds
     (exactly), and BM25 scores equal those of a `BM25Index` over those maps."""
-    index = ScopeIndex(_records(rows), EMBEDDER.dimension)
+    index = ScopeIndex(_records(rows), EMBEDDER.dimension, weights=weights)
     full = BM25Index()
     maps = [index.features(i)[1] for i in range(len(index))]
-    for i, weights in enumerate(maps):
-        full.add_weighted(str(i), weights)
-    terms = {t for weights in maps for t in weights} | {"absent"}
+    for i, term_map in enumerate(maps):
+        full.add_weighted(str(i), term_map)
+    terms = {t for term_map in maps for t in term_map} | {"absent"}
     lexical = index._lexical
+    assert isinstance(lexical, ContextTerms)
+    sorted_sums = ContextTerms(index._token_lists, index._neighbours, dense_pairs=0,
+                               nearer_weighs_more=weights.context_decay <= 1)  # the path of large scopes
     for term in terms:
+        assert sorted_sums.posting(term) == lexical.posting(term)
         want = {str(i): w[term] for i, w in enumerate(maps) if term in w}
-        assert lexical.posting(term) == want  # type: ignore[union-attr]
+        assert lexical.posting(term) == want
         assert lexical.idf(term) == full.idf(term)
     for query in (["refund", "parcel"], ["maria", "maria", "invoic"], ["absent"], sorted(terms)[:5]):
         got, want = lexical.scores(query), full.scores(query)

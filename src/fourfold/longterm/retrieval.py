@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
-from fourfold.longterm._terms import ContextTerms
+from fourfold.longterm._terms import ContextTerms, neighbour_arrays
 from fourfold.ranking import Fusion, Parts, lexical_share, rank
 from fourfold.stores.vector import DOC_KIND, VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
@@ -132,11 +132,13 @@ class ScopeIndex:
         self.records = records
         self._ids = {r.id for r in records}
         self._neighbours = _neighbours(records, weights)
-        self.matrix = _blend_vectors(own, self._neighbours)
+        arrays = neighbour_arrays(self._neighbours)
+        self.matrix = _blend_vectors(own, self._neighbours, arrays=arrays)
         self._token_lists = self._tokens_of(records)
-        # Term weights are worked out per query term (`ContextTerms`): a scope's first recall
-        # does not build the weighted terms of every record.
-        self._lexical: ContextTerms | BM25Index = ContextTerms(self._token_lists, self._neighbours)
+        # Term weights in array steps (`ContextTerms`), not a term map per record.
+        self._lexical: ContextTerms | BM25Index = ContextTerms(
+            self._token_lists, self._neighbours, arrays=arrays, nearer_weighs_more=weights.context_decay <= 1
+        )
         self._bm25: BM25Index | None = None
         self._by_speaker: dict[str, list[int]] = {}
         for i, record in enumerate(records):
@@ -225,7 +227,7 @@ class ScopeIndex:
         out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
         out.matrix[changed] = _blend_vectors(out._own, out._neighbours, rows=changed)
         out._token_lists = [*self._token_lists, *out._tokens_of(new)]
-        out._lexical = ContextTerms(out._token_lists, out._neighbours)  # cheap: own words only
+        out._lexical = ContextTerms(out._token_lists, out._neighbours, nearer_weighs_more=out.weights.context_decay <= 1)
         out._bm25 = None
         out._by_speaker = {token: list(rows) for token, rows in self._by_speaker.items()}
         for i in range(n_old, len(out.records)):
@@ -379,7 +381,8 @@ def _order(record: VectorRecord) -> tuple[float, int]:
 
 
 def _blend_vectors(
-    own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]], *, rows: Sequence[int] | None = None
+    own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]], *, rows: Sequence[int] | None = None,
+    arrays: tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]] | None = None,
 ) -> Vectors:
     """Each vector (or those of `rows`) plus its neighbours' at their shares, renormalised to
     unit length; a row comes out the same whichever other rows are computed with it.
@@ -387,20 +390,14 @@ def _blend_vectors(
     The k-th neighbours of all rows are added in one step, so each row still adds its own in
     order, with the same float32 products (a missing neighbour adds +0.0, which changes
     nothing): bit for bit the sum of one row at a time, without a Python step per neighbour.
+    `arrays` are `neighbour_arrays` of the wanted rows' neighbours, when the caller has them.
     """
-    wanted = list(range(len(own))) if rows is None else list(rows)
-    blended = own[wanted].astype(np.float64)
-    width = max((len(neighbours[i]) for i in wanted), default=0)
-    if width:
-        at = np.zeros((len(wanted), width), dtype=np.intp)
-        shares = np.zeros((len(wanted), width), dtype=np.float32)
-        for out_row, i in enumerate(wanted):
-            near = neighbours[i]
-            if near:
-                at[out_row, : len(near)] = [j for j, _ in near]
-                shares[out_row, : len(near)] = [share for _, share in near]
-        for slot in range(width):
-            blended += own[at[:, slot]] * shares[:, slot, None]
+    wanted = range(len(own)) if rows is None else list(rows)
+    blended = own.astype(np.float64) if rows is None else own[wanted].astype(np.float64)
+    at, shares, _ = arrays if arrays is not None else neighbour_arrays([neighbours[i] for i in wanted])
+    shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
+    for slot in range(at.shape[1]):
+        blended += own[at[:, slot]] * shares32[:, slot, None]
     norms = np.linalg.norm(blended, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: Vectors = (blended / norms).astype(np.float32)

@@ -539,12 +539,15 @@ class LongTermMemory:
         The store's version of the scope (one small read) says whether the cached index is
         current. The lock guards only the cache: scanning and building happen outside it.
         """
-        version = self.store.version(scope)
         with self._lock:
             cached = self._indexes.get(scope)
-            if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
-                self._indexes.touch(scope)
-                return cached[1]
+        if cached is not None:  # a scope not cached is scanned without asking its version first
+            version = self.store.version(scope)
+            with self._lock:
+                cached = self._indexes.get(scope)
+                if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
+                    self._indexes.touch(scope)
+                    return cached[1]
         records, matrix, version = self.store.scan_matrix(scope)
         index = ScopeIndex.of_scan(records, matrix, self.embedder.dimension, weights=self.weights)
         if version is not None:
