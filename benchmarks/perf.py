@@ -663,6 +663,9 @@ def scenario_agent(work: Path, quick: bool) -> Rows:
     # a conversation in progress. Every message is new (embedders cache recent texts).
     plan = [(c, f"Hi, {rng.choice(SUBJECTS)} {rng.choice(PROBLEMS)}. Can I get a refund? (message {i})", i // n_customers)
             for i, c in enumerate(customers * 3)]
+    # Interleaved in time (customer k's first turn, k-1's second, k-2's third, ...), each
+    # customer's turns in order: a load that drifts during the run reaches both kinds alike.
+    plan.sort(key=lambda turn: (customers.index(turn[0]) + turn[2], turn[2]))
     ours: dict[bool, list[float]] = {True: [], False: []}
     with Memory.open(path) as mem:
         model = ScriptedModel(lambda m, s, t: ChatResponse(text="Please clear your browser cache."), is_llm=False)
