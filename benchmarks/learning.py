@@ -53,6 +53,7 @@ from fourfold.longterm.consolidate import (
     DEFAULT_THRESHOLD,
     REWORD_DIFFERENCE,
     REWORD_THRESHOLD,
+    SLOT_THRESHOLD,
     SimilarityConsolidator,
     differing_words,
 )
@@ -197,25 +198,124 @@ def calibrate(embedder: Embedder) -> tuple[float, float, float]:
 
 
 def consolidation(
-    embedder: Embedder, judge: SimilarityConsolidator, facts: Sequence[tuple[list[str], str]]
+    embedder: Embedder, judge: SimilarityConsolidator, facts: Sequence[tuple[list[str], str]], *, kind: str = "fact"
 ) -> tuple[float, float, float]:
     """(dup_rate, false_merge in the same wording, in another wording) on `facts`, by writing as
-    a user would."""
+    a user would (memories of `kind`, without a key)."""
     lt = LongTermMemory(InMemoryVectorStore(embedder_identity=embedder.identity), embedder, consolidator=judge)
     writes = 0
     for n, (wordings, _) in enumerate(facts):
         for text in wordings:
-            lt.remember(text, scope=f"dup:{n}", kind="fact")
+            lt.remember(text, scope=f"dup:{n}", kind=kind)
             writes += 1
     kept = sum(len(lt.all(scope=f"dup:{n}")) for n in range(len(facts)))
     dup_rate = (kept - len(facts)) / (writes - len(facts))
     merged = [0, 0]
     pairs = near_misses(facts, random.Random(5))
     for n, (i, k, j, m) in enumerate(pairs):
-        first = lt.remember(facts[i][0][k], scope=f"pair:{n}", kind="fact")
-        second = lt.remember(facts[j][0][m], scope=f"pair:{n}", kind="fact")
+        first = lt.remember(facts[i][0][k], scope=f"pair:{n}", kind=kind)
+        second = lt.remember(facts[j][0][m], scope=f"pair:{n}", kind=kind)
         merged[n % 2] += second.supersedes == (first,)
     return dup_rate, merged[0] / (len(pairs) / 2), merged[1] / (len(pairs) / 2)
+
+
+# -- preferences in five wordings, written without a key -------------------------------------------
+
+#: kind -> (split, five wordings of a preference about {v}, values). Written one by one with
+#: `remember(..., kind="preference", consolidate=True)` and no key, as a library user would:
+#: the wordings of one value should come back as one memory, and two values of one kind must
+#: stay two. "listed" kinds are the distiller's; "tuning" kinds are the only ones
+#: `--calibrate` sweeps the slot threshold on; "held-out" kinds nothing was tuned on.
+PREF_FACTS: dict[str, tuple[str, tuple[str, str, str, str, str], list[str]]] = {
+    "contact_channel": ("listed", ("Prefers {v}", "Likes to be contacted by {v}", "Wants us to reach them via {v}",
+                                   "{v} is their preferred way to be contacted", "Would rather hear from us by {v}"),
+                        ["email", "phone", "text message", "WhatsApp", "post", "Slack"]),
+    "language": ("listed", ("Prefers {v}", "Wants replies in {v}", "Likes to be answered in {v}",
+                            "{v} is their preferred language", "Would rather we wrote to them in {v}"),
+                 ["Spanish", "German", "French", "Polish", "Japanese", "Dutch"]),
+    "time_of_day": ("listed", ("Prefers calls in the {v}", "Wants to be called in the {v}", "Likes us to ring in the {v}",
+                               "The {v} is the best time to reach them", "Would rather be phoned in the {v}"),
+                    ["morning", "afternoon", "evening", "night"]),
+    "payment_method": ("listed", ("Prefers to pay by {v}", "Likes paying with {v}", "Wants to settle invoices by {v}",
+                                  "{v} is their preferred payment method", "Would rather pay via {v}"),
+                       ["credit card", "PayPal", "bank transfer", "direct debit", "cash"]),
+    "theme": ("tuning", ("Prefers the {v} theme", "Likes the {v} theme in the app", "Wants the {v} theme turned on",
+                         "The {v} theme is their preferred look", "Would rather use the {v} theme"),
+              ["dark", "light", "high-contrast", "sepia"]),
+    "currency": ("tuning", ("Prefers prices in {v}", "Wants prices shown in {v}", "Likes to see prices in {v}",
+                            "Would rather have prices in {v}", "Prices in {v} are what they prefer"),
+                 ["euros", "dollars", "pounds", "yen"]),
+    "seat": ("held-out", ("Prefers a {v} seat", "Likes a {v} seat on flights", "Wants a {v} seat when flying",
+                          "A {v} seat is their preferred choice", "Would rather sit in a {v} seat"),
+             ["window", "aisle", "middle", "front-row"]),
+    "diet": ("held-out", ("Prefers {v} meals", "Likes {v} food at events", "Wants {v} catering",
+                          "{v} meals are their preferred option", "Would rather have {v} dishes"),
+             ["vegetarian", "vegan", "halal", "kosher"]),
+    "font": ("held-out", ("Prefers a {v} font", "Likes reading in a {v} font", "Wants the app set to a {v} font",
+                          "Their favourite font is a {v} one", "Would rather see a {v} font"),
+             ["serif", "sans-serif", "large", "monospace"]),
+}
+
+
+#: One value for several things (a multi-valued attribute): "Prefers email for invoices" and
+#: "Prefers email for marketing offers" are two preferences, five wordings each.
+FOR_CONTEXT: tuple[tuple[str, str, str, str, str], list[str], list[str]] = (
+    ("Prefers {v} for {c}", "Likes {v} for {c}", "Wants {v} when it comes to {c}", "For {c}, they prefer {v}",
+     "Would rather get {v} about {c}"),
+    ["email", "text messages", "phone calls"],
+    ["invoices", "order updates", "marketing offers", "appointment reminders"],
+)
+
+
+def pref_sets(split: str, half: int | None = None) -> list[tuple[list[str], str]]:
+    """(five wordings, kind) per preference of one split's kinds (`half` of their values, or
+    all); split "for-context": one value for several things, where the near misses are the
+    same value for another thing."""
+    out = []
+    if split == "for-context":
+        templates, values, contexts = FOR_CONTEXT
+        return [([_sentence(t.format(v=v, c=c)) for t in templates], v) for v in values for c in contexts]
+    for kind, (where, templates, values) in PREF_FACTS.items():
+        if where == split:
+            for v in values if half is None else values[half::2]:
+                out.append(([_sentence(t.format(v=v)) for t in templates], kind))
+    return out
+
+
+def _sentence(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def pref_consolidation(
+    embedder: Embedder, judge: SimilarityConsolidator, facts: Sequence[tuple[list[str], str]]
+) -> tuple[float, float]:
+    """(dup_rate, false_merge) of preferences written without a key, as `consolidation` measures facts."""
+    dup, same, other = consolidation(embedder, judge, facts, kind="preference")
+    return dup, (same + other) / 2
+
+
+def replace_judge(judge: SimilarityConsolidator, slot_bar: float | None) -> SimilarityConsolidator:
+    """The same judge with another slot threshold (None: slots off)."""
+    return SimilarityConsolidator(judge.threshold, change_threshold=judge.change_threshold,
+                                  reword_threshold=judge.reword_threshold, reword_difference=judge.reword_difference,
+                                  slot_threshold=slot_bar)
+
+
+def slot_threshold(embedder: Embedder) -> float:
+    """Sweep the slot threshold on the tuning kinds and half the listed values: wordings merged vs distinct merged."""
+    facts = pref_sets("tuning") + pref_sets("listed", 0)
+    print(f"slot threshold ({embedder.identity}): {len(facts)} preferences in five wordings, on the tuning kinds "
+          "and half the listed values")
+    print("  threshold  dup_rate  false_merge")
+    rows = [(float(t), *pref_consolidation(embedder, SimilarityConsolidator(slot_threshold=float(t)), facts))
+            for t in np.arange(0.20, 0.71, 0.05)]
+    clean = [(dup, -t) for t, dup, false in rows if false == 0]
+    # the highest threshold that reaches the lowest dup_rate with no distinct preference merged
+    chosen = -min(clean)[1] if clean else SLOT_THRESHOLD
+    for t, dup, false in rows:
+        mark = "  <- highest with the lowest dup_rate and no distinct preference merged" if t == chosen else ""
+        print(f"  {t:9.2f}  {dup:8.3f}  {false:11.3f}{mark}")
+    return chosen
 
 
 # -- preferences that change ---------------------------------------------------------------------
@@ -382,6 +482,16 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"another wording {other:.3f})")
         if name == "held-out values":  # the last line's, comparable with earlier runs
             dup_rate, false_merge = dup, (same + other) / 2
+    print(f"  [{time.perf_counter() - started:.0f}s]")
+    started = time.perf_counter()
+    slot_bar = slot_threshold(embedder) if args.calibrate else SLOT_THRESHOLD
+    print(f"preferences in five wordings, written without a key (consolidate=True; slot threshold {slot_bar:.2f}):")
+    print("  kinds        slots: dup_rate false_merge   without slots: dup_rate false_merge")
+    for split in ("listed", "tuning", "held-out", "for-context"):
+        facts = pref_sets(split)
+        with_slots = pref_consolidation(embedder, replace_judge(judge, slot_bar), facts)
+        without = pref_consolidation(embedder, replace_judge(judge, None), facts)
+        print(f"  {split:11s}  {with_slots[0]:15.3f} {with_slots[1]:11.3f}   {without[0]:23.3f} {without[1]:11.3f}")
     print(f"  [{time.perf_counter() - started:.0f}s]")
     change_bar = CHANGE_THRESHOLD if not args.no_change_signal else None
     if args.calibrate and change_bar is not None:
