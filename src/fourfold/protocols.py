@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
 if TYPE_CHECKING:
+    from fourfold.episodic.log import LogCursor
     from fourfold.longterm.consolidate import Consolidator
     from fourfold.longterm.store import MemoryInput
 
@@ -66,6 +67,8 @@ class CaseLog(Protocol):
     def move(self, episode_id: str, *, from_scope: str, to_scope: str) -> Episode: ...
 
     def forget(self, episode_id: str) -> None: ...
+
+    def since(self, cursor: LogCursor | None = None) -> tuple[LogCursor, list[Episode], bool]: ...
 
 
 class FactsLike(Protocol):
