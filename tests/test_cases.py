@@ -263,3 +263,24 @@ def test_ordinary_words_travel_but_names_and_the_customers_own_do_not() -> None:
     assert "The app crashes on the orders screen." in case.problem
     for detail in ("Thandiwe", "Blackwood", "sarah", "Holloway", "Portland", "88412"):
         assert detail not in case.problem
+
+
+@pytest.mark.parametrize(("message", "details"), [
+    ("hi, ambrose baker here from reading. the invoice pdf fails with error 502 since we moved to bath.",
+     ("ambrose", "baker", "reading", "bath")),
+    ("hello, this is dorothea fox in derby. the invoice pdf fails with error 502.", ("dorothea", "fox", "derby")),
+    ("thandiwe stone from split again. the invoice pdf fails with error 502 at our office in nice.",
+     ("thandiwe", "stone", "split", "nice")),
+    ("the invoice pdf fails with error 502. regards, anastasia bird", ("anastasia", "bird")),
+    ("my name's horatio wood and the invoice pdf fails with error 502.", ("horatio", "wood")),
+])
+def test_lowercase_names_and_towns_that_are_dictionary_words_stay_behind(
+    message: str, details: tuple[str, ...]
+) -> None:
+    """A surname or a town that is an ordinary word ("baker", "reading") by its position: after
+    an introduction, beside a name, after a preposition of place at a clause's end; and a
+    sentence holding one is never the statement whose ordinary words travel."""
+    case = extract_case(Ticket(message, (), (), "Cleared the browser cache"), shared=lambda stem: stem in {
+        "reading", "bath", "nice", "baker", "wood", "bird"})  # common ground: several customers live there
+    assert "invoice pdf fails with error 502" in case.problem
+    assert [d for d in details if re.search(rf"\b{d}\b", case.problem)] == []
