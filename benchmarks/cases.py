@@ -42,6 +42,7 @@ from typing import Any
 
 from fourfold import Memory
 from fourfold.agent import SupportAgent
+from fourfold.agent.cases import CaseBase
 from fourfold.agent.prompt import DATA_CLOSE, DATA_OPEN
 from fourfold.embeddings import Embedder, HashEmbedder
 from fourfold.models import OfflineModel, ScriptedModel
@@ -448,7 +449,7 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14) -> Tally
             model = ScriptedModel(writer.respond, name="case-writer")
         agent = SupportAgent(mem, model)
         if variant == "detector":
-            assert agent.cases is not None
+            assert isinstance(agent.cases, CaseBase)
             agent.cases.min_customers = None
         n = 0
 

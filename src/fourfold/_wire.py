@@ -193,6 +193,21 @@ class Episodes:
         return Call("DELETE", "/v1/episodes", _deleted, params={"unscoped": "true"})
 
 
+class Cases:
+    """Calls of the shared case base (`CaseBase.add` / `similar`): the service de-identifies."""
+
+    @staticmethod
+    def add(ticket: Any, source_scope: str) -> Call[Episode | None]:
+        body = {"goal": ticket.goal, "messages": _list(ticket.messages), "actions": _list(ticket.actions),
+                "outcome": ticket.outcome, "source_scope": source_scope}
+        return Call("POST", "/v1/cases", lambda d: _episode(d["case"]) if d["case"] is not None else None, body)
+
+    @staticmethod
+    def similar(situation: str, k: int, exclude_source: str | None, min_score: float | None) -> Call[list[Episode]]:
+        return Call("POST", "/v1/cases/similar", _episode_list, {
+            "situation": situation, "k": k, "exclude_source": exclude_source, "min_score": min_score})
+
+
 class Facts:
     """Calls of `FactStore`."""
 

@@ -27,6 +27,7 @@ from fourfold.service.errors import ServiceError, TooLarge, Unauthorized
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
 if TYPE_CHECKING:
+    from fourfold.agent.deidentify import Ticket
     from fourfold.remote_async import AsyncRemoteMemory
 
 __all__ = ["API_KEY_ENV", "AsyncRemoteMemory", "RemoteMemory", "ServiceError", "TooLarge", "Unauthorized", "connect"]
@@ -76,6 +77,7 @@ class RemoteMemory:
         self._http = http
         self.long_term = RemoteLongTermMemory(http)
         self.episodes = RemoteEpisodeLog(http)
+        self.cases = RemoteCaseBase(http)
         self.facts = RemoteFactStore(http)
         self.docs = RemoteDocumentStore(http)
 
@@ -225,6 +227,23 @@ class RemoteEpisodeLog:
 
     def __len__(self) -> int:
         return self.count()
+
+
+class RemoteCaseBase:
+    """The tenant's shared case base over HTTP: the service de-identifies each case it is sent."""
+
+    def __init__(self, http: _Http) -> None:
+        self._http = http
+
+    def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
+        """Share a successfully resolved ticket; the case the service wrote, or None when nothing generic was left."""
+        return self._http.run(w.Cases.add(ticket, source_scope))
+
+    def similar(
+        self, situation: str, *, k: int, exclude_source: str | None = None, min_score: float | None = None
+    ) -> list[Episode]:
+        """The shared cases most like `situation`, without those made from `exclude_source`'s tickets."""
+        return self._http.run(w.Cases.similar(situation, k, exclude_source, min_score))
 
 
 class RemoteFactStore:

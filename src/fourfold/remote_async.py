@@ -16,13 +16,16 @@ import builtins
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from fourfold import _wire as w
 from fourfold.longterm.store import MemoryId, MemoryInput, When
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
+
+if TYPE_CHECKING:
+    from fourfold.agent.deidentify import Ticket
 
 __all__ = ["AsyncRemoteMemory", "connect_async"]
 
@@ -71,6 +74,7 @@ class AsyncRemoteMemory:
         self._http = http
         self.long_term = AsyncRemoteLongTermMemory(http)
         self.episodes = AsyncRemoteEpisodeLog(http)
+        self.cases = AsyncRemoteCaseBase(http)
         self.facts = AsyncRemoteFactStore(http)
         self.docs = AsyncRemoteDocumentStore(http)
 
@@ -218,6 +222,23 @@ class AsyncRemoteEpisodeLog:
     async def forget_unscoped(self) -> int:
         return await self._http.run(w.Episodes.forget_unscoped())
 
+
+
+class AsyncRemoteCaseBase:
+    """The tenant's shared case base over HTTP, awaited: the service de-identifies each case it is sent."""
+
+    def __init__(self, http: _AsyncHttp) -> None:
+        self._http = http
+
+    async def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
+        """Share a successfully resolved ticket; the case the service wrote, or None when nothing generic was left."""
+        return await self._http.run(w.Cases.add(ticket, source_scope))
+
+    async def similar(
+        self, situation: str, *, k: int, exclude_source: str | None = None, min_score: float | None = None
+    ) -> list[Episode]:
+        """The shared cases most like `situation`, without those made from `exclude_source`'s tickets."""
+        return await self._http.run(w.Cases.similar(situation, k, exclude_source, min_score))
 
 
 class AsyncRemoteFactStore:

@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import replace
 
+from fourfold._validate import check_scope, check_text
 from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic._codec import build_episode
@@ -25,7 +26,7 @@ from fourfold.protocols import CaseLog, MemoryLike
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
-__all__ = ["CUSTOMER_PREFIX", "CaseBase"]
+__all__ = ["CUSTOMER_PREFIX", "CaseBase", "check_ticket"]
 
 #: Scopes whose tickets count towards the shared words (see `customer_scope`).
 CUSTOMER_PREFIX = "customer:"
@@ -72,6 +73,7 @@ class CaseBase:
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
+        ticket, source_scope = check_ticket(ticket), _source(source_scope)
         case = self.deidentify(ticket)
         if not tokenize(case.fix) or not tokenize(case.problem):
             return None
@@ -135,6 +137,34 @@ class CaseBase:
             texts = [d.text for d in docs] + [f"{f.key.replace('_', ' ')} {f.value} {f.description}" for f in facts]
             self._reference = (fingerprint, frozenset(w for t in texts for w in tokenize(t)))
         return self._reference[1]
+
+
+#: The most customer messages and actions a ticket may carry.
+MAX_TICKET_ITEMS = 500
+#: The longest text of a ticket (a customer's message may be this long).
+MAX_TICKET_CHARS = 50_000
+
+
+def check_ticket(ticket: object) -> Ticket:
+    """A ticket whose texts are texts (InvalidInput otherwise): it may come over HTTP."""
+    if not isinstance(ticket, Ticket):
+        raise InvalidInput(f"a case is made from a Ticket, not {type(ticket).__name__}")
+    for what, items in (("messages", ticket.messages), ("actions", ticket.actions)):
+        if not isinstance(items, tuple | list) or len(items) > MAX_TICKET_ITEMS:
+            raise InvalidInput(f"a ticket's {what} must be a list of at most {MAX_TICKET_ITEMS} texts")
+    def text(value: object, what: str) -> str:
+        return check_text(value, what=what, max_chars=MAX_TICKET_CHARS)
+
+    messages = tuple(text(m, "message") for m in ticket.messages if not (isinstance(m, str) and not m.strip()))
+    return Ticket(text(ticket.goal, "goal"), messages, tuple(text(a, "action") for a in ticket.actions),
+                  text(ticket.outcome, "outcome"))
+
+
+def _source(scope: object) -> str:
+    checked = check_scope(scope)
+    if checked is None:
+        raise InvalidInput("a case needs the scope of the customer it came from (source_scope), for erasure")
+    return checked
 
 
 class _Vocabulary:
