@@ -373,6 +373,16 @@ AFTER_SIGNALLED = (
     "I changed my mind: I'd prefer {p}.", "I'd rather have {p}, not {a} anymore.", "I'd prefer {p} rather than {a}.",
 )
 AFTER_PLAIN = ("I'd prefer {p}.",)
+#: The wordings above (the ones the distiller's rules were written against), and others written
+#: after the rules and measured with them unchanged (`--phrasing fresh`).
+PHRASINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "design": (BEFORE, AFTER_SIGNALLED, AFTER_PLAIN),
+    "fresh": (("I always want {p}.", "My favourite is {p}.", "I would prefer {p}, please."),
+              ("From today I'd prefer {p}.", "I only want {p} now.", "I would rather get {p} these days.",
+               "I'd prefer {p}; forget about {a}."),
+              ("I would rather get {p}.", "I always want {p}.")),
+}
+PHRASING = "design"
 
 
 def changes(rng: random.Random, per_kind: int) -> list[Change]:
@@ -383,13 +393,14 @@ def changes(rng: random.Random, per_kind: int) -> list[Change]:
         others = [k for k, (s, _, _) in KINDS.items() if s == split and k != kind]
         for a, b in rng.sample(values, min(per_kind, len(values))):
             signalled = rng.random() >= 1 / 6
-            after = rng.choice(AFTER_SIGNALLED if signalled else AFTER_PLAIN)
-            before = rng.choice(BEFORE).format(p=phrase.format(v=a))
+            before_forms, signalled_forms, plain_forms = PHRASINGS[PHRASING]
+            after = rng.choice(signalled_forms if signalled else plain_forms)
+            before = rng.choice(before_forms).format(p=phrase.format(v=a))
             out.append(Change(kind, split, signalled, before, after.format(p=phrase.format(v=b), a=a)))
             other = rng.choice(others)
             _, other_phrase, other_values = KINDS[other]
             x, y = rng.choice(other_values)
-            out.append(Change(kind, split, True, before, rng.choice(AFTER_SIGNALLED).format(
+            out.append(Change(kind, split, True, before, rng.choice(signalled_forms).format(
                 p=other_phrase.format(v=y), a=x), control=True))
     for c in out:  # the splits say what the distiller really does
         listed = preference_key(c.before) is not None and preference_key(c.after) is not None
@@ -457,8 +468,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="Consolidate by similarity alone (no differing-words rule; the rule before it).")
     parser.add_argument("--no-change-signal", action="store_true",
                         help="Consolidate preferences by similarity alone (the rule before change signals).")
+    parser.add_argument("--phrasing", choices=sorted(PHRASINGS), default="design",
+                        help="How customers state and change preferences (fresh: wordings no rule was written against).")
     args = parser.parse_args(argv)
     cases.VERBOSE = args.verbose
+    global PHRASING
+    PHRASING = args.phrasing
     if args.embedder == "minilm":
         from fourfold.embeddings.default import default_embedder
 

@@ -75,3 +75,21 @@ def test_slots_merge_wordings_below_any_similarity_and_keep_other_values_apart()
     off = SimilarityConsolidator(threshold=1.01, change_threshold=None, slot_threshold=-1.0)
     lt.remember("Prefers email", scope="o", kind="preference")
     assert lt.remember("Text me instead of email", scope="o", kind="preference", consolidate=off).supersedes == ()
+
+
+def test_the_first_keyed_statement_of_a_kind_is_judged_against_unkeyed_ones() -> None:
+    """An unkeyed preference ("My favourite is gift packaging": no rule reads a key from it)
+    is replaced by the first keyed change of its kind; once the key is held, the key decides,
+    and a keyed write never joins a memory that has another key."""
+    judge = SimilarityConsolidator(threshold=1.01, change_threshold=-1.0, slot_threshold=None)  # any signalled change
+    lt = LongTermMemory(InMemoryVectorStore(), HashEmbedder(), consolidator=judge)
+    email = lt.remember("Customer said: Please email me.", scope="s", kind="preference", key="contact_channel")
+    gift = lt.remember("Customer said: My favourite is gift packaging.", scope="s", kind="preference")
+    plain = lt.remember("Customer said: I would rather get plain packaging these days.", scope="s",
+                        kind="preference", key="packaging")
+    assert plain.supersedes == (gift,)  # not the email preference, though it is as similar to the judge
+    assert lt.get(plain).key == "packaging" and [h.text for h in lt.history(plain)][0].endswith("gift packaging.")
+    recycled = lt.remember("Customer said: Recycled packaging from now on.", scope="s", kind="preference",
+                           key="packaging")
+    assert recycled.supersedes == (plain,)  # by its key
+    assert sorted(m.id for m in lt.all(scope="s")) == sorted([email, recycled])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -273,23 +273,34 @@ def consolidated(
     closest: Callable[[Write, Vectors], list[Similar]],
     lineage_of: Callable[[str], str],
     embed: Callable[[list[str]], Vectors] | None = None,
+    keys: Collection[tuple[str | None, str]] = (),
 ) -> list[Write]:
     """The writes as `consolidator` judges them: an update joins the lineage of the memory it
     updates (`lineage_of` its id) or of the batch's earlier write; a skip stores nothing.
 
     Each write without a key is judged against the `closest` current memories of its scope
-    and kind and the batch's earlier writes of the same; keyed writes (their key says what
-    they replace) and texts the scope holds already (`held`: (scope, text)) are not judged.
+    and kind and the batch's earlier writes of the same. A keyed write is judged only when
+    its scope has no current memory with that key (`keys`: (scope, key)) and against memories
+    without a key only: the first keyed statement of a kind may restate or change what an
+    unkeyed one said ("My favourite is gift packaging" / "I'd rather have plain packaging
+    now"), and joining its lineage gives that lineage the key. Texts the scope holds already
+    (`held`: (scope, text)) are not judged.
     """
     judged: list[int] = []
     candidates: list[Candidate] = []
+    seen_keys = set(keys)
     for i, w in enumerate(writes):
-        if w.key is not None or w.kind == DOC_KIND or (w.scope, w.text) in held:
+        if w.kind == DOC_KIND or (w.scope, w.text) in held:
             continue
+        if w.key is not None:
+            if (w.scope, w.key) in seen_keys:
+                continue  # its key says what it replaces
+            seen_keys.add((w.scope, w.key))
         vector = vectors[w.text]
         similar = [
             Similar(f"#{j}", writes[j].text, float(vectors[writes[j].text] @ vector))
             for j in judged if (writes[j].scope, writes[j].kind) == (w.scope, w.kind)
+            and (w.key is None or writes[j].key is None)
         ]
         similar += closest(w, vector)
         similar.sort(key=lambda s: -s.similarity)
