@@ -5,7 +5,10 @@ does anything personal, or any failed attempt, reach them with it?
 success=False), then another customer meets the problem giving several kinds of personal
 details (name, email, phone in one of many formats, postal address, order, account or ticket
 number, card, IBAN, a stated preference), and the operator's outcome names them too ("Called
-Maria back on ..."). Later, three other customers ask about the same problem in other words.
+Maria back on ..."); half of them type their introduction in lowercase, with a surname and a
+town that are dictionary words ("hi, ambrose baker here from reading"; `--intros` picks those
+wordings: design, held-out, fresh). Later, three other customers ask about the same problem in
+other words.
 Every later customer's system prompt is checked for
 
 - fix_reached: the share whose prompt carries the fix;
@@ -23,6 +26,7 @@ customers' messages, by kind. The last line is the default variant's:
     cases: fix_reached=X failed_offered=N pii_leaked=N
 
     python benchmarks/cases.py [--embedder hash|minilm] [--types N] [--seed N] [--variants ...] [--verbose]
+                               [--intros design|held-out|fresh]
 """
 
 from __future__ import annotations
@@ -509,7 +513,7 @@ def detector_misses(n_types: int, seed: int = 14) -> Counter[str]:
         message = _first_message(rng, first, d)
         out = redact(message, policy="personal")[0].lower()
         for kind, value in _markers(d).items():
-            misses[kind] += value.lower() in out
+            misses[kind] += _carries(out, kind, value)
     return misses
 
 

@@ -15,6 +15,10 @@ On sets generated here (issue 14, part 8):
   "held-out" kinds (seat, diet, font, warranty, room) that nothing was tuned on. Controls:
   as many customers whose second, signalled preference is of another kind; both must stay
   current. The last line counts every change (not the controls).
+- preferences in five wordings, written without a key with `consolidate=True`: dup_rate and
+  false_merge (another value of the same kind merged) per split, with and without slots
+  (`fourfold.longterm.slots`); `--calibrate` sweeps the slot threshold on the tuning kinds.
+  `--phrasing fresh` states and changes preferences in wordings no rule was written against.
 - dup_rate: five wordings of each of many facts written one by one into a customer's scope,
   with the default consolidation: (memories left - facts) / (writes - facts); 0 is no pile-up.
 - false_merge: a fact and a distinct near-miss of it written one after the other, once in
@@ -28,7 +32,7 @@ The last line:
     learning: learn=X wrong_fix=N pii_leaks=N pref_current=X dup_rate=X false_merge=X
 
     python benchmarks/learning.py [--embedder minilm|hash] [--calibrate] [--types N] [--seed N]
-                                  [--similarity-only] [--no-change-signal]
+                                  [--similarity-only] [--no-change-signal] [--phrasing design|fresh]
 """
 
 from __future__ import annotations

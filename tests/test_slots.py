@@ -88,7 +88,7 @@ def test_the_first_keyed_statement_of_a_kind_is_judged_against_unkeyed_ones() ->
     plain = lt.remember("Customer said: I would rather get plain packaging these days.", scope="s",
                         kind="preference", key="packaging")
     assert plain.supersedes == (gift,)  # not the email preference, though it is as similar to the judge
-    assert lt.get(plain).key == "packaging" and [h.text for h in lt.history(plain)][0].endswith("gift packaging.")
+    assert lt.get(plain).key == "packaging" and lt.history(plain)[0].text.endswith("gift packaging.")
     recycled = lt.remember("Customer said: Recycled packaging from now on.", scope="s", kind="preference",
                            key="packaging")
     assert recycled.supersedes == (plain,)  # by its key
