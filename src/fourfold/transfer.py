@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from fourfold.embeddings.base import Embedder, Vectors
-from fourfold.episodic._codec import decode_line
+from fourfold.episodic.codec import decode_line
 from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from fourfold.semantic.facts import FactRow
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION

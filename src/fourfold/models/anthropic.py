@@ -9,8 +9,8 @@ from fourfold._extras import require
 from fourfold.errors import ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
-from fourfold.models._text import plain
 from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
+from fourfold.models.content import plain
 from fourfold.text.lines import one_line
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from fourfold.models._text import (
+from fourfold.models.base import ChatModel, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.content import (
     STOP_WORDS,
     block_text,
     blocks,
@@ -33,7 +34,6 @@ from fourfold.models._text import (
     plain,
     words,
 )
-from fourfold.models.base import ChatModel, ChatResponse, Message, ToolCall, Usage
 
 __all__ = ["OFFLINE_LABEL", "OfflineModel"]
 

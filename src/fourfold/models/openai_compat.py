@@ -15,8 +15,8 @@ from fourfold._extras import require
 from fourfold.errors import InvalidInput, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
-from fourfold.models._text import block_text, blocks, json_dumps, plain
 from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
+from fourfold.models.content import block_text, blocks, json_dumps, plain
 
 __all__ = ["OpenAICompatModel", "from_openai_response", "to_openai_messages", "to_openai_tools"]
 

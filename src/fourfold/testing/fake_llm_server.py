@@ -24,8 +24,8 @@ from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
-from fourfold.models._text import estimate_tokens, json_dumps
 from fourfold.models.base import ChatResponse
+from fourfold.models.content import estimate_tokens, json_dumps
 
 __all__ = ["ErrorReply", "FakeLLMServer", "RecordedRequest", "Reply", "ReplyFunction"]
 

@@ -1,7 +1,7 @@
 """The secrets policy: credentials, keys and payment numbers, removed from everything stored.
 
 Each rule lists its triggers: lowercase substrings that every match contains. Each trigger
-has a case in tests/data/secrets_corpus.py whose text holds no other trigger of the rule,
+has a case in tests/secrets_corpus.py whose text holds no other trigger of the rule,
 so dropping a trigger fails a test instead of silently letting a secret through.
 """
 
