@@ -33,7 +33,7 @@ from fourfold.service.explain import explain_docs, explain_recall, explain_simil
 from fourfold.service.keys import KeyStore
 from fourfold.service.tenancy import Tenants
 from fourfold.service.ui import CSP
-from fourfold.shortterm.summarize import summary_message
+from fourfold.shortterm.compaction import summary_message
 from fourfold.shortterm.threads import Thread
 from fourfold.text import tokenize
 

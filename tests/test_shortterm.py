@@ -26,7 +26,7 @@ from fourfold.shortterm import (
     group_turns,
     is_summary,
 )
-from fourfold.shortterm.summarize import summary_message
+from fourfold.shortterm.compaction import summary_message
 
 TASK = {"role": "user", "content": "My order A-1001 was charged twice ($40). Please fix it."}
 

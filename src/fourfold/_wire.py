@@ -368,7 +368,7 @@ def _remembered(r: Mapping[str, Any]) -> Remembered:
 
 
 def _memory_id(r: Mapping[str, Any]) -> MemoryId:
-    return MemoryId.of(_remembered(r))
+    return MemoryId(_remembered(r))
 
 
 def _recalled(r: Mapping[str, Any]) -> Recalled:

@@ -276,12 +276,12 @@ def migrate_legacy(data_dir: str | Path) -> Counts:
     written database is started afresh. API keys keep working.
     """
     from fourfold._manifest import MANIFEST
-    from fourfold.stores.chroma import ChromaVectorStore, IdentityOnly
+    from fourfold.stores.chroma import ChromaVectorStore, StandInEmbedder
 
     root = Path(data_dir)
     manifest = _legacy_manifest(root)
     identity = str(manifest["embedder"])
-    embedder = IdentityOnly(identity)
+    embedder = StandInEmbedder(identity)
     vectors = root / "vectors"
     homes = [("fourfold_memories", root)] + [
         (ChromaVectorStore.tenant_collection(home.name), home) for home in sorted((root / "tenants").glob("*")) if home.is_dir()
