@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,7 +11,7 @@ import pytest
 
 import fourfold.shortterm as shortterm
 from fourfold.errors import BudgetExceeded, InvalidInput, ModelError
-from fourfold.models.base import ChatModel, ChatResponse, Message
+from fourfold.models.base import ChatModel, ChatRequest, ChatResponse, Message
 from fourfold.shortterm import (
     SUMMARY_PREFIX,
     TRUNCATION_MARKER,
@@ -83,15 +83,8 @@ class FakeModel(ChatModel):
         self.reply = reply
         self.sent: list[dict[str, Any]] = []
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
-        self.sent.append({"messages": list(messages), "system": system, "max_tokens": max_tokens})
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.sent.append({"messages": list(request.messages), "system": request.system, "max_tokens": request.max_tokens})
         return ChatResponse(text=self.reply)
 
 

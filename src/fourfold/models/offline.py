@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from fourfold.models.base import ChatModel, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.base import ChatModel, ChatRequest, ChatResponse, Message, ToolCall, Usage
 from fourfold.models.content import (
     STOP_WORDS,
     block_text,
@@ -71,14 +71,8 @@ class OfflineModel(ChatModel):
     name = "fourfold-offline (not an LLM)"
     is_llm = False
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        messages, system, tools, max_tokens = request
         latest = _latest_user(messages)
         results = [b for b in blocks(latest) if b.get("type") == "tool_result"] if latest else []
         if results:

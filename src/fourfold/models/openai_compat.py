@@ -15,7 +15,7 @@ from fourfold._extras import require
 from fourfold.errors import InvalidInput, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
-from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
+from fourfold.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from fourfold.models.content import block_text, blocks, json_dumps, plain
 
 __all__ = ["OpenAICompatModel", "from_openai_response", "to_openai_messages", "to_openai_tools"]
@@ -40,14 +40,8 @@ class OpenAICompatModel(SDKChatModel):
 
     is_llm = True
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        messages, system, tools, max_tokens = request
         params: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(messages, system=system),
