@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
 from fourfold import _wire as w
+from fourfold._lifecycle import Closing
 from fourfold._wire import API_KEY_ENV
 from fourfold.service.errors import ServiceError, TooLarge, Unauthorized
 
@@ -68,7 +68,7 @@ def _sent(build: Callable[P, w.Call[T]]) -> Callable[Concatenate[_Part, P], T]:
     return w.method(build, run)
 
 
-class RemoteMemory(_Part):
+class RemoteMemory(_Part, Closing):
     """Long-term, episodic and semantic memory of one tenant, served by `fourfold serve`."""
 
     def __init__(
@@ -100,14 +100,6 @@ class RemoteMemory(_Part):
     def close(self) -> None:
         if self._http.owned:
             self._http.client.close()
-
-    def __enter__(self) -> RemoteMemory:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"RemoteMemory({self.url!r})"

@@ -10,9 +10,9 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, NamedTuple
 
+from fourfold._lifecycle import Closing
 from fourfold.errors import (
     InvalidInput,
     NotFound,
@@ -78,7 +78,7 @@ class _Row(NamedTuple):
     text: str
 
 
-class FactStore:
+class FactStore(Closing):
     """Key -> JSON value facts in one SQLite file, safe across threads and processes."""
 
     def __init__(self, path: str | Path | Database, *, timeout: float = 30.0) -> None:
@@ -95,17 +95,6 @@ class FactStore:
 
     def __repr__(self) -> str:
         return f"FactStore({str(self.path)!r})"
-
-    def __enter__(self) -> FactStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the connection; further calls raise StoreUnavailable. Idempotent."""
