@@ -58,6 +58,13 @@ def check_identifier(value: str, *, what: str) -> str:
     return value
 
 
+def check_name(name: object, pattern: re.Pattern[str], rule: str) -> str:
+    """`name` if the whole of it matches `pattern`; else InvalidInput saying `rule` and what was given."""
+    if not isinstance(name, str) or not pattern.fullmatch(name):
+        raise InvalidInput(f"{rule}, got {name!r:.60}")
+    return name
+
+
 @lru_cache(maxsize=4096)  # the same few scopes and keys come back on every call
 def _secret_kinds(value: str) -> tuple[str, ...]:
     return tuple(sorted({r.kind for r in detect(value)}))
