@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from fourfold._validate import json_object
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.episodic.codec import decode_line
 from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
@@ -172,13 +173,7 @@ def _items(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise StoreCorrupt(f"line {lineno} of the export is not JSON ({exc})") from None
-        if not isinstance(item, dict):
-            raise StoreCorrupt(f"line {lineno} of the export is not a JSON object")
-        yield lineno, item
+        yield lineno, json_object(line, what=f"line {lineno} of the export", error=StoreCorrupt)
 
 
 class _Writer:
