@@ -13,8 +13,7 @@ shared with the async twin (`fourfold.remote_async`); this module only does the 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import httpx
 
@@ -52,23 +51,7 @@ class _Http:
         return w.answer(call, response)
 
 
-class _Part:
-    """A part of the client (long-term, episodes, facts, docs): its calls go through `_http`."""
-
-    def __init__(self, http: _Http) -> None:
-        self._http = http
-
-
-def _sent(build: Callable[P, w.Call[T]]) -> Callable[Concatenate[_Part, P], T]:
-    """A method that sends the call `build` makes: the signature is `build`'s."""
-
-    def run(self: _Part, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._http.run(build(*args, **kwargs))
-
-    return w.method(build, run)
-
-
-class RemoteMemory(_Part, Closing):
+class RemoteMemory(w.SyncPart, w.Root, Closing):
     """Long-term, episodic and semantic memory of one tenant, served by `fourfold serve`."""
 
     def __init__(
@@ -93,10 +76,6 @@ class RemoteMemory(_Part, Closing):
         self.facts = RemoteFactStore(http)
         self.docs = RemoteDocumentStore(http)
 
-    add = _sent(w.add)
-    forget_scope = _sent(w.forget_scope)
-    whoami = _sent(w.whoami)
-
     def close(self) -> None:
         if self._http.owned:
             self._http.client.close()
@@ -105,62 +84,23 @@ class RemoteMemory(_Part, Closing):
         return f"RemoteMemory({self.url!r})"
 
 
-class RemoteLongTermMemory(_Part):
+class RemoteLongTermMemory(w.SyncPart, w.LongTerm):
     """`LongTermMemory` over HTTP: remember / recall / forget."""
 
-    remember = _sent(w.LongTerm.remember)
-    update = _sent(w.LongTerm.update)
-    history = _sent(w.LongTerm.history)
-    remember_many = _sent(w.LongTerm.remember_many)
-    recall = _sent(w.LongTerm.recall)
-    forget = _sent(w.LongTerm.forget)
-    forget_scope = _sent(w.LongTerm.forget_scope)
-    get = _sent(w.LongTerm.get)
-    all = _sent(w.LongTerm.all)
 
-
-class RemoteEpisodeLog(_Part):
+class RemoteEpisodeLog(w.SyncPart, w.Episodes):
     """`EpisodeLog` over HTTP: record episodes, find similar successes, erase them."""
-
-    record = _sent(w.Episodes.record)
-    record_many = _sent(w.Episodes.record_many)
-    similar_successes = _sent(w.Episodes.similar_successes)
-    episodes = _sent(w.Episodes.episodes)
-    count = _sent(w.Episodes.count)
-    get = _sent(w.Episodes.get)
-    forget = _sent(w.Episodes.forget)
-    forget_scope = _sent(w.Episodes.forget_scope)
-    forget_unscoped = _sent(w.Episodes.forget_unscoped)
 
     def __len__(self) -> int:
         return self.count()
 
 
-class RemoteFactStore(_Part):
+class RemoteFactStore(w.SyncPart, w.Facts):
     """`FactStore` over HTTP: authoritative facts by key."""
 
-    set = _sent(w.Facts.set)
-    get = _sent(w.Facts.get)
-    lookup = _sent(w.Facts.lookup)
-    delete = _sent(w.Facts.delete)
-    keys = _sent(w.Facts.keys)
-    list = _sent(w.Facts.list)
-    history = _sent(w.Facts.history)
-    tool_schema = _sent(w.Facts.tool_schema)
-    tool_description = _sent(w.Facts.tool_description)
-    set_tool_description = _sent(w.Facts.set_tool_description)
-    descriptions = _sent(w.Facts.descriptions)
 
-
-class RemoteDocumentStore(_Part):
+class RemoteDocumentStore(w.SyncPart, w.Docs):
     """`DocumentStore` over HTTP; a path is read here, on the client, never by the service."""
-
-    ingest = _sent(w.Docs.ingest)
-    ingest_file = _sent(w.Docs.ingest_file)
-    ingest_text = _sent(w.Docs.ingest_text)
-    search = _sent(w.Docs.search)
-    sources = _sent(w.Docs.sources)
-    delete_source = _sent(w.Docs.delete_source)
 
 
 def __getattr__(name: str) -> object:

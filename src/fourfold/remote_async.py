@@ -13,9 +13,8 @@ which typed errors are raised are one piece of code; this module only does the a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import httpx
 
@@ -47,23 +46,7 @@ class _AsyncHttp:
         return w.answer(call, response)
 
 
-class _AsyncPart:
-    """A part of the client (long-term, episodes, facts, docs): its calls go through `_http`."""
-
-    def __init__(self, http: _AsyncHttp) -> None:
-        self._http = http
-
-
-def _awaited(build: Callable[P, w.Call[T]]) -> Callable[Concatenate[_AsyncPart, P], Coroutine[Any, Any, T]]:
-    """A method that sends the call `build` makes and awaits its answer: the signature is `build`'s."""
-
-    async def run(self: _AsyncPart, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._http.run(build(*args, **kwargs))
-
-    return w.method(build, run)
-
-
-class AsyncRemoteMemory(_AsyncPart):
+class AsyncRemoteMemory(w.AsyncPart, w.Root):
     """Long-term, episodic and semantic memory of one tenant, served by `fourfold serve`, awaited."""
 
     def __init__(
@@ -88,10 +71,6 @@ class AsyncRemoteMemory(_AsyncPart):
         self.facts = AsyncRemoteFactStore(http)
         self.docs = AsyncRemoteDocumentStore(http)
 
-    add = _awaited(w.add)
-    forget_scope = _awaited(w.forget_scope)
-    whoami = _awaited(w.whoami)
-
     async def close(self) -> None:
         if self._http.owned:
             await self._http.client.aclose()
@@ -108,58 +87,19 @@ class AsyncRemoteMemory(_AsyncPart):
         return f"AsyncRemoteMemory({self.url!r})"
 
 
-class AsyncRemoteLongTermMemory(_AsyncPart):
+class AsyncRemoteLongTermMemory(w.AsyncPart, w.LongTerm):
     """`LongTermMemory` over HTTP, awaited: remember / recall / forget."""
 
-    remember = _awaited(w.LongTerm.remember)
-    update = _awaited(w.LongTerm.update)
-    history = _awaited(w.LongTerm.history)
-    remember_many = _awaited(w.LongTerm.remember_many)
-    recall = _awaited(w.LongTerm.recall)
-    forget = _awaited(w.LongTerm.forget)
-    forget_scope = _awaited(w.LongTerm.forget_scope)
-    get = _awaited(w.LongTerm.get)
-    all = _awaited(w.LongTerm.all)
 
-
-class AsyncRemoteEpisodeLog(_AsyncPart):
+class AsyncRemoteEpisodeLog(w.AsyncPart, w.Episodes):
     """`EpisodeLog` over HTTP, awaited: record episodes, find similar successes, erase them."""
 
-    record = _awaited(w.Episodes.record)
-    record_many = _awaited(w.Episodes.record_many)
-    similar_successes = _awaited(w.Episodes.similar_successes)
-    episodes = _awaited(w.Episodes.episodes)
-    count = _awaited(w.Episodes.count)
-    get = _awaited(w.Episodes.get)
-    forget = _awaited(w.Episodes.forget)
-    forget_scope = _awaited(w.Episodes.forget_scope)
-    forget_unscoped = _awaited(w.Episodes.forget_unscoped)
 
-
-class AsyncRemoteFactStore(_AsyncPart):
+class AsyncRemoteFactStore(w.AsyncPart, w.Facts):
     """`FactStore` over HTTP, awaited: authoritative facts by key."""
 
-    set = _awaited(w.Facts.set)
-    get = _awaited(w.Facts.get)
-    lookup = _awaited(w.Facts.lookup)
-    delete = _awaited(w.Facts.delete)
-    keys = _awaited(w.Facts.keys)
-    list = _awaited(w.Facts.list)
-    history = _awaited(w.Facts.history)
-    tool_schema = _awaited(w.Facts.tool_schema)
-    tool_description = _awaited(w.Facts.tool_description)
-    set_tool_description = _awaited(w.Facts.set_tool_description)
-    descriptions = _awaited(w.Facts.descriptions)
 
-
-class AsyncRemoteDocumentStore(_AsyncPart):
+class AsyncRemoteDocumentStore(w.AsyncPart, w.Docs):
     """`DocumentStore` over HTTP, awaited; a path is read here, on the client, never by the service."""
-
-    ingest = _awaited(w.Docs.ingest)
-    ingest_file = _awaited(w.Docs.ingest_file)
-    ingest_text = _awaited(w.Docs.ingest_text)
-    search = _awaited(w.Docs.search)
-    sources = _awaited(w.Docs.sources)
-    delete_source = _awaited(w.Docs.delete_source)
 
 
