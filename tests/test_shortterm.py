@@ -550,3 +550,21 @@ def test_summarize_makes_ten_times_fewer_calls_than_seed_compact_over_200_turns(
 def test_summarize_keeps_a_message_after_the_summary_even_with_keep_recent_zero() -> None:
     out = Summarize(Recording(), trigger_tokens=300, keep_recent=0)(chat(10))
     assert is_summary(out[0]) and out[1]["role"] == "assistant"
+
+
+def test_a_plain_function_is_a_strategy_through_as_strategy() -> None:
+    """One meaning of strategy: a function of the messages becomes a `Strategy` that is not
+    told the system prompt; a `Strategy` is itself."""
+    from fourfold.shortterm.strategies import Strategy, as_strategy, run_strategy
+
+    def last_two(messages: Sequence[Message]) -> list[Message]:
+        return list(messages[-2:])
+
+    window = SlidingWindow(4)
+    assert as_strategy(window) is window
+    wrapped = as_strategy(last_two)
+    msgs = [{"role": "user", "content": f"m{i}"} for i in range(5)]
+    assert isinstance(wrapped, Strategy)
+    assert wrapped(msgs, system="ignored") == msgs[-2:]
+    assert run_strategy(last_two, msgs, system="ignored") == msgs[-2:]
+    assert Pipeline(last_two)(msgs, system="ignored") == msgs[-2:]
