@@ -34,6 +34,7 @@ from fourfold.models.content import (
     plain,
     words,
 )
+from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE_END
 
 __all__ = ["OFFLINE_LABEL", "OfflineModel"]
 
@@ -57,7 +58,6 @@ _TAG = re.compile(r"^</?[A-Za-z_][\w-]*>$")
 _HEADER = re.compile(r"^([A-Za-z][A-Za-z0-9 _'()/-]{0,60}):\s*(.*)$")
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+(.*)$")
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2}[^\]]{0,20})\]\s*")
 
 Kind = Literal["memory", "episode", "doc"]
