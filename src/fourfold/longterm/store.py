@@ -61,34 +61,22 @@ log = logging.getLogger("fourfold.longterm")
 
 class MemoryId(str):
     """What `remember` and `update` return: the memory's id as a plain string, carrying the
-    write's outcome, the same `Remembered` that `remember_many` returns, and its fields."""
+    write's outcome (`remembered`, the same `Remembered` that `remember_many` returns) and its
+    fields: what was redacted, whether it was new, which version it replaced."""
 
     remembered: Remembered
+    redactions: tuple[Redaction, ...]
+    created: bool
+    supersedes: tuple[str, ...]
 
     def __new__(cls, remembered: Remembered) -> MemoryId:
         self = super().__new__(cls, remembered.id)
         self.remembered = remembered
+        self.redactions, self.created, self.supersedes = remembered.redactions, remembered.created, remembered.supersedes
         return self
 
     def __reduce__(self) -> tuple[type[MemoryId], tuple[Remembered]]:
         return MemoryId, (self.remembered,)
-
-    @property
-    def text(self) -> str:
-        """The text as stored (after redaction)."""
-        return self.remembered.text
-
-    @property
-    def redactions(self) -> tuple[Redaction, ...]:
-        return self.remembered.redactions
-
-    @property
-    def created(self) -> bool:
-        return self.remembered.created
-
-    @property
-    def supersedes(self) -> tuple[str, ...]:
-        return self.remembered.supersedes
 
 
 @dataclass(frozen=True, slots=True)
