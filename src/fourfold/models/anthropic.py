@@ -72,12 +72,7 @@ class AnthropicModel(SDKChatModel):
     def _make_client(self) -> Any:
         anthropic = require("anthropic", "anthropic", what="AnthropicModel")
         try:
-            client = anthropic.Anthropic(
-                api_key=self._api_key,
-                base_url=self._base_url,
-                max_retries=self._max_retries,
-                timeout=self._timeout,
-            )
+            client = anthropic.Anthropic(**self._options)
         except anthropic.CredentialsError as exc:
             raise _no_credentials(exc) from None
         except anthropic.AnthropicError as exc:

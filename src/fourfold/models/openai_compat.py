@@ -66,14 +66,9 @@ class OpenAICompatModel(SDKChatModel):
 
     def _make_client(self) -> Any:
         openai = require("openai", "openai", what="OpenAICompatModel")
-        api_key = self._api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        api_key = self._options["api_key"] or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
         try:
-            return openai.OpenAI(
-                api_key=api_key,
-                base_url=self._base_url,
-                max_retries=self._max_retries,
-                timeout=self._timeout,
-            )
+            return openai.OpenAI(**{**self._options, "api_key": api_key})
         except openai.OpenAIError as exc:
             raise other_error("OpenAI-compatible", exc) from None
 
