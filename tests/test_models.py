@@ -423,6 +423,7 @@ def test_models_exports_exactly_the_public_names() -> None:
         "parse_spec",
         "AnthropicModel",
         "ChatModel",
+        "ChatRequest",
         "ChatResponse",
         "Message",
         "OfflineModel",

@@ -5,17 +5,27 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from fourfold.shortterm.tokens import TokenCounter
 
-__all__ = ["ChatModel", "ChatResponse", "Message", "ToolCall", "Usage"]
+__all__ = ["ChatModel", "ChatRequest", "ChatResponse", "Message", "ToolCall", "Usage"]
 
 #: A message in Anthropic shape: {"role": "user"|"assistant", "content": str | list[block]}.
 #: Blocks are dicts: {"type": "text", "text"}, {"type": "tool_use", "id", "name", "input"},
 #: {"type": "tool_result", "tool_use_id", "content"}.
 Message = Mapping[str, Any]
+
+
+class ChatRequest(NamedTuple):
+    """One request to a model: the conversation, the system prompt, the tools it may call
+    (Anthropic tool schemas: name, description, input_schema) and the reply's token limit."""
+
+    messages: Sequence[Message]
+    system: str = ""
+    tools: Sequence[Mapping[str, Any]] = ()
+    max_tokens: int = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +70,6 @@ class ChatModel(ABC):
     #: True only for real LLMs; the offline model is never presented as one.
     is_llm: bool = True
 
-    @abstractmethod
     def chat(
         self,
         messages: Sequence[Message],
@@ -70,6 +79,11 @@ class ChatModel(ABC):
         max_tokens: int = 1024,
     ) -> ChatResponse:
         """Send one request; tools are Anthropic tool schemas (name, description, input_schema)."""
+        return self.complete(ChatRequest(messages, system, tools, max_tokens))
+
+    @abstractmethod
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer one request: the one method a model implements (`chat` is built on it)."""
 
     def token_counter(self) -> TokenCounter:
         """What counts this model's input tokens: the offline estimate, unless the model can do better."""
