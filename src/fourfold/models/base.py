@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -49,7 +48,9 @@ class ChatResponse:
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
-    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "other"] = "end_turn"
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "other"] = (
+        "end_turn"
+    )
     usage: Usage = field(default_factory=Usage)
     model: str = ""
 
@@ -59,12 +60,15 @@ class ChatResponse:
         if self.text:
             blocks.append({"type": "text", "text": self.text})
         for call in self.tool_calls:
-            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.input)})
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.input)}
+            )
         return {"role": "assistant", "content": blocks or self.text}
 
 
-class ChatModel(ABC):
-    """One required method; `name` labels replies and reports (offline models say so)."""
+class ChatModel:
+    """A model implements `complete(request)` (or, equivalently, `chat(...)`: each is built on the
+    other); `name` labels replies and reports (offline models say so)."""
 
     name: str = "model"
     #: True only for real LLMs; the offline model is never presented as one.
@@ -81,9 +85,16 @@ class ChatModel(ABC):
         """Send one request; tools are Anthropic tool schemas (name, description, input_schema)."""
         return self.complete(ChatRequest(messages, system, tools, max_tokens))
 
-    @abstractmethod
     def complete(self, request: ChatRequest) -> ChatResponse:
-        """Answer one request: the one method a model implements (`chat` is built on it)."""
+        """Answer one request. Implement this (or `chat`, which it calls then)."""
+        if type(self).chat is ChatModel.chat:
+            raise NotImplementedError(f"{type(self).__name__} implements neither complete nor chat")
+        return self.chat(
+            request.messages,
+            system=request.system,
+            tools=request.tools,
+            max_tokens=request.max_tokens,
+        )
 
     def token_counter(self) -> TokenCounter:
         """What counts this model's input tokens: the offline estimate, unless the model can do better."""
