@@ -21,7 +21,7 @@ from fourfold.agent.cases import CaseBase
 from fourfold.agent.deidentify import Ticket
 from fourfold.embeddings import HashEmbedder
 from fourfold.service.testing import LiveService
-from fourfold.shortterm.summarize import summary_message
+from fourfold.shortterm.compaction import summary_message
 from fourfold.shortterm.threads import Thread
 
 pytestmark = pytest.mark.slow

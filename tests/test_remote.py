@@ -262,7 +262,7 @@ def test_the_async_client_is_the_sync_one_awaited(sync: type, async_: type) -> N
     """Same public methods, same parameters and defaults, same results; every one awaited."""
 
     def methods(cls: type) -> dict[str, Any]:
-        return {n: f for n, f in vars(cls).items() if callable(f) and not n.startswith("_")}
+        return {n: getattr(cls, n) for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))}
 
     assert methods(sync).keys() == methods(async_).keys()
     for name, method in methods(async_).items():

@@ -17,7 +17,7 @@ import re
 from functools import cache
 
 from fourfold.text import STOPWORDS
-from fourfold.text._names import GIVEN_NAMES
+from fourfold.text.names import GIVEN_NAMES
 
 __all__ = ["is_ordinary", "own_words"]
 

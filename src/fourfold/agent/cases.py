@@ -17,7 +17,7 @@ from dataclasses import replace
 from fourfold._validate import check_scope, check_text
 from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
-from fourfold.episodic._codec import build_episode
+from fourfold.episodic.codec import build_episode
 from fourfold.episodic.log import LogCursor
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.store import DOC_KIND

@@ -28,6 +28,7 @@ from typing import Literal
 from fourfold.agent._ordinary import is_ordinary, own_words
 from fourfold.models.base import ChatModel
 from fourfold.text import STOPWORDS, detect, redact, tokenize
+from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 
 __all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query"]
 
@@ -39,7 +40,6 @@ _TAINTING = frozenset(
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
 _PREFERENCE_LEFT = re.compile(r"[,;]?\s*\[REDACTED:preference\]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _JOINERS = re.compile(r"['’\-]")
 _DOUBLE_STOP = re.compile(r"([.!?])(?:\s*[.!?,;])+")
 _MASK = "…"

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fourfold.longterm.extract import read_memories
 from fourfold.longterm.slots import derived_key
 from fourfold.models.base import ChatModel
+from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 from fourfold.text.lines import one_line
 from fourfold.text.preferences import PREFERENCE_KEYS, preference_key, states_preference
 
 __all__ = ["PREFERENCE_KEYS", "Distilled", "distill_offline", "distill_with_model", "preference_key", "states_preference"]
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 @dataclass(frozen=True, slots=True)
 class Distilled:

@@ -21,8 +21,8 @@ import numpy.typing as npt
 from fourfold._validate import check_k, check_min_score, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
-from fourfold.episodic._codec import build_episode
 from fourfold.episodic._index import EpisodeIndex, dense_text
+from fourfold.episodic.codec import build_episode
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.ranking import Background, Fusion, lexical_share, rank
 from fourfold.stores.database import Database

@@ -19,11 +19,11 @@ from fourfold.errors import InvalidInput
 from fourfold.longterm.slots import derived_key
 from fourfold.models.base import ChatModel
 from fourfold.text import is_chatter
+from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 from fourfold.text.preferences import PREFERENCE_KEYS, states_preference
 
 __all__ = ["Extracted", "extract", "extract_offline", "extract_with_model", "read_memories", "user_texts"]
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: A sentence stating something lasting about the speaker.
 _SELF_FACT = re.compile(
     r"^(?:i am|i'm|i live|i work|i have|i've got|i own|i use|i speak|i run|i manage|i moved|we are|we're|we use"

@@ -15,8 +15,8 @@ from fourfold._extras import require
 from fourfold.errors import InvalidInput, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
-from fourfold.models._text import block_text, blocks, json_dumps, plain
-from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
+from fourfold.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.content import block_text, blocks, json_dumps, plain
 
 __all__ = ["OpenAICompatModel", "from_openai_response", "to_openai_messages", "to_openai_tools"]
 
@@ -40,14 +40,8 @@ class OpenAICompatModel(SDKChatModel):
 
     is_llm = True
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        messages, system, tools, max_tokens = request
         params: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(messages, system=system),
@@ -72,14 +66,9 @@ class OpenAICompatModel(SDKChatModel):
 
     def _make_client(self) -> Any:
         openai = require("openai", "openai", what="OpenAICompatModel")
-        api_key = self._api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        api_key = self._options["api_key"] or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
         try:
-            return openai.OpenAI(
-                api_key=api_key,
-                base_url=self._base_url,
-                max_retries=self._max_retries,
-                timeout=self._timeout,
-            )
+            return openai.OpenAI(**{**self._options, "api_key": api_key})
         except openai.OpenAIError as exc:
             raise other_error("OpenAI-compatible", exc) from None
 

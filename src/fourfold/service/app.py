@@ -29,6 +29,7 @@ from fourfold.service import schemas as s
 from fourfold.service.batching import GroupCommit
 from fourfold.service.cases import install_case_routes
 from fourfold.service.errors import Unauthorized, one_line, status_for
+from fourfold.service.hosts import is_loopback
 from fourfold.service.keys import KeyStore
 from fourfold.service.swagger import install_swagger_ui
 from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
@@ -45,7 +46,6 @@ DEFAULT_MAX_BODY = 8 * 1024 * 1024
 #: (for a group commit, a shared embedding batch, the store's write lock) and cost little;
 #: with too few, a cheap request queues behind them for a thread before it even starts.
 DEFAULT_WORKER_THREADS = 128
-_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": s.ErrorOut, "description": text}
     for status, text in (
@@ -90,7 +90,7 @@ class Authenticator:
             if tenant is None:
                 raise Unauthorized("the API key is unknown or revoked")
             return tenant, "key"
-        if self.allow_anonymous and _is_loopback(host) and not self.keys.has_keys():
+        if self.allow_anonymous and is_loopback(host) and not self.keys.has_keys():
             return DEFAULT_TENANT, "anonymous"
         raise Unauthorized("send an API key: Authorization: Bearer <key> (create one with `fourfold keys create`)")
 
@@ -612,12 +612,3 @@ class _BodyLimit:
             if exc.status_code != 413 or started:
                 raise
             await too_large(scope, receive, send)
-
-
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name in _LOOPBACK_HOSTS or host in _LOOPBACK_HOSTS
-
-

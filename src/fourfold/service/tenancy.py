@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING
 
 from fourfold._files import private_dir, private_file
 from fourfold._manifest import MANIFEST, check_manifest, store_kind
+from fourfold._validate import check_name
 from fourfold.embeddings.asymmetric import AsymmetricEmbedder
 from fourfold.embeddings.coalescing import CoalescingEmbedder, for_reader
-from fourfold.errors import InvalidInput, StoreUnavailable
+from fourfold.errors import StoreUnavailable
 from fourfold.stores.vector import VectorStore
 
 if TYPE_CHECKING:
@@ -62,12 +63,8 @@ VectorStoreFactory = Callable[[str], "VectorStore"]
 
 def check_tenant(name: object) -> str:
     """A tenant name: 1-48 lowercase letters, digits, '-' or '_', starting and ending alphanumeric."""
-    if not isinstance(name, str) or not _TENANT.fullmatch(name):
-        raise InvalidInput(
-            f"a tenant name is 1-48 lowercase letters, digits, '-' or '_' (starting and ending "
-            f"with a letter or digit), got {name!r:.60}"
-        )
-    return name
+    return check_name(name, _TENANT, "a tenant name is 1-48 lowercase letters, digits, '-' or '_' "
+                      "(starting and ending with a letter or digit)")
 
 
 class Tenants:
