@@ -251,6 +251,7 @@ TWINS = [
     (remote.RemoteMemory, remote_async.AsyncRemoteMemory),
     (remote.RemoteLongTermMemory, remote_async.AsyncRemoteLongTermMemory),
     (remote.RemoteEpisodeLog, remote_async.AsyncRemoteEpisodeLog),
+    (remote.RemoteCaseBase, remote_async.AsyncRemoteCaseBase),
     (remote.RemoteFactStore, remote_async.AsyncRemoteFactStore),
     (remote.RemoteDocumentStore, remote_async.AsyncRemoteDocumentStore),
 ]

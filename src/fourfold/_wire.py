@@ -19,6 +19,8 @@ from urllib.parse import quote
 
 import httpx
 
+from fourfold.agent.cases import CaseBase
+from fourfold.agent.deidentify import Ticket
 from fourfold.episodic.log import EpisodeLog
 from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.longterm.store import LongTermMemory, MemoryId, MemoryInput, When
@@ -287,6 +289,23 @@ class Episodes:
     @like(EpisodeLog.forget_unscoped)
     def forget_unscoped() -> Call[int]:
         return Call("DELETE", "/v1/episodes", _deleted, params={"unscoped": "true"})
+
+
+class Cases:
+    """Calls of the shared case base (`CaseBase`): the service de-identifies what it is sent."""
+
+    @like(CaseBase.add)
+    def add(ticket: Ticket, source_scope: str) -> Call[Episode | None]:
+        """Share a successfully resolved ticket; the case the service wrote, or None when nothing generic was left."""
+        body = {"goal": ticket.goal, "messages": _list(ticket.messages), "actions": _list(ticket.actions),
+                "outcome": ticket.outcome, "source_scope": source_scope}
+        return Call("POST", "/v1/cases", lambda d: _episode(d["case"]) if d["case"] is not None else None, body)
+
+    @like(CaseBase.similar)
+    def similar(situation: str, k: int, exclude_source: str | None, min_score: float | None) -> Call[list[Episode]]:
+        """The shared cases most like `situation`, without those made from `exclude_source`'s tickets."""
+        return Call("POST", "/v1/cases/similar", _episode_list, {
+            "situation": situation, "k": k, "exclude_source": exclude_source, "min_score": min_score})
 
 
 class Facts:

@@ -73,6 +73,7 @@ class RemoteMemory(w.SyncPart, w.Root, Closing):
         self.url = url
         self.long_term = RemoteLongTermMemory(http)
         self.episodes = RemoteEpisodeLog(http)
+        self.cases = RemoteCaseBase(http)
         self.facts = RemoteFactStore(http)
         self.docs = RemoteDocumentStore(http)
 
@@ -93,6 +94,10 @@ class RemoteEpisodeLog(w.SyncPart, w.Episodes):
 
     def __len__(self) -> int:
         return self.count()
+
+
+class RemoteCaseBase(w.SyncPart, w.Cases):
+    """The tenant's shared case base over HTTP: the service de-identifies each case it is sent."""
 
 
 class RemoteFactStore(w.SyncPart, w.Facts):

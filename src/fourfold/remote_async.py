@@ -68,6 +68,7 @@ class AsyncRemoteMemory(w.AsyncPart, w.Root):
         self.url = url
         self.long_term = AsyncRemoteLongTermMemory(http)
         self.episodes = AsyncRemoteEpisodeLog(http)
+        self.cases = AsyncRemoteCaseBase(http)
         self.facts = AsyncRemoteFactStore(http)
         self.docs = AsyncRemoteDocumentStore(http)
 
@@ -93,6 +94,10 @@ class AsyncRemoteLongTermMemory(w.AsyncPart, w.LongTerm):
 
 class AsyncRemoteEpisodeLog(w.AsyncPart, w.Episodes):
     """`EpisodeLog` over HTTP, awaited: record episodes, find similar successes, erase them."""
+
+
+class AsyncRemoteCaseBase(w.AsyncPart, w.Cases):
+    """The tenant's shared case base over HTTP, awaited: the service de-identifies each case it is sent."""
 
 
 class AsyncRemoteFactStore(w.AsyncPart, w.Facts):

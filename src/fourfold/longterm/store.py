@@ -263,10 +263,12 @@ class LongTermMemory:
         vectors = self._vectors(prepared, known)
         if consolidate is not None and lineage is None:
             held = {(r.scope, r.text) for records in known.values() for r in records}
+            keys = {(r.scope, key) for records in known.values() for r in records
+                    if is_current(r) and (key := version_of(r).key) is not None}
             writes = consolidated(
                 writes, {t: v for t, (v, _) in vectors.items()}, held, consolidate,
                 closest=self._closest, lineage_of=lambda i: version_of(self._record(i)).lineage,
-                embed=self.embedder.embed_many,
+                embed=self.embedder.embed_many, keys=keys,
             )
             for w in writes:
                 if w.lineage is not None:
@@ -291,7 +293,8 @@ class LongTermMemory:
         """The current memories of the write's scope and kind closest to it, by their own vectors."""
 
         def keep(r: VectorRecord) -> bool:
-            return r.kind == w.kind and is_current(r)
+            # a keyed write is judged against memories without a key (`consolidated`)
+            return r.kind == w.kind and is_current(r) and (w.key is None or version_of(r).key is None)
 
         found = self._ranking_index(w.scope, vector, w.text)
         if found is None:

@@ -27,6 +27,7 @@ from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
 from fourfold.service import schemas as s
 from fourfold.service.batching import GroupCommit
+from fourfold.service.cases import install_case_routes
 from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.hosts import is_loopback
 from fourfold.service.keys import KeyStore
@@ -390,6 +391,7 @@ def create_app(
         return s.ResolveOut.model_validate({"episode": s.episode_out(res.episode), "remembered": list(res.remembered),
                                             "case": s.episode_out(res.case) if res.case else None})
 
+    install_case_routes(api, _memory, agents.cases)  # the shared case base, for agents on RemoteMemory
     app.include_router(api)
     install_inspector(app, _memory, agent_for=agents.agent, review_cases=review_cases, allowed_hosts=allowed_hosts)
     if mcp_server is not None:
@@ -469,6 +471,12 @@ class _Agents:
         from fourfold.agent import SupportAgent
 
         return SupportAgent(memory, self.model(), review_cases=self._review)
+
+    def cases(self, memory: Memory) -> Any:
+        """The tenant's shared case base, as the service's own agent writes it."""
+        from fourfold.agent.cases import CaseBase
+
+        return CaseBase(memory, model=self.model(), review=self._review)
 
 
 # -- MCP over streamable HTTP ------------------------------------------------------------
