@@ -16,7 +16,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from fourfold import InvalidInput, NotFound, remote, remote_async
+from fourfold import InvalidInput, NotFound, _wire, remote, remote_async
 from fourfold.embeddings import HashEmbedder
 from fourfold.memory import Memory
 from fourfold.remote import RemoteMemory, Unauthorized
@@ -245,6 +245,25 @@ def test_connect_reads_the_key_from_the_environment(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("FOURFOLD_API_KEY", key)
     remote = RemoteMemory("http://testserver", client=TestClient(served.client.app))
     assert remote.whoami() == "envtenant"
+
+
+@pytest.mark.parametrize("make", [httpx.Client, httpx.AsyncClient])
+def test_a_connection_owns_only_the_client_it_made(monkeypatch: pytest.MonkeyPatch, make: Any) -> None:
+    """Both clients share one connection rule: the key (argument, else $FOURFOLD_API_KEY) goes on
+    the client; a client made for the URL is the memory's to close, an injected one stays the caller's."""
+    monkeypatch.setenv("FOURFOLD_API_KEY", "ffk_env")
+    made = _wire.Connection(None, make, url="http://service:8765", api_key=None, timeout=5.0)
+    assert made.owned and str(made.client.base_url) == "http://service:8765"
+    assert made.client.headers["Authorization"] == "Bearer ffk_env" and made.client.timeout.read == 5.0
+    given = make(base_url="http://other")
+    injected = _wire.Connection(given, make, url="http://service:8765", api_key="ffk_arg", timeout=5.0)
+    assert not injected.owned and injected.client is given and given.headers["Authorization"] == "Bearer ffk_arg"
+
+
+def test_closing_a_memory_leaves_an_injected_client_open(served: Served) -> None:
+    given = TestClient(served.client.app)
+    RemoteMemory("http://testserver", client=given).close()
+    assert not given.is_closed
 
 
 TWINS = [

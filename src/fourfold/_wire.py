@@ -81,6 +81,28 @@ def headers_for(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
+Client = TypeVar("Client", httpx.Client, httpx.AsyncClient)
+
+
+class Connection(Generic[Client]):
+    """The HTTP client a remote memory sends with, carrying its key, and whether the memory owns it.
+
+    An injected `client` (a TestClient, an ASGI transport) gets the key's header and stays the
+    caller's to close; without one, `make` builds a client for `url` that the memory closes.
+    """
+
+    def __init__(
+        self, client: Client | None, make: Callable[..., Client], *, url: str, api_key: str | None, timeout: float
+    ) -> None:
+        headers = headers_for(api_key if api_key is not None else os.environ.get(API_KEY_ENV))
+        self.owned = client is None
+        if client is None:
+            client = make(base_url=url, headers=headers, timeout=timeout)
+        else:
+            client.headers.update(headers)
+        self.client: Client = client
+
+
 # -- the calls ------------------------------------------------------------------------------------
 
 

@@ -12,7 +12,6 @@ shared with the async twin (`fourfold.remote_async`); this module only does the 
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import httpx
@@ -36,12 +35,8 @@ def connect(url: str, *, api_key: str | None = None, timeout: float = 30.0) -> R
     return RemoteMemory(url, api_key=api_key, timeout=timeout)
 
 
-class _Http:
+class _Http(w.Connection[httpx.Client]):
     """One HTTP client: sends a call's request and reads its answer (`fourfold._wire`)."""
-
-    def __init__(self, client: httpx.Client, *, owned: bool) -> None:
-        self.client = client
-        self.owned = owned
 
     def run(self, call: w.Call[T]) -> T:
         try:
@@ -63,12 +58,7 @@ class RemoteMemory(w.SyncPart, w.Root, Closing):
         client: httpx.Client | None = None,
     ) -> None:
         """`client` injects a ready `httpx.Client` (e.g. FastAPI's TestClient); else one is made."""
-        headers = w.headers_for(api_key if api_key is not None else os.environ.get(API_KEY_ENV))
-        if client is None:
-            http = _Http(httpx.Client(base_url=url, headers=headers, timeout=timeout), owned=True)
-        else:
-            client.headers.update(headers)
-            http = _Http(client, owned=False)
+        http = _Http(client, httpx.Client, url=url, api_key=api_key, timeout=timeout)
         super().__init__(http)
         self.url = url
         self.long_term = RemoteLongTermMemory(http)

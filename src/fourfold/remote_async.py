@@ -12,7 +12,6 @@ which typed errors are raised are one piece of code; this module only does the a
 
 from __future__ import annotations
 
-import os
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
@@ -31,12 +30,8 @@ def connect_async(url: str, *, api_key: str | None = None, timeout: float = 30.0
     return AsyncRemoteMemory(url, api_key=api_key, timeout=timeout)
 
 
-class _AsyncHttp:
+class _AsyncHttp(w.Connection[httpx.AsyncClient]):
     """One async HTTP client: sends a call's request and reads its answer (`fourfold._wire`)."""
-
-    def __init__(self, client: httpx.AsyncClient, *, owned: bool) -> None:
-        self.client = client
-        self.owned = owned
 
     async def run(self, call: w.Call[T]) -> T:
         try:
@@ -58,12 +53,7 @@ class AsyncRemoteMemory(w.AsyncPart, w.Root):
         client: httpx.AsyncClient | None = None,
     ) -> None:
         """`client` injects a ready `httpx.AsyncClient` (e.g. on an `httpx.ASGITransport`); else one is made."""
-        headers = w.headers_for(api_key if api_key is not None else os.environ.get(w.API_KEY_ENV))
-        if client is None:
-            http = _AsyncHttp(httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout), owned=True)
-        else:
-            client.headers.update(headers)
-            http = _AsyncHttp(client, owned=False)
+        http = _AsyncHttp(client, httpx.AsyncClient, url=url, api_key=api_key, timeout=timeout)
         super().__init__(http)
         self.url = url
         self.long_term = AsyncRemoteLongTermMemory(http)
