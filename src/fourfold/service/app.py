@@ -62,6 +62,14 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 Scope = Annotated[str | None, Query(description="The scope; omit it for your unscoped space.")]
 
 
+def _tenant_memory(request: Request) -> Memory:
+    """The caller's tenant's memory (the inspector's dependency; `_memory` for /v1)."""
+    auth: Authenticator = request.app.state.auth
+    tenant, _ = auth.tenant(request.headers.get("authorization"), request.headers.get("host"))
+    tenants: Tenants = request.app.state.tenants
+    return tenants.get(tenant)
+
+
 async def _memory(request: Request) -> Memory:
     """The caller's tenant's memory (the dependency of every /v1 route).
 
@@ -70,15 +78,8 @@ async def _memory(request: Request) -> Memory:
     the event loop would stall it: once the read gives up the GIL, a busy worker thread can
     keep it for the whole switch interval (5 ms).
     """
-    auth: Authenticator = request.app.state.auth
-    tenants: Tenants = request.app.state.tenants
-    authorization, host = request.headers.get("authorization"), request.headers.get("host")
-
-    def memory() -> Memory:
-        return tenants.get(auth.tenant(authorization, host)[0])
-
     requests: ThreadPoolExecutor = request.app.state.requests
-    return await asyncio.get_running_loop().run_in_executor(requests, memory)
+    return await asyncio.get_running_loop().run_in_executor(requests, _tenant_memory, request)
 
 
 Mem = Annotated[Memory, Depends(_memory)]
@@ -410,7 +411,7 @@ def create_app(
                                             "case": s.episode_out(res.case) if res.case else None})
 
     app.include_router(api)
-    install_inspector(app, _memory, agent_for=agents.agent, review_cases=review_cases, allowed_hosts=allowed_hosts)
+    install_inspector(app, _tenant_memory, agent_for=agents.agent, review_cases=review_cases, allowed_hosts=allowed_hosts)
     if mcp_server is not None:
         from starlette.routing import Route
 
