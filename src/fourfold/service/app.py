@@ -157,7 +157,7 @@ def create_app(
                 async with mcp_server.session_manager.run():
                     yield
         finally:
-            requests.shutdown(wait=False)
+            requests.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(
         title="fourfold",
