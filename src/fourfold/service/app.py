@@ -150,14 +150,13 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         limiter = anyio.to_thread.current_default_thread_limiter()  # this event loop's
         limiter.total_tokens = worker_threads
-        try:
-            if mcp_server is None:
-                yield
-            else:
-                async with mcp_server.session_manager.run():
-                    yield
-        finally:
-            requests.shutdown(wait=False, cancel_futures=True)
+        # `requests` outlives a lifespan: an app may be started again (tests do), and its idle
+        # threads end with the executor or the interpreter.
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
 
     app = FastAPI(
         title="fourfold",
