@@ -10,7 +10,7 @@ types, and the memory dependency is made where the routes are.
 """
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
@@ -47,9 +47,10 @@ class CasesSimilarIn(BaseModel):
     min_score: float | None = None
 
 
-def install_case_routes(api: APIRouter, memory: Callable[..., Memory], cases: Callable[[Memory], SharedCases]) -> None:
+def install_case_routes(api: APIRouter, memory: Callable[..., Any], cases: Callable[[Memory], SharedCases]) -> None:
     """POST /cases and POST /cases/similar on `api`, over the caller's tenant (`memory`, the
-    routes' dependency) and its case base (`cases`)."""
+    routes' dependency: the router hands the route the tenant's `Memory`) and its case base
+    (`cases`)."""
     mem_type = Annotated[Memory, Depends(memory)]
 
     @api.post("/cases", status_code=201, tags=["episodes"])
