@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from fourfold.text import tokenize
 
-__all__ = ["TYPES", "Customer", "Dataset", "Question", "build", "folds", "split_of"]
+__all__ = ["TYPES", "Customer", "Dataset", "Question", "build", "dev_folds", "dev_half", "folds", "split_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,6 +535,17 @@ def split_of(question: Question) -> str:
     if question.kind == "unrelated":
         return ("dev", "test")[OFF_TOPIC.index(question.text) % 2]
     return "dev" if question.type in folds(2)[0] else "test"
+
+
+def dev_half(dataset: Dataset) -> Dataset:
+    """The dataset's dev half (`split_of`): every customer, only the dev half's questions."""
+    return Dataset(dataset.customers, tuple(q for q in dataset.questions if split_of(q) == "dev"))
+
+
+def dev_folds(n: int = 5) -> list[frozenset[str]]:
+    """The dev half's attribute types split into n folds (round robin), for cross-validation."""
+    names = sorted(folds(2)[0])
+    return [frozenset(names[i::n]) for i in range(n)]
 
 
 def folds(n: int = 5) -> list[frozenset[str]]:

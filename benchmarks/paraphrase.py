@@ -110,6 +110,7 @@ def hits(questions: Sequence[data.Question], rank: Ranker) -> dict[int, float]:
 
 
 SPLITS = ("dev", "test", "all")
+CURVE = (0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                      for split in SPLITS for g, qs in groups[split].items()}
             floored = hybrid(desk, min_score=RELEVANCE_FLOOR)
             left_empty = {q: not floored(q) for q in off}
+            scored = {q: [(r.text == q.answer, r.score) for r in desk.memory.long_term.recall(q.text, scope=q.customer, k=3)]
+                      for q in dataset.questions}
         finally:
             desk.memory.close()
     if isinstance(embedder, CachedEmbedder):
@@ -168,6 +171,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\noff-topic questions with nothing at or above min_score={RELEVANCE_FLOOR}: {empty(split):.3f} "
               f"(unrelated {empty(split, 'unrelated'):.3f}, unanswerable {empty(split, 'unanswerable'):.3f}); "
               f"floor_drop={drop:.4f} (on-topic hit@3 lost to the floor)\n")
+    print("The trade-off of the floor (on-topic hit@3 lost; off-topic left empty: all, unrelated, unanswerable):\n")
+    print("| floor | " + " | ".join(f"{s} lost | {s} empty | {s} unrelated | {s} unanswerable" for s in SPLITS) + " |")
+    print("|---|" + "---|---|---|---|" * len(SPLITS))
+    for floor in CURVE:
+        cells = []
+        for split in SPLITS:
+            lost = [any(rel for rel, _ in scored[q]) and not any(rel and s >= floor for rel, s in scored[q]) for q in of(split, on)]
+            kinds = {kind: [all(s < floor for _, s in scored[q]) for q in of(split, off) if kind in (q.kind, "all")]
+                     for kind in ("all", "unrelated", "unanswerable")}
+            cells += [f"{np.mean(lost):.4f}", *(f"{np.mean(v):.3f}" for v in kinds.values())]
+        print(f"| {floor} | " + " | ".join(cells) + " |")
+    print()
     for split in SPLITS:
         g = groups[split]
         print(f"{split}: zero-overlap hybrid_hit3={table['hybrid', split, 'paraphrase'][3]:.3f} "

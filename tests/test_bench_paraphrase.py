@@ -78,3 +78,11 @@ def test_the_dev_and_test_halves_share_no_attribute_type_and_no_unrelated_text()
             seen = [{t for t in s if t in data.OFF_TOPIC} for s in seen]
         assert seen[0] and seen[1] and not seen[0] & seen[1]
     assert {q.kind for q in halves["dev"]} == {q.kind for q in halves["test"]} == {"on-topic", "unrelated", "unanswerable"}
+
+
+def test_cross_validation_folds_cover_the_dev_half_only() -> None:
+    desk = data.dev_half(data.build(customers=40, seed=8))
+    assert desk.questions and all(data.split_of(q) == "dev" for q in desk.questions)
+    folds = data.dev_folds(5)
+    assert all(folds) and set().union(*folds) == data.folds(2)[0]
+    assert not set().union(*folds) & data.folds(2)[1]

@@ -64,7 +64,7 @@ class Fusion:
 
     lexical: float = 1.75
     boost: float = 0.15
-    typical: float = 0.3
+    typical: float = 0.2
     null: float = 0.75
     slope: float = 5.60
     offset: float = -1.88

@@ -65,7 +65,7 @@ class Weights:
     context_window: int = 4
     context_gap: float = 3600.0
     dates: bool = True
-    typical: float = 0.3
+    typical: float = 0.2
 
     @property
     def fusion(self) -> Fusion:
