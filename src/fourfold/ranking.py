@@ -94,13 +94,14 @@ def typicality(matrix: Vectors, *, total: Vectors | None = None, size: int | Non
     only some of a scope's rows (a large scope's candidates) passes the scope's `total` (the sum
     of all its unit rows) and `size`. A scope of fewer than two rows has no typicality (zeros).
     """
-    rows = np.asarray(matrix, dtype=np.float64)
+    rows = np.asarray(matrix)
     n = len(rows) if size is None else size
     if n < 2 or not len(rows):
         return np.zeros(len(rows), dtype=np.float64)
-    sums = rows.sum(axis=0) if total is None else np.asarray(total, dtype=np.float64)
-    # sum over the others of cos(i, j) = row_i . total - |row_i|^2 (= 1 for unit rows)
-    own = (rows @ sums - 1.0) / (n - 1)
+    sums = rows.sum(axis=0, dtype=np.float64) if total is None else np.asarray(total, dtype=np.float64)
+    # sum over the others of cos(i, j) = row_i . total - |row_i|^2 (= 1 for unit rows); the
+    # product in the rows' own precision, so a large float32 scope is never copied to float64
+    own = ((rows @ sums.astype(rows.dtype)).astype(np.float64) - 1.0) / (n - 1)
     mean = (float(sums @ sums) - n) / (n * (n - 1))
     out: Floats = own - mean
     return out

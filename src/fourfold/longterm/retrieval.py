@@ -119,7 +119,7 @@ class ScopeIndex:
         self._ids = {r.id for r in ordered}
         self._neighbours = _neighbours(self.records, w)
         self.matrix = _blend_vectors(own, self._neighbours)
-        self.typical = typicality(self.matrix)
+        self._typical: Floats | None = None
         self._token_lists = [self._tokens(r) for r in self.records]
         self.bm25 = BM25Index()
         for i in range(n):
@@ -146,7 +146,7 @@ class ScopeIndex:
         out._own = matrix
         out._neighbours = [[] for _ in records]
         out.matrix = matrix
-        out.typical = (
+        out._typical = (
             typicality(matrix, total=scope_total, size=scope_size)
             if scope_total is not None and scope_size >= 2
             else np.zeros(len(records), dtype=np.float64)
@@ -159,6 +159,14 @@ class ScopeIndex:
         for i, record in enumerate(out.records):
             out._index_speaker(i, record)
         return out
+
+    @property
+    def typical(self) -> Floats:
+        """Each record's typicality in the scope (`fourfold.ranking.typicality`), computed on the
+        first search rather than on every write (two threads may both compute it: same result)."""
+        if self._typical is None:
+            self._typical = typicality(self.matrix)
+        return self._typical
 
     def total(self) -> Vectors:
         """The sum of the scope's blended unit vectors (what `of_features` needs for typicality)."""
@@ -208,7 +216,7 @@ class ScopeIndex:
         changed += range(n_old, len(out.records))
         out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
         out.matrix[changed] = _blend_vectors(out._own, out._neighbours, rows=changed)
-        out.typical = typicality(out.matrix)  # every member's moves with the scope's sum
+        out._typical = None  # every member's moves with the scope's sum: recomputed on first search
         out._token_lists = [*self._token_lists, *(out._tokens(r) for r in new)]
         out.bm25 = self.bm25.copy()
         for i in changed:
@@ -319,7 +327,7 @@ class ScopeIndex:
                 named[self._by_speaker.get(token, [])] = 1.0
             named = named[candidates]
         best = self.bm25.best_possible(query_tokens, stats=stats)
-        typical = self.typical[candidates]
+        typical = self.typical[candidates] if weights.typical else np.zeros(candidates.size, dtype=np.float64)
         return _Signals(candidates, dense, lexical_share(lexical, best), named, typical, query_tokens, best)
 
 
