@@ -25,10 +25,12 @@ from fourfold.text.bm25 import CollectionStats
 
 __all__ = ["DENSE", "LEXICAL", "CandidateStore", "LargeScopes"]
 
-#: Candidates taken by vector and by words. The exact top 10 that a large scope's candidates
-#: missed were records a little farther by vector (at 30k records of MiniLM vectors: 0.975 of
-#: the exact top 10 offered with 400 nearest, 0.993 with 800; benchmarks/results/scale.md).
-DENSE, LEXICAL = 800, 200
+#: Candidates taken by vector and by words (each of the store's word queries). With the records
+#: holding (nearly) every query word among the word candidates, the exact top 10 that a large
+#: scope's candidates missed were no longer far by vector: at 200k records of MiniLM vectors,
+#: 0.993 of the exact top 10 offered with the 200 nearest, 0.987 with 100, where 800 nearest
+#: without them offered 0.940 (benchmarks/results/scale.md).
+DENSE, LEXICAL = 200, 200
 #: A scope's mean length is measured again once its size moved this much, or after this long.
 _RESAMPLE_DRIFT = 0.05
 _RESAMPLE_AFTER = 600.0

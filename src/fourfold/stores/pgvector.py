@@ -33,7 +33,7 @@ from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.stores.postgres import PostgresDatabase
 from fourfold.stores.sqlite import _COLUMNS, SQLiteVectorStore
 from fourfold.stores.vector import VectorRecord, scope_key
-from fourfold.text import tokenize
+from fourfold.text import memory_date, time_words, tokenize
 from fourfold.text.bm25 import bm25_idf
 
 __all__ = ["LARGE_AT", "PostgresVectorStore"]
@@ -48,6 +48,8 @@ WINDOW = 4
 _PROMOTE_BATCH = 2_000
 #: At most this many records are read (their term weights summed) for full-text candidates.
 LEXICAL_ROWS = 6_000
+#: At most this many records holding (nearly) all of a query's own words are scored for candidates.
+COORDINATION_ROWS = 2_000
 #: Records read at a time when a filter too narrow for the candidates is ranked over the scope.
 MATCHING_BATCH = 5_000
 #: How long a large scope's size stays trusted while others write to it.
@@ -65,6 +67,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         self.large_at = large_at
         self.lexical_rows = LEXICAL_ROWS
         self.matching_batch = MATCHING_BATCH
+        self.coordination_rows = COORDINATION_ROWS
         self.ef_search: int | None = None  # HNSW's search breadth (None: twice the candidates, at most 1000)
         self._large: dict[str | None, bool | Hashable] = {}  # True, or the version found small at
         self._stats: dict[str | None, tuple[float, int]] = {}
@@ -82,9 +85,10 @@ class PostgresVectorStore(SQLiteVectorStore):
                     (self.pg.schema,),
                 )
             }
-            if {"ann", "terms", "context", "length"} <= columns:
+            if {"ann", "terms", "context", "length", "own_terms"} <= columns:
                 self._prepare_terms(conn)
                 return True
+            stale = "ann" in columns  # promoted before own_terms existed: promoted again below
             if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
                 conn.execute("SAVEPOINT ext")
                 try:
@@ -97,10 +101,17 @@ class PostgresVectorStore(SQLiteVectorStore):
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS terms tsvector")
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS context JSONB")
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS length DOUBLE PRECISION")
+            conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS own_terms tsvector")
             conn.execute("CREATE TABLE IF NOT EXISTS large_scopes (scope TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_ann ON memories USING hnsw (ann vector_cosine_ops)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_terms ON memories USING gin (terms) WHERE terms IS NOT NULL")
+            conn.execute(
+                "CREATE INDEX IF NOT EXISTS memories_own_terms ON memories USING gin (own_terms) WHERE own_terms IS NOT NULL"
+            )
             self._prepare_terms(conn)
+            large = [r[0] for r in conn.execute("SELECT scope FROM large_scopes")] if stale else []
+        for key in large:
+            self._promote_key(key)
         return True
 
     def _prepare_terms(self, conn: Any) -> None:
@@ -151,7 +162,8 @@ class PostgresVectorStore(SQLiteVectorStore):
             if record.id in targets and record.id in before:
                 blended, counts = index.features(i)
                 # The terms as lexemes verbatim: a query names them exactly (no parser in between).
-                rows.append((_vector_text(blended), list(counts), json.dumps(counts), sum(counts.values()), record.id))
+                rows.append((_vector_text(blended), list(counts), _own_words(record), json.dumps(counts),
+                             sum(counts.values()), record.id))
                 key, old = before[record.id]
                 for term in set(counts).symmetric_difference(old):
                     delta[key, term] = delta.get((key, term), 0) + (1 if term in counts else -1)
@@ -159,19 +171,20 @@ class PostgresVectorStore(SQLiteVectorStore):
         if len(rows) < 100:
             conn.executemany(
                 "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])),"
-                " context = CAST(? AS jsonb), length = ? WHERE id = ?",
+                " own_terms = array_to_tsvector(CAST(? AS text[])), context = CAST(? AS jsonb), length = ? WHERE id = ?",
                 rows,
             )
             return
         # Many rows (a promotion): COPY them into a temporary table and update in one statement.
-        conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], context TEXT,"
-                     " length DOUBLE PRECISION, id TEXT) ON COMMIT DELETE ROWS")
-        with conn.raw.cursor().copy("COPY promoted (ann, words, context, length, id) FROM STDIN") as copy:
+        conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], own TEXT[],"
+                     " context TEXT, length DOUBLE PRECISION, id TEXT) ON COMMIT DELETE ROWS")
+        with conn.raw.cursor().copy("COPY promoted (ann, words, own, context, length, id) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
         conn.execute(
             "UPDATE memories AS m SET ann = CAST(p.ann AS vector), terms = array_to_tsvector(p.words),"
-            " context = CAST(p.context AS jsonb), length = p.length FROM promoted AS p WHERE m.id = p.id"
+            " own_terms = array_to_tsvector(p.own), context = CAST(p.context AS jsonb), length = p.length"
+            " FROM promoted AS p WHERE m.id = p.id"
         )
 
     @staticmethod
@@ -240,7 +253,9 @@ class PostgresVectorStore(SQLiteVectorStore):
     def promote(self, scope: str | None) -> None:
         """Compute and index a scope's ranking features, in write order, a batch per transaction
         (each batch read with WINDOW rows on either side: their neighbours)."""
-        key = scope_key(scope)
+        self._promote_key(scope_key(scope))
+
+    def _promote_key(self, key: str) -> None:
         after: tuple[float, int] = (float("-inf"), -1)
         while True:
             with self.db.write() as conn:
@@ -302,20 +317,38 @@ class PostgresVectorStore(SQLiteVectorStore):
                 "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector) LIMIT ?",
                 (key, _vector_text(query_vector), int(dense)),
             )]
-            idf = self._telling(conn, scope, tokenize(query_text))
+            tokens = tokenize(query_text)
+            df = self._frequencies(conn, scope, tokens)
+            n = max(self.scope_size(scope), 1)
+            present = {w: bm25_idf(n, df[w]) for w in dict.fromkeys(tokens) if df[w] > 0}
+            # The records whose own words hold all of the query's words (all but one, for three
+            # or more): the best by words when every word is common, which the telling words
+            # below cannot reach (own words only: with their neighbours' most records hold them).
+            if present:
+                ids += self._lexical(conn, key, _coordination(list(present)), "own_terms", present, lexical,
+                                     cap=self.coordination_rows)
+            idf = self._telling(scope, tokens, df)
             if idf:
-                # Ordered by each telling word's BM25 weight times its saturated weight in the
-                # record (its own and its neighbours' occurrences), length aside: one term of
-                # the sum per word, each a lookup in the record's weights.
-                words = list(idf)
-                score = " + ".join(["coalesce(? * (context ->> ?)::float8 / ((context ->> ?)::float8 + 0.9), 0)"]
-                                   * len(words))
-                ids += [r[0] for r in conn.execute(
-                    f"SELECT id FROM memories WHERE scope = ? AND terms @@ CAST(? AS tsquery) ORDER BY {score} DESC LIMIT ?",
-                    (key, " | ".join(_lexeme(w) for w in words), *(v for w in words for v in (idf[w], w, w)),
-                     int(lexical)),
-                )]
-            return self._features(conn, sorted(set(ids)), sorted(set(tokenize(query_text))))
+                ids += self._lexical(conn, key, " | ".join(_lexeme(w) for w in idf), "terms", idf, lexical)
+            return self._features(conn, sorted(set(ids)), sorted(set(tokens)))
+
+    @staticmethod
+    def _lexical(
+        conn: Any, key: str, tsquery: str, column: str, idf: dict[str, float], limit: int, *, cap: int | None = None
+    ) -> list[str]:
+        """The `limit` records of the scope matching `tsquery` on `column` that score best by
+        each word's BM25 weight times its saturated weight in the record (its own and its
+        neighbours' occurrences), length aside: one lookup in the record's weights per word.
+        With `cap`, only that many matching records are scored (a bound on the work)."""
+        words = list(idf)
+        score = " + ".join(["coalesce(? * (context ->> ?)::float8 / ((context ->> ?)::float8 + 0.9), 0)"] * len(words))
+        matching = f"SELECT id, context FROM memories WHERE scope = ? AND {column} @@ CAST(? AS tsquery)"
+        if cap is not None:
+            matching += f" LIMIT {int(cap)}"
+        return [r[0] for r in conn.execute(
+            f"SELECT id FROM ({matching}) AS s ORDER BY {score} DESC LIMIT ?",
+            (key, tsquery, *(v for w in words for v in (idf[w], w, w)), int(limit)),
+        )]
 
     def matching(
         self, scope: str | None, keep: Callable[[VectorRecord], bool], query_text: str
@@ -344,14 +377,14 @@ class PostgresVectorStore(SQLiteVectorStore):
             if found is not None:
                 yield found
 
-    def _telling(self, conn: Any, scope: str | None, words: list[str]) -> dict[str, float]:
+    def _telling(self, scope: str | None, words: list[str], df: dict[str, float]) -> dict[str, float]:
         """The query's words that can tell records apart, with their BM25 weights (idf): the
-        rarest first, as long as the records holding them number at most `lexical_rows` in all.
-        Ranking every record that holds a common word would read much of the scope for
-        candidates that word hardly ranks (the nearest vectors find those)."""
+        rarest first, as long as the records holding them (`df`) number at most `lexical_rows`
+        in all. Ranking every record that holds a common word would read much of the scope for
+        candidates that word hardly ranks (the nearest vectors and the records holding every
+        word find those)."""
         if not words:
             return {}
-        df = self._frequencies(conn, scope, words)
         n = max(self.scope_size(scope), 1)
         chosen, read = [], 0.0
         for w in sorted((w for w in dict.fromkeys(words) if df[w] > 0), key=lambda w: df[w]):
@@ -426,6 +459,25 @@ _OUTER = ", ".join(f"w.{column}" for column in _COLUMNS.split(", "))
 #: A record's columns but its own vector, which `_features` puts back where _COLUMNS has it.
 _VECTOR_AT = _COLUMNS.split(", ").index("embedding")
 _FEATURE_COLUMNS = ", ".join(c for c in _COLUMNS.split(", ") if c != "embedding")
+
+
+def _own_words(record: VectorRecord) -> list[str]:
+    """A record's own words (its text, extra texts and date words, as `ScopeIndex` reads them),
+    without its neighbours': what the coordination candidates match."""
+    words = tokenize(" ".join((record.text, *record.extra)))
+    when = memory_date(record.metadata)
+    if when is not None:
+        words += tokenize(" ".join(time_words(when)))
+    return sorted(set(words))
+
+
+def _coordination(words: Sequence[str]) -> str:
+    """A tsquery for records holding all of `words`, or all but one when there are three or more."""
+    if len(words) < 3:
+        return " & ".join(_lexeme(w) for w in words)
+    return " | ".join(
+        "(" + " & ".join(_lexeme(w) for j, w in enumerate(words) if j != skip) + ")" for skip in range(len(words))
+    )
 
 
 def _lexeme(term: str) -> str:
