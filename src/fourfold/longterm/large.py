@@ -13,17 +13,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm.retrieval import ScopeIndex, Weights
 from fourfold.stores.vector import VectorRecord
-from fourfold.text import tokenize
 from fourfold.text.bm25 import CollectionStats
 
-__all__ = ["DENSE", "LEXICAL", "CandidateStore", "LargeScopes"]
+__all__ = ["DENSE", "LEXICAL", "CandidateStore", "Candidates", "LargeScopes"]
 
 #: Candidates taken by vector and by words (each of the store's word queries). With the records
 #: holding (nearly) every query word among the word candidates, the exact top 10 that a large
@@ -46,8 +45,9 @@ class CandidateStore(Protocol):
 
     def candidates(
         self, scope: str | None, query_vector: Vectors, query_text: str, *, dense: int, lexical: int
-    ) -> Features:
-        """Records near the query by vector or by words, with their `ScopeIndex.features`."""
+    ) -> Candidates:
+        """Records near the query by vector or by words, with their `ScopeIndex.features`, and
+        how many records of the scope hold each of the query's words."""
 
     def matching(
         self, scope: str | None, keep: Callable[[VectorRecord], bool], query_text: str
@@ -57,13 +57,22 @@ class CandidateStore(Protocol):
     def mean_length(self, scope: str | None) -> float:
         """The mean length (sum of term weights) of the scope's records."""
 
-    def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
-        """How many records of the scope hold each term (themselves or through neighbours)."""
-
 
 #: Records, their blended vectors, their weights of the query's terms, and their lengths (the
 #: sum of all their term weights; see `ScopeIndex.features`).
 Features = tuple[list[VectorRecord], Vectors, list[dict[str, float]], list[float]]
+
+
+class Candidates(NamedTuple):
+    """A large scope's candidates for a query (`Features`), and its words' document frequencies."""
+
+    records: list[VectorRecord]
+    matrix: Vectors
+    counts: list[dict[str, float]]
+    lengths: list[float]
+    df: dict[str, float]
+
+
 #: A term no query can hold: it carries the rest of a record's length, so BM25's length
 #: normalisation sees the whole record while only the query's terms are indexed.
 _REST = "\x00rest"
@@ -84,15 +93,12 @@ class LargeScopes:
         """An index of the query's candidates in a large scope, with the scope's statistics to
         score them as in an index of the whole scope; None when there is no candidate."""
         size = self.store.scope_size(scope)
-        records, matrix, counts, lengths = self.store.candidates(
+        records, matrix, counts, lengths, df = self.store.candidates(
             scope, query_vector, query_text, dense=self.dense, lexical=self.lexical
         )
         if not records:
             return None
-        tokens = tokenize(query_text)
-        stats = CollectionStats(
-            n_docs=size, avgdl=self._mean_length(scope, size), df=self.store.document_frequencies(scope, tokens)
-        )
+        stats = CollectionStats(n_docs=size, avgdl=self._mean_length(scope, size), df=df)
         return ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights), stats
 
     def matching_index(

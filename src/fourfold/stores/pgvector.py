@@ -28,7 +28,7 @@ import numpy as np
 
 from fourfold.embeddings.base import Vectors
 from fourfold.errors import StoreUnavailable
-from fourfold.longterm.large import Features
+from fourfold.longterm.large import Candidates, Features
 from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.stores.postgres import PostgresDatabase
 from fourfold.stores.sqlite import _COLUMNS, SQLiteVectorStore
@@ -303,52 +303,37 @@ class PostgresVectorStore(SQLiteVectorStore):
 
     def candidates(
         self, scope: str | None, query_vector: Vectors, query_text: str, *, dense: int, lexical: int
-    ) -> Features:
+    ) -> Candidates:
         """The `dense` nearest records (by blended vector) and the `lexical` best word matches of
-        a large scope, with their ranking features (term weights of the query's words only)."""
+        a large scope, with their ranking features (term weights of the query's words only) and
+        the query's words' document frequencies, all read in one snapshot."""
         key = scope_key(scope)
+        tokens = tokenize(query_text)
         with self.db.read() as conn:
             # A plan for this scope: a generic plan (chosen once psycopg prepares a statement run
             # five times) does not know the scope's size, and sorted the whole scope by distance.
-            conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {int(self.ef_search or min(max(2 * int(dense), 40), 1000))}")
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector) LIMIT ?",
-                (key, _vector_text(query_vector), int(dense)),
-            )]
-            tokens = tokenize(query_text)
+            ef = int(self.ef_search or min(max(2 * int(dense), 40), 1000))
+            # Three settings in one round trip (a text query without parameters may hold several).
+            conn.raw.execute(f"SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = {ef};"
+                             " SET LOCAL hnsw.iterative_scan = relaxed_order")
             df = self._frequencies(conn, scope, tokens)
             n = max(self.scope_size(scope), 1)
             present = {w: bm25_idf(n, df[w]) for w in dict.fromkeys(tokens) if df[w] > 0}
+            parts = [("SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector)"
+                      " LIMIT ?", (key, _vector_text(query_vector), int(dense)))]
             # The records whose own words hold all of the query's words (all but one, for three
             # or more): the best by words when every word is common, which the telling words
             # below cannot reach (own words only: with their neighbours' most records hold them).
             if present:
-                ids += self._lexical(conn, key, _coordination(list(present)), "own_terms", present, lexical,
-                                     cap=self.coordination_rows)
+                parts.append(_lexical(key, _coordination(list(present)), "own_terms", present, lexical,
+                                      cap=self.coordination_rows))
             idf = self._telling(scope, tokens, df)
             if idf:
-                ids += self._lexical(conn, key, " | ".join(_lexeme(w) for w in idf), "terms", idf, lexical)
-            return self._features(conn, sorted(set(ids)), sorted(set(tokens)))
-
-    @staticmethod
-    def _lexical(
-        conn: Any, key: str, tsquery: str, column: str, idf: dict[str, float], limit: int, *, cap: int | None = None
-    ) -> list[str]:
-        """The `limit` records of the scope matching `tsquery` on `column` that score best by
-        each word's BM25 weight times its saturated weight in the record (its own and its
-        neighbours' occurrences), length aside: one lookup in the record's weights per word.
-        With `cap`, only that many matching records are scored (a bound on the work)."""
-        words = list(idf)
-        score = " + ".join(["coalesce(? * (context ->> ?)::float8 / ((context ->> ?)::float8 + 0.9), 0)"] * len(words))
-        matching = f"SELECT id, context FROM memories WHERE scope = ? AND {column} @@ CAST(? AS tsquery)"
-        if cap is not None:
-            matching += f" LIMIT {int(cap)}"
-        return [r[0] for r in conn.execute(
-            f"SELECT id FROM ({matching}) AS s ORDER BY {score} DESC LIMIT ?",
-            (key, tsquery, *(v for w in words for v in (idf[w], w, w)), int(limit)),
-        )]
+                parts.append(_lexical(key, " | ".join(_lexeme(w) for w in idf), "terms", idf, lexical))
+            # One statement: the candidates' ids and their features in one round trip.
+            among = " UNION ".join(f"SELECT id FROM ({sql}) AS c{i}" for i, (sql, _) in enumerate(parts))
+            found = self._features(conn, among, [v for _, params in parts for v in params], sorted(set(tokens)))
+        return Candidates(*found, df=df)
 
     def matching(
         self, scope: str | None, keep: Callable[[VectorRecord], bool], query_text: str
@@ -370,7 +355,7 @@ class PostgresVectorStore(SQLiteVectorStore):
                 ).fetchall()
                 batch = self._records([(*row[:_VECTOR_AT], unread, *row[_VECTOR_AT:]) for row in rows])
                 passing = [r.id for r in batch if keep(r)]
-                found = self._features(conn, passing, words) if passing else None
+                found = self._features(conn, "SELECT unnest(CAST(? AS text[]))", (passing,), words) if passing else None
             if not batch:
                 return
             after = (batch[-1].created_at, batch[-1].seq)
@@ -421,9 +406,8 @@ class PostgresVectorStore(SQLiteVectorStore):
                 ).fetchone()[0]
         return float(mean or 1.0)
 
-    def _features(self, conn: Any, ids: list[str], words: list[str]) -> Features:
-        if not ids:
-            return [], np.zeros((0, self.dimension), dtype=np.float32), [], []
+    def _features(self, conn: Any, among: str, params: Sequence[Any], words: list[str]) -> Features:
+        """The features of the records whose ids the query `among` (with `params`) gives."""
         # The blended vector in pgvector's binary form (a header of 4 bytes, then big-endian
         # floats), and of the term weights only the query's words: nothing else of them is
         # scored. The record's own vector is not read: ranking candidates uses the blended one
@@ -431,9 +415,11 @@ class PostgresVectorStore(SQLiteVectorStore):
         rows = conn.execute(
             f"SELECT {_FEATURE_COLUMNS}, ann, length, (SELECT jsonb_object_agg(w, context -> w)"
             " FROM unnest(CAST(? AS text[])) AS w WHERE context -> w IS NOT NULL) FROM memories"
-            " WHERE id = ANY(CAST(? AS text[])) AND ann IS NOT NULL ORDER BY created_at, seq",
-            (words, ids),
+            f" WHERE id IN ({among}) AND ann IS NOT NULL ORDER BY created_at, seq",
+            (words, *params),
         ).fetchall()
+        if not rows:
+            return [], np.zeros((0, self.dimension), dtype=np.float32), [], []
         matrix = np.stack([np.frombuffer(row[-3], dtype=">f4", offset=4) for row in rows]).astype(np.float32)
         records = self._records([(*row[:_VECTOR_AT], blended.tobytes(), *row[_VECTOR_AT:-3])
                                  for row, blended in zip(rows, matrix, strict=True)])
@@ -459,6 +445,22 @@ _OUTER = ", ".join(f"w.{column}" for column in _COLUMNS.split(", "))
 #: A record's columns but its own vector, which `_features` puts back where _COLUMNS has it.
 _VECTOR_AT = _COLUMNS.split(", ").index("embedding")
 _FEATURE_COLUMNS = ", ".join(c for c in _COLUMNS.split(", ") if c != "embedding")
+
+
+def _lexical(
+    key: str, tsquery: str, column: str, idf: dict[str, float], limit: int, *, cap: int | None = None
+) -> tuple[str, tuple[Any, ...]]:
+    """A query for the `limit` records of the scope matching `tsquery` on `column` that score
+    best by each word's BM25 weight times its saturated weight in the record (its own and its
+    neighbours' occurrences), length aside: one lookup in the record's weights per word. With
+    `cap`, only that many matching records are scored (a bound on the work)."""
+    words = list(idf)
+    score = " + ".join(["coalesce(? * (context ->> ?)::float8 / ((context ->> ?)::float8 + 0.9), 0)"] * len(words))
+    matching = f"SELECT id, context FROM memories WHERE scope = ? AND {column} @@ CAST(? AS tsquery)"
+    if cap is not None:
+        matching += f" LIMIT {int(cap)}"
+    return (f"SELECT id FROM ({matching}) AS s ORDER BY {score} DESC LIMIT ?",
+            (key, tsquery, *(v for w in words for v in (idf[w], w, w)), int(limit)))
 
 
 def _own_words(record: VectorRecord) -> list[str]:
