@@ -312,6 +312,9 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
         assert kept[zeppelin] > 0 and kept[absent] == 0 and kept[customer] > 200
         other = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
         assert other.document_frequencies("shared", terms) == kept
+        with db.read() as conn:  # BM25's mean length, kept at write time, is the mean over the rows
+            mean = conn.execute("SELECT avg(length) FROM memories WHERE scope = 'shared'").fetchone()[0]
+        assert other.mean_length("shared") == pytest.approx(mean, rel=1e-9)
         assert store.document_frequencies("small", terms) == dict.fromkeys(terms, 0.0)  # small scopes keep none
         memory.forget_scope("shared")
         assert store.document_frequencies("shared", terms) == dict.fromkeys(terms, 0.0)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -87,6 +86,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             }
             if {"ann", "terms", "context", "length", "own_terms"} <= columns:
                 self._prepare_terms(conn)
+                self._prepare_lengths(conn)
                 return True
             stale = "ann" in columns  # promoted before own_terms existed: promoted again below
             if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
@@ -102,13 +102,15 @@ class PostgresVectorStore(SQLiteVectorStore):
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS context JSONB")
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS length DOUBLE PRECISION")
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS own_terms tsvector")
-            conn.execute("CREATE TABLE IF NOT EXISTS large_scopes (scope TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL)")
+            conn.execute("CREATE TABLE IF NOT EXISTS large_scopes (scope TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL,"
+                         " total_length DOUBLE PRECISION)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_ann ON memories USING hnsw (ann vector_cosine_ops)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_terms ON memories USING gin (terms) WHERE terms IS NOT NULL")
             conn.execute(
                 "CREATE INDEX IF NOT EXISTS memories_own_terms ON memories USING gin (own_terms) WHERE own_terms IS NOT NULL"
             )
             self._prepare_terms(conn)
+            self._prepare_lengths(conn)
             large = [r[0] for r in conn.execute("SELECT scope FROM large_scopes")] if stale else []
         for key in large:
             self._promote_key(key)
@@ -130,6 +132,18 @@ class PostgresVectorStore(SQLiteVectorStore):
             " jsonb_object_keys(m.context) AS t(term) WHERE m.context IS NOT NULL"
             " AND m.scope IN (SELECT scope FROM large_scopes) GROUP BY m.scope, t.term ON CONFLICT DO NOTHING"
         )
+
+    def _prepare_lengths(self, conn: Any) -> None:
+        """Each large scope's total record length (BM25's mean length times its size), kept at
+        write time; a database whose large scopes predate it gets it summed once."""
+        exists = conn.execute(
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'large_scopes'"
+            " AND column_name = 'total_length'", (self.pg.schema,),
+        ).fetchone()
+        if not exists:
+            conn.execute("ALTER TABLE large_scopes ADD COLUMN total_length DOUBLE PRECISION")
+            conn.execute("UPDATE large_scopes AS l SET total_length = (SELECT coalesce(sum(length), 0) FROM memories AS m"
+                         " WHERE m.scope = l.scope)")
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -154,8 +168,9 @@ class PostgresVectorStore(SQLiteVectorStore):
         index = ScopeIndex(window, self.dimension)
         rows = []
         delta: dict[tuple[str, str], int] = {}
-        before = {r[0]: (r[1], r[2] or ()) for r in conn.execute(
-            "SELECT id, scope, (SELECT array_agg(k) FROM jsonb_object_keys(context) AS k) FROM memories"
+        grown: dict[str, float] = {}  # scope -> how much its total length moved
+        before = {r[0]: (r[1], r[2] or (), r[3] or 0.0) for r in conn.execute(
+            "SELECT id, scope, (SELECT array_agg(k) FROM jsonb_object_keys(context) AS k), length FROM memories"
             " WHERE id = ANY(CAST(? AS text[]))", (sorted(targets),),
         )}
         for i, record in enumerate(index.records):
@@ -164,10 +179,12 @@ class PostgresVectorStore(SQLiteVectorStore):
                 # The terms as lexemes verbatim: a query names them exactly (no parser in between).
                 rows.append((_vector_text(blended), list(counts), _own_words(record), json.dumps(counts),
                              sum(counts.values()), record.id))
-                key, old = before[record.id]
+                key, old, old_length = before[record.id]
+                grown[key] = grown.get(key, 0.0) + sum(counts.values()) - old_length
                 for term in set(counts).symmetric_difference(old):
                     delta[key, term] = delta.get((key, term), 0) + (1 if term in counts else -1)
         self._move_frequencies(conn, delta)
+        self._move_lengths(conn, grown)
         if len(rows) < 100:
             conn.executemany(
                 "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])),"
@@ -199,6 +216,14 @@ class PostgresVectorStore(SQLiteVectorStore):
             ([m[0] for m in moved], [m[1] for m in moved], [m[2] for m in moved]),
         )
 
+    @staticmethod
+    def _move_lengths(conn: Any, grown: dict[str, float]) -> None:
+        """Add to large scopes' total lengths (a scope being promoted has no row yet: its
+        promotion sums its rows' lengths when it ends)."""
+        for key, by in sorted(grown.items()):
+            if by:
+                conn.execute("UPDATE large_scopes SET total_length = total_length + ? WHERE scope = ?", (by, key))
+
     def delete(self, ids: Sequence[str]) -> None:
         if not ids or not self.ann:
             super().delete(ids)
@@ -210,8 +235,13 @@ class PostgresVectorStore(SQLiteVectorStore):
                 " WHERE m.id = ANY(CAST(? AS text[])) AND m.context IS NOT NULL", (list(ids),),
             ):
                 delta[scope, term] = delta.get((scope, term), 0) - 1
+            shrunk = dict(conn.execute(
+                "SELECT scope, -sum(length) FROM memories WHERE id = ANY(CAST(? AS text[])) AND length IS NOT NULL"
+                " GROUP BY scope", (list(ids),),
+            ).fetchall())
             super().delete(ids)
             self._move_frequencies(conn, delta)
+            self._move_lengths(conn, shrunk)
 
     def delete_scope(self, scope: str) -> int:
         with self.writing(), self.db.write() as conn:
@@ -265,8 +295,9 @@ class PostgresVectorStore(SQLiteVectorStore):
                 ).fetchall())
                 if not batch:  # done: from now on, writes index their own rows
                     conn.execute(
-                        "INSERT INTO large_scopes (scope, since) VALUES (?, ?) ON CONFLICT (scope) DO NOTHING",
-                        (key, time.time()),
+                        "INSERT INTO large_scopes (scope, since, total_length) VALUES (?, ?, (SELECT"
+                        " coalesce(sum(length), 0) FROM memories WHERE scope = ?)) ON CONFLICT (scope) DO NOTHING",
+                        (key, time.time(), key),
                     )
                     return
                 ends = [batch[0].id, batch[-1].id]
@@ -279,6 +310,17 @@ class PostgresVectorStore(SQLiteVectorStore):
         neighbours (exactly BM25's document frequency): one read of `large_terms`."""
         with self.db.read() as conn:
             return self._frequencies(conn, scope, terms)
+
+    def _statistics(self, conn: Any, scope: str | None, terms: Sequence[str]) -> tuple[dict[str, float], float]:
+        """How many records of a large scope hold each term, and its total length: one read."""
+        rows = conn.execute(
+            "SELECT term, CAST(df AS float8) FROM large_terms WHERE scope = ? AND term = ANY(CAST(? AS text[]))"
+            " UNION ALL SELECT NULL, total_length FROM large_scopes WHERE scope = ?",
+            (scope_key(scope), sorted(set(terms)), scope_key(scope)),
+        ).fetchall()
+        found = {term: value for term, value in rows if term is not None}
+        total = next((value for term, value in rows if term is None), None)
+        return {term: float(found.get(term, 0)) for term in terms}, float(total or 0.0)
 
     @staticmethod
     def _frequencies(conn: Any, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
@@ -309,14 +351,14 @@ class PostgresVectorStore(SQLiteVectorStore):
         the query's words' document frequencies, all read in one snapshot."""
         key = scope_key(scope)
         tokens = tokenize(query_text)
-        with self.db.read() as conn:
+        with self.pg.read() as conn:
             # A plan for this scope: a generic plan (chosen once psycopg prepares a statement run
             # five times) does not know the scope's size, and sorted the whole scope by distance.
             ef = int(self.ef_search or min(max(2 * int(dense), 40), 1000))
             # Three settings in one round trip (a text query without parameters may hold several).
             conn.raw.execute(f"SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = {ef};"
                              " SET LOCAL hnsw.iterative_scan = relaxed_order")
-            df = self._frequencies(conn, scope, tokens)
+            df, total = self._statistics(conn, scope, tokens)
             n = max(self.scope_size(scope), 1)
             present = {w: bm25_idf(n, df[w]) for w in dict.fromkeys(tokens) if df[w] > 0}
             parts = [("SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector)"
@@ -333,7 +375,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             # One statement: the candidates' ids and their features in one round trip.
             among = " UNION ".join(f"SELECT id FROM ({sql}) AS c{i}" for i, (sql, _) in enumerate(parts))
             found = self._features(conn, among, [v for _, params in parts for v in params], sorted(set(tokens)))
-        return Candidates(*found, df=df)
+        return Candidates(*found, df=df, mean_length=total / n if total else 1.0)
 
     def matching(
         self, scope: str | None, keep: Callable[[VectorRecord], bool], query_text: str
@@ -383,28 +425,13 @@ class PostgresVectorStore(SQLiteVectorStore):
                 weights[w] = weights.get(w, 0.0) + bm25_idf(n, df[w])
         return weights
 
-    def mean_length(self, scope: str | None, size: int = 3_000) -> float:
-        """The mean length (sum of term weights) of a large scope's records, estimated from
-        about `size` of them drawn at random (ids are hashes: a random range of them)."""
-        n = max(self.scope_size(scope), 1)
-        key = scope_key(scope)
-        width = min(size / n, 1.0)
-        start = int.from_bytes(secrets.token_bytes(4), "big") / 2**32
-        ranges = _hex_ranges(start, width)
-        # Memories' and document chunks' ids: a prefix, then a hash.
-        bounds = [f"{prefix}_{bound}" for prefix in ("mem", "doc") for lo_hi in ranges for bound in lo_hi]
-        where = " OR ".join("(id >= ? AND id < ?)" for _ in range(len(bounds) // 2))
+    def mean_length(self, scope: str | None) -> float:
+        """The mean length (sum of term weights) of a large scope's records: its total length,
+        kept at write time, over its size."""
         with self.db.read() as conn:
-            found, mean = conn.execute(
-                f"SELECT count(*), avg(length) FROM memories WHERE scope = ? AND length IS NOT NULL AND ({where})",
-                (key, *bounds),
-            ).fetchone()
-            if found < min(size, n) // 4:  # ids that are not hashes (written by hand): draw by row
-                mean = conn.execute(
-                    "SELECT avg(length) FROM memories WHERE scope = ? AND length IS NOT NULL AND random() < ?",
-                    (key, min(1.0, size / n)),
-                ).fetchone()[0]
-        return float(mean or 1.0)
+            row = conn.execute("SELECT total_length FROM large_scopes WHERE scope = ?", (scope_key(scope),)).fetchone()
+        total = float(row[0] or 0.0) if row else 0.0
+        return total / max(self.scope_size(scope), 1) if total else 1.0
 
     def _features(self, conn: Any, among: str, params: Sequence[Any], words: list[str]) -> Features:
         """The features of the records whose ids the query `among` (with `params`) gives."""
@@ -489,16 +516,3 @@ def _lexeme(term: str) -> str:
 
 def _vector_text(vector: Vectors) -> str:
     return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
-
-
-def _hex_ranges(start: float, width: float) -> list[tuple[str, str]]:
-    """Id ranges (of the 32 hex digits after the prefix) covering `width` of all ids from `start`."""
-    def hexat(x: float) -> str:
-        return format(min(int(x * 16**8), 16**8 - 1), "08x")
-
-    end = start + width
-    if width >= 1.0:
-        return [("0", "g")]
-    if end <= 1.0:
-        return [(hexat(start), hexat(end))]
-    return [(hexat(start), "g"), ("0", hexat(end - 1.0))]
