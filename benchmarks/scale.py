@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--scopes", type=int, default=10_000, help="small scopes")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--texts", type=int, default=3_000)
+    parser.add_argument("--ef-search", type=int, default=None, help="HNSW's hnsw.ef_search (default: the store's)")
     args = parser.parse_args()
     t0, load0 = time.time(), os.getloadavg()[0]
     texts = _texts(args.texts)
@@ -110,6 +111,7 @@ def main() -> None:
                                   "max_parallel_maintenance_workers": "2", "synchronous_commit": "off"}) as server:
         db = PostgresDatabase(server.url + "?schema=scale")
         store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension)
+        store.ef_search = args.ef_search
         memory = LongTermMemory(store, embedder)
         t1 = time.time()
         scopes = [f"customer:{i}" for i in range(args.scopes)]
