@@ -72,7 +72,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         self.lexical_rows = LEXICAL_ROWS
         self.matching_batch = MATCHING_BATCH
         self.coordination_rows = COORDINATION_ROWS
-        self.ef_search: int | None = None  # HNSW's search breadth (None: the candidates', 40 to 1000)
+        self.ef_search: int | None = None  # HNSW's search breadth (None: twice the candidates, 40 to 1000)
         self._large: dict[str | None, bool | Hashable] = {}  # True, or the version found small at
         self._stats: dict[str | None, tuple[float, int]] = {}
         self._guard = threading.Lock()
@@ -359,8 +359,9 @@ class PostgresVectorStore(SQLiteVectorStore):
         with self.pg.read() as conn:
             # A plan for this scope: a generic plan (chosen once psycopg prepares a statement run
             # five times) does not know the scope's size, and sorted the whole scope by distance.
-            # ef_search 400 for the 200 nearest offered no more of the exact top 10 than 200 did.
-            ef = int(self.ef_search or min(max(int(dense), 40), 1000))
+            # Twice the candidates: at 1M rows (200k in the scope) the fused top 10 matched an
+            # exact search in 0.995 of results with ef_search 400, 0.982 with 200 (another build).
+            ef = int(self.ef_search or min(max(2 * int(dense), 40), 1000))
             # Three settings in one round trip (a text query without parameters may hold several).
             conn.raw.execute(f"SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = {ef};"
                              " SET LOCAL hnsw.iterative_scan = relaxed_order")
