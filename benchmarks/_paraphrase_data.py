@@ -7,7 +7,11 @@ other memories: lexical evidence that points at the wrong memory. Each memory ge
 question, phrased from the type's pool of questions; a question is a *paraphrase* when it
 shares no content word (after stemming and stop-words, `fourfold.text.tokenize`) with the
 memory it asks about, else an *overlap* question. Each customer also gets off-topic questions
-(world trivia, recipes...) to which none of their memories is relevant.
+none of their memories answers, of two kinds: *unrelated* ones (world trivia, recipes...) and
+*unanswerable* ones, the desk's own questions about an attribute type the customer has no
+memory of ("which language do they speak?" of a customer whose language was never noted). The
+second kind is what a support agent actually asks and is the hard one: the question is about
+the account, in the desk's words, and the customer's other memories are about the account too.
 
 Attribute types are the unit of cross-validation (`folds`): a type brings its own memory
 templates and question phrasings, so a held-out fold is wording never tuned on.
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 from fourfold.text import tokenize
 
-__all__ = ["TYPES", "Customer", "Dataset", "Question", "build", "folds"]
+__all__ = ["TYPES", "Customer", "Dataset", "Question", "build", "dev_folds", "dev_half", "folds", "split_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,8 +457,16 @@ class Question:
     text: str
     customer: str
     answer: str | None  # the memory text asked about; None for off-topic questions
-    type: str  # attribute type, or "off-topic"
+    type: str  # attribute type (also of an unanswerable question), or "off-topic" (unrelated)
     paraphrase: bool  # shares no content word with the answer
+
+    @property
+    def kind(self) -> str:
+        """"on-topic", "unrelated" (off-topic, world trivia) or "unanswerable" (off-topic: a desk
+        question about an attribute type the customer has no memory of)."""
+        if self.answer is not None:
+            return "on-topic"
+        return "unrelated" if self.type == "off-topic" else "unanswerable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,8 +492,11 @@ def _shares_word(question: str, memory: str) -> bool:
     return bool(set(tokenize(question)) & set(tokenize(memory)))
 
 
-def build(*, customers: int = 300, seed: int = 19, off_topic_per_customer: int = 2) -> Dataset:
-    """The data set: deterministic for a seed."""
+def build(
+    *, customers: int = 300, seed: int = 19, off_topic_per_customer: int = 2, unanswerable_per_customer: int = 2
+) -> Dataset:
+    """The data set: deterministic for a seed. The unanswerable questions are drawn from their own
+    random stream, after the rest, so adding them left every other question as it was."""
     rng = random.Random(seed)
     people: list[Customer] = []
     questions: list[Question] = []
@@ -506,7 +521,31 @@ def build(*, customers: int = 300, seed: int = 19, off_topic_per_customer: int =
             questions.append(Question(text, cid, memory, name, not _shares_word(text, memory)))
         for text in rng.sample(OFF_TOPIC, off_topic_per_customer):
             questions.append(Question(text, cid, None, "off-topic", False))
+    lacking_rng = random.Random(f"{seed}-unanswerable")
+    for person in people:
+        lacking = [t for t in TYPES if t.name not in person.types]
+        for t in lacking_rng.sample(lacking, min(unanswerable_per_customer, len(lacking))):
+            questions.append(Question(lacking_rng.choice(t.questions), person.id, None, t.name, False))
     return Dataset(tuple(people), tuple(questions))
+
+
+def split_of(question: Question) -> str:
+    """"dev" or "test": half the attribute types (`folds(2)`) and half the unrelated texts are
+    tuned on, the other half only reported. A type's unanswerable questions go with its type."""
+    if question.kind == "unrelated":
+        return ("dev", "test")[OFF_TOPIC.index(question.text) % 2]
+    return "dev" if question.type in folds(2)[0] else "test"
+
+
+def dev_half(dataset: Dataset) -> Dataset:
+    """The dataset's dev half (`split_of`): every customer, only the dev half's questions."""
+    return Dataset(dataset.customers, tuple(q for q in dataset.questions if split_of(q) == "dev"))
+
+
+def dev_folds(n: int = 5) -> list[frozenset[str]]:
+    """The dev half's attribute types split into n folds (round robin), for cross-validation."""
+    names = sorted(folds(2)[0])
+    return [frozenset(names[i::n]) for i in range(n)]
 
 
 def folds(n: int = 5) -> list[frozenset[str]]:

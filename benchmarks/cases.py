@@ -5,7 +5,10 @@ does anything personal, or any failed attempt, reach them with it?
 success=False), then another customer meets the problem giving several kinds of personal
 details (name, email, phone in one of many formats, postal address, order, account or ticket
 number, card, IBAN, a stated preference), and the operator's outcome names them too ("Called
-Maria back on ..."). Later, three other customers ask about the same problem in other words.
+Maria back on ..."); half of them type their introduction in lowercase, with a surname and a
+town that are dictionary words ("hi, ambrose baker here from reading"; `--intros` picks those
+wordings: design, held-out, fresh). Later, three other customers ask about the same problem in
+other words.
 Every later customer's system prompt is checked for
 
 - fix_reached: the share whose prompt carries the fix;
@@ -23,6 +26,7 @@ customers' messages, by kind. The last line is the default variant's:
     cases: fix_reached=X failed_offered=N pii_leaked=N
 
     python benchmarks/cases.py [--embedder hash|minilm] [--types N] [--seed N] [--variants ...] [--verbose]
+                               [--intros design|held-out|fresh]
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import tempfile
 import time
@@ -41,6 +46,7 @@ from typing import Any
 
 from fourfold import Memory
 from fourfold.agent import SupportAgent
+from fourfold.agent.cases import CaseBase
 from fourfold.agent.prompt import DATA_CLOSE, DATA_OPEN
 from fourfold.embeddings import Embedder, HashEmbedder
 from fourfold.models import OfflineModel, ScriptedModel
@@ -246,6 +252,29 @@ PREFERENCES = [("Please only contact me by post", "by post"), ("I prefer phone c
 RELATIVES = [("husband", "john"), ("wife", "sarah"), ("son", "david"), ("daughter", "emma"), ("partner", "kenji")]
 PETS = [("dog", "biscuit"), ("cat", "pepper"), ("dog", "waffles"), ("cat", "mochi"), ("dog", "noodle")]
 LOWER_STREETS = ["oak street", "maple avenue", "harbour road", "elm drive", "mill lane"]
+# Lowercase surnames and towns that are ordinary dictionary words ("maria baker here from
+# reading"): the detector knows neither, and each word alone is ordinary vocabulary.
+LOWER_SURNAMES = ["baker", "hunter", "fisher", "carpenter", "mason", "porter", "stone", "wood", "bird", "rose",
+                  "king", "hill", "marsh", "bell", "frost", "shepherd", "fox", "lamb", "forest", "moon"]
+LOWER_TOWNS = ["reading", "bath", "nice", "split", "derby", "deal", "hope", "wells", "orange", "march",
+               "battle", "ely", "rugby"]
+#: How those customers introduce themselves and say where they are: the wordings the position
+#: rules of `fourfold.agent._ordinary` were written against, and others they never saw
+#: (`--intros held-out`).
+LOWER_INTROS: dict[str, tuple[list[str], list[str]]] = {
+    "design": (["hi, {first} {plain} here from {town}.", "hello, this is {first} {plain} in {town}.",
+                "hi there, i'm {first} {plain}, based in {town}.", "{first} {plain} from {town} again."],
+               ["{problem} here in {town}", "{problem} since we moved to {town}"]),
+    "held-out": (["{first} {plain} ({town}) here.", "greetings from {town}, {first} {plain} writing.",
+                  "{first} {plain}, {town}.", "yo, {first} {plain} in {town} again.", "it's {first} {plain} of {town}."],
+                 ["{problem} at our office in {town}", "{problem} ever since i got to {town}"]),
+    # written after the rules were last changed, and measured with them unchanged
+    "fresh": (["{first} {plain} reporting from {town}.", "hiya! {first} {plain} here, {town} branch.",
+               "sent by {first} {plain}, {town}", "dear support, {first} {plain} of {town} writing.",
+               "{first} {plain} - {town} office."],
+              ["{problem} in our {town} shop", "{problem} at home in {town}"]),
+}
+INTROS = "design"
 PHONE_FORMATS = ["+1 {a} {b} {c}", "({a}) {b}-{c}", "{a}.{b}.{c}", "+1-{a}-{b}-{c}", "{a} {b} {c}", "+44 20 7946 0{c3}",
                  "07700 900{c3}", "+49 30 {b}{c}"]
 
@@ -317,6 +346,8 @@ def _details(rng: random.Random, first: str, surname: str) -> dict[str, str]:
         "relative": " ".join(rng.choice(RELATIVES)),
         "pet": " ".join(rng.choice(PETS)),
         "lowercase_street": f"{rng.randint(2, 998)} {rng.choice(LOWER_STREETS)}",
+        "lower_surname": rng.choice(LOWER_SURNAMES),
+        "lower_town": rng.choice(LOWER_TOWNS),
     }
 
 
@@ -332,9 +363,25 @@ def _markers(details: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+#: Details that are dictionary words, looked for as whole words (a "king" is not in "making").
+WORD_MARKERS = frozenset({"lower_surname", "lower_town"})
+
+
+def _carries(text: str, kind: str, value: str) -> bool:
+    if kind in WORD_MARKERS:
+        return re.search(rf"\b{re.escape(value.lower())}\b", text) is not None
+    return value.lower() in text
+
+
 def _first_message(rng: random.Random, problem: str, d: Mapping[str, str]) -> str:
-    intro = rng.choice([f"Hi, I'm {d['name']}.", f"Hello, this is {d['name']}.", f"{d['name']} here.",
-                        f"Hi there, my name is {d['name']}."])
+    first, plain, town = d["name"].split()[0].lower(), d["lower_surname"], d["lower_town"]
+    if rng.random() < 0.5:  # typed in lowercase, with a surname and a town that are dictionary words
+        intros, wheres = LOWER_INTROS[INTROS]
+        intro = rng.choice(intros).format(first=first, plain=plain, town=town)
+        problem = rng.choice([problem, *(w.format(problem=problem, town=town) for w in wheres)])
+    else:
+        intro = rng.choice([f"Hi, I'm {d['name']}.", f"Hello, this is {d['name']}.", f"{d['name']} here.",
+                            f"Hi there, my name is {d['name']}."])
     parts = [
         f"My account number is {d['account_number']} and it's about {d['order_number']}.",
         f"I wrote before as {d['ticket_number']}, no answer.",
@@ -406,7 +453,7 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14) -> Tally
             model = ScriptedModel(writer.respond, name="case-writer")
         agent = SupportAgent(mem, model)
         if variant == "detector":
-            assert agent.cases is not None
+            assert isinstance(agent.cases, CaseBase)
             agent.cases.min_customers = None
         n = 0
 
@@ -447,7 +494,7 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14) -> Tally
                     if other == asker.cid:
                         continue
                     for kind, value in markers.items():
-                        if value.lower() in lowered and value.lower() not in asker.message.lower():
+                        if _carries(lowered, kind, value) and not _carries(asker.message.lower(), kind, value):
                             tally.leaks[kind] += 1
                             if VERBOSE:
                                 line = next(x for x in data.splitlines() if value.lower() in x.lower())
@@ -466,7 +513,7 @@ def detector_misses(n_types: int, seed: int = 14) -> Counter[str]:
         message = _first_message(rng, first, d)
         out = redact(message, policy="personal")[0].lower()
         for kind, value in _markers(d).items():
-            misses[kind] += value.lower() in out
+            misses[kind] += _carries(out, kind, value)
     return misses
 
 
@@ -477,9 +524,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="Print each leak and each missed fix with its prompt line.")
     parser.add_argument("--variants", default="detector,shared-words,model", help="Comma-separated variants to run.")
     parser.add_argument("--seed", type=int, default=14, help="Seed of the generated customers and their details.")
+    parser.add_argument("--intros", choices=sorted(LOWER_INTROS), default="design",
+                        help="How lowercase-typing customers introduce themselves (held-out: wordings no rule saw).")
     args = parser.parse_args(argv)
-    global VERBOSE
-    VERBOSE = args.verbose
+    global VERBOSE, INTROS
+    VERBOSE, INTROS = args.verbose, args.intros
     if args.embedder == "minilm":
         from fourfold.embeddings.default import default_embedder
 

@@ -15,6 +15,10 @@ On sets generated here (issue 14, part 8):
   "held-out" kinds (seat, diet, font, warranty, room) that nothing was tuned on. Controls:
   as many customers whose second, signalled preference is of another kind; both must stay
   current. The last line counts every change (not the controls).
+- preferences in five wordings, written without a key with `consolidate=True`: dup_rate and
+  false_merge (another value of the same kind merged) per split, with and without slots
+  (`fourfold.longterm.slots`); `--calibrate` sweeps the slot threshold on the tuning kinds.
+  `--phrasing fresh` states and changes preferences in wordings no rule was written against.
 - dup_rate: five wordings of each of many facts written one by one into a customer's scope,
   with the default consolidation: (memories left - facts) / (writes - facts); 0 is no pile-up.
 - false_merge: a fact and a distinct near-miss of it written one after the other, once in
@@ -28,7 +32,7 @@ The last line:
     learning: learn=X wrong_fix=N pii_leaks=N pref_current=X dup_rate=X false_merge=X
 
     python benchmarks/learning.py [--embedder minilm|hash] [--calibrate] [--types N] [--seed N]
-                                  [--similarity-only] [--no-change-signal]
+                                  [--similarity-only] [--no-change-signal] [--phrasing design|fresh]
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from fourfold.longterm.consolidate import (
     DEFAULT_THRESHOLD,
     REWORD_DIFFERENCE,
     REWORD_THRESHOLD,
+    SLOT_THRESHOLD,
     SimilarityConsolidator,
     differing_words,
 )
@@ -197,25 +202,124 @@ def calibrate(embedder: Embedder) -> tuple[float, float, float]:
 
 
 def consolidation(
-    embedder: Embedder, judge: SimilarityConsolidator, facts: Sequence[tuple[list[str], str]]
+    embedder: Embedder, judge: SimilarityConsolidator, facts: Sequence[tuple[list[str], str]], *, kind: str = "fact"
 ) -> tuple[float, float, float]:
     """(dup_rate, false_merge in the same wording, in another wording) on `facts`, by writing as
-    a user would."""
+    a user would (memories of `kind`, without a key)."""
     lt = LongTermMemory(InMemoryVectorStore(embedder_identity=embedder.identity), embedder, consolidator=judge)
     writes = 0
     for n, (wordings, _) in enumerate(facts):
         for text in wordings:
-            lt.remember(text, scope=f"dup:{n}", kind="fact")
+            lt.remember(text, scope=f"dup:{n}", kind=kind)
             writes += 1
     kept = sum(len(lt.all(scope=f"dup:{n}")) for n in range(len(facts)))
     dup_rate = (kept - len(facts)) / (writes - len(facts))
     merged = [0, 0]
     pairs = near_misses(facts, random.Random(5))
     for n, (i, k, j, m) in enumerate(pairs):
-        first = lt.remember(facts[i][0][k], scope=f"pair:{n}", kind="fact")
-        second = lt.remember(facts[j][0][m], scope=f"pair:{n}", kind="fact")
+        first = lt.remember(facts[i][0][k], scope=f"pair:{n}", kind=kind)
+        second = lt.remember(facts[j][0][m], scope=f"pair:{n}", kind=kind)
         merged[n % 2] += second.supersedes == (first,)
     return dup_rate, merged[0] / (len(pairs) / 2), merged[1] / (len(pairs) / 2)
+
+
+# -- preferences in five wordings, written without a key -------------------------------------------
+
+#: kind -> (split, five wordings of a preference about {v}, values). Written one by one with
+#: `remember(..., kind="preference", consolidate=True)` and no key, as a library user would:
+#: the wordings of one value should come back as one memory, and two values of one kind must
+#: stay two. "listed" kinds are the distiller's; "tuning" kinds are the only ones
+#: `--calibrate` sweeps the slot threshold on; "held-out" kinds nothing was tuned on.
+PREF_FACTS: dict[str, tuple[str, tuple[str, str, str, str, str], list[str]]] = {
+    "contact_channel": ("listed", ("Prefers {v}", "Likes to be contacted by {v}", "Wants us to reach them via {v}",
+                                   "{v} is their preferred way to be contacted", "Would rather hear from us by {v}"),
+                        ["email", "phone", "text message", "WhatsApp", "post", "Slack"]),
+    "language": ("listed", ("Prefers {v}", "Wants replies in {v}", "Likes to be answered in {v}",
+                            "{v} is their preferred language", "Would rather we wrote to them in {v}"),
+                 ["Spanish", "German", "French", "Polish", "Japanese", "Dutch"]),
+    "time_of_day": ("listed", ("Prefers calls in the {v}", "Wants to be called in the {v}", "Likes us to ring in the {v}",
+                               "The {v} is the best time to reach them", "Would rather be phoned in the {v}"),
+                    ["morning", "afternoon", "evening", "night"]),
+    "payment_method": ("listed", ("Prefers to pay by {v}", "Likes paying with {v}", "Wants to settle invoices by {v}",
+                                  "{v} is their preferred payment method", "Would rather pay via {v}"),
+                       ["credit card", "PayPal", "bank transfer", "direct debit", "cash"]),
+    "theme": ("tuning", ("Prefers the {v} theme", "Likes the {v} theme in the app", "Wants the {v} theme turned on",
+                         "The {v} theme is their preferred look", "Would rather use the {v} theme"),
+              ["dark", "light", "high-contrast", "sepia"]),
+    "currency": ("tuning", ("Prefers prices in {v}", "Wants prices shown in {v}", "Likes to see prices in {v}",
+                            "Would rather have prices in {v}", "Prices in {v} are what they prefer"),
+                 ["euros", "dollars", "pounds", "yen"]),
+    "seat": ("held-out", ("Prefers a {v} seat", "Likes a {v} seat on flights", "Wants a {v} seat when flying",
+                          "A {v} seat is their preferred choice", "Would rather sit in a {v} seat"),
+             ["window", "aisle", "middle", "front-row"]),
+    "diet": ("held-out", ("Prefers {v} meals", "Likes {v} food at events", "Wants {v} catering",
+                          "{v} meals are their preferred option", "Would rather have {v} dishes"),
+             ["vegetarian", "vegan", "halal", "kosher"]),
+    "font": ("held-out", ("Prefers a {v} font", "Likes reading in a {v} font", "Wants the app set to a {v} font",
+                          "Their favourite font is a {v} one", "Would rather see a {v} font"),
+             ["serif", "sans-serif", "large", "monospace"]),
+}
+
+
+#: One value for several things (a multi-valued attribute): "Prefers email for invoices" and
+#: "Prefers email for marketing offers" are two preferences, five wordings each.
+FOR_CONTEXT: tuple[tuple[str, str, str, str, str], list[str], list[str]] = (
+    ("Prefers {v} for {c}", "Likes {v} for {c}", "Wants {v} when it comes to {c}", "For {c}, they prefer {v}",
+     "Would rather get {v} about {c}"),
+    ["email", "text messages", "phone calls"],
+    ["invoices", "order updates", "marketing offers", "appointment reminders"],
+)
+
+
+def pref_sets(split: str, half: int | None = None) -> list[tuple[list[str], str]]:
+    """(five wordings, kind) per preference of one split's kinds (`half` of their values, or
+    all); split "for-context": one value for several things, where the near misses are the
+    same value for another thing."""
+    out = []
+    if split == "for-context":
+        templates, values, contexts = FOR_CONTEXT
+        return [([_sentence(t.format(v=v, c=c)) for t in templates], v) for v in values for c in contexts]
+    for kind, (where, templates, values) in PREF_FACTS.items():
+        if where == split:
+            for v in values if half is None else values[half::2]:
+                out.append(([_sentence(t.format(v=v)) for t in templates], kind))
+    return out
+
+
+def _sentence(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def pref_consolidation(
+    embedder: Embedder, judge: SimilarityConsolidator, facts: Sequence[tuple[list[str], str]]
+) -> tuple[float, float]:
+    """(dup_rate, false_merge) of preferences written without a key, as `consolidation` measures facts."""
+    dup, same, other = consolidation(embedder, judge, facts, kind="preference")
+    return dup, (same + other) / 2
+
+
+def replace_judge(judge: SimilarityConsolidator, slot_bar: float | None) -> SimilarityConsolidator:
+    """The same judge with another slot threshold (None: slots off)."""
+    return SimilarityConsolidator(judge.threshold, change_threshold=judge.change_threshold,
+                                  reword_threshold=judge.reword_threshold, reword_difference=judge.reword_difference,
+                                  slot_threshold=slot_bar)
+
+
+def slot_threshold(embedder: Embedder) -> float:
+    """Sweep the slot threshold on the tuning kinds and half the listed values: wordings merged vs distinct merged."""
+    facts = pref_sets("tuning") + pref_sets("listed", 0)
+    print(f"slot threshold ({embedder.identity}): {len(facts)} preferences in five wordings, on the tuning kinds "
+          "and half the listed values")
+    print("  threshold  dup_rate  false_merge")
+    rows = [(float(t), *pref_consolidation(embedder, SimilarityConsolidator(slot_threshold=float(t)), facts))
+            for t in np.arange(0.20, 0.71, 0.05)]
+    clean = [(dup, -t) for t, dup, false in rows if false == 0]
+    # the highest threshold that reaches the lowest dup_rate with no distinct preference merged
+    chosen = -min(clean)[1] if clean else SLOT_THRESHOLD
+    for t, dup, false in rows:
+        mark = "  <- highest with the lowest dup_rate and no distinct preference merged" if t == chosen else ""
+        print(f"  {t:9.2f}  {dup:8.3f}  {false:11.3f}{mark}")
+    return chosen
 
 
 # -- preferences that change ---------------------------------------------------------------------
@@ -273,6 +377,16 @@ AFTER_SIGNALLED = (
     "I changed my mind: I'd prefer {p}.", "I'd rather have {p}, not {a} anymore.", "I'd prefer {p} rather than {a}.",
 )
 AFTER_PLAIN = ("I'd prefer {p}.",)
+#: The wordings above (the ones the distiller's rules were written against), and others written
+#: after the rules and measured with them unchanged (`--phrasing fresh`).
+PHRASINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "design": (BEFORE, AFTER_SIGNALLED, AFTER_PLAIN),
+    "fresh": (("I always want {p}.", "My favourite is {p}.", "I would prefer {p}, please."),
+              ("From today I'd prefer {p}.", "I only want {p} now.", "I would rather get {p} these days.",
+               "I'd prefer {p}; forget about {a}."),
+              ("I would rather get {p}.", "I always want {p}.")),
+}
+PHRASING = "design"
 
 
 def changes(rng: random.Random, per_kind: int) -> list[Change]:
@@ -283,13 +397,14 @@ def changes(rng: random.Random, per_kind: int) -> list[Change]:
         others = [k for k, (s, _, _) in KINDS.items() if s == split and k != kind]
         for a, b in rng.sample(values, min(per_kind, len(values))):
             signalled = rng.random() >= 1 / 6
-            after = rng.choice(AFTER_SIGNALLED if signalled else AFTER_PLAIN)
-            before = rng.choice(BEFORE).format(p=phrase.format(v=a))
+            before_forms, signalled_forms, plain_forms = PHRASINGS[PHRASING]
+            after = rng.choice(signalled_forms if signalled else plain_forms)
+            before = rng.choice(before_forms).format(p=phrase.format(v=a))
             out.append(Change(kind, split, signalled, before, after.format(p=phrase.format(v=b), a=a)))
             other = rng.choice(others)
             _, other_phrase, other_values = KINDS[other]
             x, y = rng.choice(other_values)
-            out.append(Change(kind, split, True, before, rng.choice(AFTER_SIGNALLED).format(
+            out.append(Change(kind, split, True, before, rng.choice(signalled_forms).format(
                 p=other_phrase.format(v=y), a=x), control=True))
     for c in out:  # the splits say what the distiller really does
         listed = preference_key(c.before) is not None and preference_key(c.after) is not None
@@ -357,8 +472,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="Consolidate by similarity alone (no differing-words rule; the rule before it).")
     parser.add_argument("--no-change-signal", action="store_true",
                         help="Consolidate preferences by similarity alone (the rule before change signals).")
+    parser.add_argument("--phrasing", choices=sorted(PHRASINGS), default="design",
+                        help="How customers state and change preferences (fresh: wordings no rule was written against).")
     args = parser.parse_args(argv)
     cases.VERBOSE = args.verbose
+    global PHRASING
+    PHRASING = args.phrasing
     if args.embedder == "minilm":
         from fourfold.embeddings.default import default_embedder
 
@@ -382,6 +501,16 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"another wording {other:.3f})")
         if name == "held-out values":  # the last line's, comparable with earlier runs
             dup_rate, false_merge = dup, (same + other) / 2
+    print(f"  [{time.perf_counter() - started:.0f}s]")
+    started = time.perf_counter()
+    slot_bar = slot_threshold(embedder) if args.calibrate else SLOT_THRESHOLD
+    print(f"preferences in five wordings, written without a key (consolidate=True; slot threshold {slot_bar:.2f}):")
+    print("  kinds        slots: dup_rate false_merge   without slots: dup_rate false_merge")
+    for split in ("listed", "tuning", "held-out", "for-context"):
+        facts = pref_sets(split)
+        with_slots = pref_consolidation(embedder, replace_judge(judge, slot_bar), facts)
+        without = pref_consolidation(embedder, replace_judge(judge, None), facts)
+        print(f"  {split:11s}  {with_slots[0]:15.3f} {with_slots[1]:11.3f}   {without[0]:23.3f} {without[1]:11.3f}")
     print(f"  [{time.perf_counter() - started:.0f}s]")
     change_bar = CHANGE_THRESHOLD if not args.no_change_signal else None
     if args.calibrate and change_bar is not None:

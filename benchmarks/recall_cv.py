@@ -1,8 +1,10 @@
 """Cross-validation of the ranker's settings on the dev sets: how `fourfold.ranking` was tuned.
 
-Two sets, each split five ways: the LoCoMo dev split by conversation, the paraphrase set
-(`_paraphrase_data`) by attribute type (a held-out fold's wording was never tuned on), its
-off-topic questions by text (each is asked of several customers). Fold i holds out
+Two sets, each split five ways: the LoCoMo dev split by conversation, the paraphrase set's dev
+half (`_paraphrase_data.dev_half`; its test half is only reported, by benchmarks/paraphrase.py)
+by attribute type (a held-out fold's wording was never tuned on; a type's unanswerable
+questions go with it), its unrelated off-topic questions by text (each is asked of several
+customers). Fold i holds out
 conversation i and type fold i together.
 
 0. Context of memories without a thread (`Weights.context_unthreaded`), on the desk alone.
@@ -77,7 +79,7 @@ Top = list[tuple[bool, float, float]]  # a question's top 3: (is the memory aske
 def paraphrase_runs(weights: Sequence[Weights]) -> tuple[pdata.Dataset, list[list[Top]]]:
     """Per weights, per question: its top 3 as (is the memory asked about, fused evidence, the
     query's background similarity)."""
-    dataset = pdata.build()
+    dataset = pdata.dev_half(pdata.build())
     embedder = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
     lt = _memory(embedder)
     for customer in dataset.customers:
@@ -201,7 +203,7 @@ def floor_on_locomo() -> None:
 def unthreaded_context_cv() -> None:
     """`Weights.context_unthreaded` by attribute-type folds of the desk (LoCoMo's turns all
     have threads, so it cannot move LoCoMo)."""
-    dataset = pdata.build()
+    dataset = pdata.dev_half(pdata.build())
     embedder = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
     on = dataset.on_topic()
     hits: dict[float, np.ndarray[Any, Any]] = {}
@@ -211,7 +213,7 @@ def unthreaded_context_cv() -> None:
         for customer in dataset.customers:
             lt.remember_many([{"text": t, "scope": customer.id} for t in customer.memories])
         hits[context] = np.array([q.answer in [h.text for h in lt.recall(q.text, scope=q.customer, k=3)] for q in on])
-    type_folds = pdata.folds(FOLDS)
+    type_folds = pdata.dev_folds(FOLDS)
     fold = np.array([next(i for i, types in enumerate(type_folds) if q.type in types) for q in on])
     held = np.zeros(len(on), dtype=bool)
     for i in range(FOLDS):
@@ -232,15 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     weights = [Weights(lexical=lex, speaker=spk) for lex, spk in grid]
     convs, lruns = locomo_runs(weights)
     dataset, pruns = paraphrase_runs(weights)
-    type_folds = pdata.folds(FOLDS)
+    type_folds = pdata.dev_folds(FOLDS)
     all_types = set().union(*type_folds)
     # off-topic questions by their text (each is asked of several customers): a held-out
     # fold's off-topic wording was never calibrated on either
     off_texts = list(pdata.OFF_TOPIC)
 
     def fold_of(q: pdata.Question) -> int:
-        if q.answer is None:
+        if q.kind == "unrelated":
             return off_texts.index(q.text) % FOLDS
+        # on-topic and unanswerable questions go with their attribute type
         return next(f for f, types in enumerate(type_folds) if q.type in types)
 
     folds_of_q = [fold_of(q) for q in dataset.questions]

@@ -10,9 +10,12 @@ lexical shares, the speaker flag, the scope's vectors), then ranks them each lev
 - pseudo-relevance feedback: the query vector moved towards its top results (Rocchio);
 - query expansion from the scope's own vocabulary: the scope's words closest to the query (by
   MiniLM cosine of word and query) lift the memories holding them (desk only);
-- the int8 query embedding (`OnnxMiniLMInt8Embedder`) in place of the fp32 one.
+- the int8 query embedding (`OnnxMiniLMInt8Embedder`) in place of the fp32 one;
+- typicality (hubness reduction, `fourfold.ranking.typicality`): a memory's mean cosine to the
+  rest of its scope taken off its evidence, its weight chosen by cross-validation on the dev
+  sets only (LoCoMo dev by conversation, the paraphrase set's dev half by attribute type).
 
-    python benchmarks/recall_levers.py
+    python benchmarks/recall_levers.py [--typicality-only]
 
 Reads private parts of `ScopeIndex` (it is a lab, not an API), on cached MiniLM vectors.
 """
@@ -30,7 +33,7 @@ import _paraphrase_data as pdata
 import locomo
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold.longterm import LongTermMemory
-from fourfold.ranking import lexical_share
+from fourfold.ranking import lexical_share, typicality
 from fourfold.stores import InMemoryVectorStore
 from fourfold.text import tokenize
 from fourfold.text.bm25 import bm25_idf
@@ -71,7 +74,7 @@ def features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row:
         "dense": (ix.matrix @ vector).astype(np.float64), "own": (ix._own @ vector).astype(np.float64),
         "lex": lexical_share(raw, ix.bm25.best_possible(tokens)), "raw": raw, "named": named,
         "lex_owndf": _lexical(ix, tokens, own_df), "lex_fracdf": _lexical(ix, tokens, frac_df),
-        "q": vector, "M": ix.matrix, "O": ix._own,
+        "q": vector, "M": ix.matrix, "O": ix._own, "typical": typicality(ix.matrix),
         "texts": [r.text for r in ix.records], "dia": [r.metadata.get("dia_id") for r in ix.records],
     }
 
@@ -97,11 +100,56 @@ def locomo_recall(rows: list[tuple[ldata.Question, Row]], score: Score) -> tuple
     return float(np.mean(r5)), float(np.mean(r10))
 
 
-def hybrid(w: float = 1.75, key: str = "lex", a: float = 0.0, power: float = 1.0, minus: float = 0.0) -> Score:
+def hybrid(
+    w: float = 1.75, key: str = "lex", a: float = 0.0, power: float = 1.0, minus: float = 0.0, typical: float = 0.0
+) -> Score:
+    """The ranker's sum; `typical=0` is the ranker before typicality (the levers' baseline)."""
     def score(f: Row) -> Any:
         lexical = np.clip(f[key] - minus, 0, None) ** power
-        return (1 - a) * f["dense"] + a * f["own"] + w * lexical + 0.15 * f["named"]
+        return (1 - a) * f["dense"] + a * f["own"] + w * lexical + 0.15 * f["named"] - typical * f["typical"]
     return score
+
+
+TYPICAL = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
+
+
+def typicality_cv(desk: list[tuple[pdata.Question, Row]], loc: list[tuple[ldata.Question, Row]]) -> None:
+    """Typicality's weight by 5-fold cross-validation on dev: fold i holds out LoCoMo dev's
+    conversation i and the i-th fifth of the paraphrase dev half's attribute types; on the
+    other folds the weight with the best LoCoMo R@10 + desk hit@3 is chosen."""
+    dev = [(q, f) for q, f in desk if pdata.split_of(q) == "dev"]
+    types = sorted({q.type for q, _ in dev})
+    type_fold = {t: i % 5 for i, t in enumerate(types)}
+    convs = sorted({q.sample_id for q, _ in loc})
+    conv_fold = {c: i % 5 for i, c in enumerate(convs)}
+    print("\n| typical | desk dev zero-overlap hit@3 | desk dev overlap hit@3 | desk dev all hit@3 | LoCoMo R@5 | LoCoMo R@10 |\n|---|---|---|---|---|---|")
+    for beta in TYPICAL:
+        d, (r5, r10) = desk_hits(dev, hybrid(typical=beta)), locomo_recall(loc, hybrid(typical=beta))
+        print(f"| {beta} | {d[0]:.3f} | {d[1]:.3f} | {d[2]:.3f} | {r5:.4f} | {r10:.4f} |")
+
+    def objective(fold: int | None, beta: float, held: bool) -> float:
+        pick_d = [(q, f) for q, f in dev if (type_fold[q.type] == fold) == held]
+        pick_l = [(q, f) for q, f in loc if (conv_fold[q.sample_id] == fold) == held]
+        return desk_hits(pick_d, hybrid(typical=beta))[2] + locomo_recall(pick_l, hybrid(typical=beta))[1]
+
+    held_d: list[tuple[pdata.Question, Row, float]] = []
+    held_l: list[tuple[ldata.Question, Row, float]] = []
+    for i in range(5):
+        beta = max(TYPICAL, key=lambda b: objective(i, b, held=False))
+        held_d += [(q, f, beta) for q, f in dev if type_fold[q.type] == i]
+        held_l += [(q, f, beta) for q, f in loc if conv_fold[q.sample_id] == i]
+        print(f"fold {i}: held out {convs[i]} and types {[t for t in types if type_fold[t] == i]}; chosen typical={beta}")
+    d_hit = np.mean([any(f["texts"][i] == q.answer for i in top(hybrid(typical=b)(f), 3)) for q, f, b in held_d])
+    d_base = desk_hits([(q, f) for q, f, _ in held_d], hybrid())[2]
+    l_r = [locomo_recall([(q, f)], hybrid(typical=b)) for q, f, b in held_l]
+    final = max(TYPICAL, key=lambda b: objective(None, b, held=False))
+    print(f"CV typicality: held-out desk dev hit@3={d_hit:.4f} (without typicality {d_base:.4f}), "
+          f"LoCoMo R@5={np.mean([r[0] for r in l_r]):.4f} R@10={np.mean([r[1] for r in l_r]):.4f}; on all dev: typical={final}")
+    test = [(q, f) for q, f in desk if pdata.split_of(q) == "test"]
+    for beta in (0.0, final):
+        d = desk_hits(test, hybrid(typical=beta))
+        print(f"desk test half (never tuned on), typical={beta}: zero-overlap {d[0]:.3f} overlap {d[1]:.3f} all {d[2]:.3f}; "
+              f"dense alone all {desk_hits(test, lambda f: f['own'])[2]:.3f}")
 
 
 def rrf(k: int) -> Score:
@@ -152,7 +200,8 @@ def expanded(tau: float, gamma: float, m: int) -> Score:
     return score
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    only = "--typicality-only" in (sys.argv[1:] if argv is None else argv)
     emb = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
     dataset = pdata.build()
     lt = LongTermMemory(InMemoryVectorStore(embedder_identity=emb.identity), emb)
@@ -170,8 +219,12 @@ def main() -> int:
         vs = lemb.embed_many([q.question for q in qs])
         loc += [(q, features(llt, conv.sample_id, q.question, v)) for q, v in zip(qs, vs, strict=True)]
     lemb.save()
+    typicality_cv(desk, loc)
+    if only:
+        return 0
     levers: list[tuple[str, Score]] = [
-        ("shipped ranker (lexical 1.75)", hybrid()),
+        ("ranker before typicality (lexical 1.75)", hybrid()),
+        ("shipped ranker (typicality 0.3)", hybrid(typical=0.3)),
         ("dense alone (own cosine)", lambda f: f["own"]),
         ("dense with neighbours' context", lambda f: f["dense"]),
         ("lexical weight 1.0", hybrid(1.0)), ("lexical weight 2.5", hybrid(2.5)),

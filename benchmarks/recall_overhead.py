@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     from fourfold._validate import check_k, check_scope, check_text
     from fourfold.embeddings.default import default_embedder
     from fourfold.longterm import LongTermMemory
-    from fourfold.longterm.store import _kind_filter, _recalled, _validity
+    from fourfold.longterm.store import _kind_filter, _recalled
+    from fourfold.longterm.versions import validity
     from fourfold.stores import InMemoryVectorStore
 
     cached = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         versions) and ranking, with no background null."""
         text = check_text(text, what="query", max_chars=lt.max_chars)
         k, checked = check_k(5), check_scope(scope)
-        keep_kind, holds = _kind_filter(None), _validity(None, False)
+        keep_kind, holds = _kind_filter(None), validity(None, False)
         index = lt._index(checked)
         hits = index.search(real.embed(text) if vector is None else vector, text, k=k,
                             keep=lambda r: bool(keep_kind(r.kind)) and holds(r), weights=lt.weights)

@@ -10,7 +10,7 @@ same workloads, from fourfold.testing.reliability and .sharing, with CI sizes) a
 
 Before it, ``secrets: caught=N of M leaked_channels=N false_positives=N of K``: the secrets
 corpus (tests/secrets_corpus.py) through every channel that stores text (see
-secrets_channels.py), once with SQLite as the engine (a byte scan of each data dir) and once
+fourfold.testing.secrets_channels), once with SQLite as the engine (a byte scan of each data dir) and once
 with a throwaway PostgreSQL (a byte scan of its data directory, WAL included, and log); a
 secret counts as caught only if caught on both. ``--secrets`` runs only that and prints that
 line last. The last line printed is exactly
@@ -47,10 +47,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from fourfold import FourfoldError
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import secrets_channels
-from fourfold.testing import sharing
+from fourfold.testing import secrets_channels, sharing
 from fourfold.testing.reliability import (
     Outcome,
     bad_input_cases,
@@ -66,7 +63,10 @@ from fourfold.testing.reliability import (
     run_cli,
     store_intact,
 )
-from secrets_channels import SecretsResult
+from fourfold.testing.secrets_channels import SecretsResult
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from secrets_corpus import ORDINARY, SECRETS
 
 # -- the report -------------------------------------------------------------------------------------
 
@@ -215,13 +215,13 @@ def _secrets(root: Path) -> tuple[dict[str, SecretsResult], list[str]]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = {"sqlite": secrets_channels.run(root / "secrets")}
+        results = {"sqlite": secrets_channels.run(root / "secrets", SECRETS, ORDINARY)}
         try:
             server = PostgresServer().start()
         except FourfoldError as exc:  # MissingDependency, or a server that would not start
             return results, [str(exc).splitlines()[0]]
         try:
-            results["postgres"] = secrets_channels.run(root / "secrets-pg", postgres=server)
+            results["postgres"] = secrets_channels.run(root / "secrets-pg", SECRETS, ORDINARY, postgres=server)
         finally:
             server.stop()
     return results, []

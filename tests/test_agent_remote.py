@@ -80,16 +80,80 @@ def test_the_agent_forgets_a_customer_in_the_service_and_in_its_own_threads(
     assert agent.history("ann") == []
 
 
-def test_a_remote_memory_needs_the_agent_s_own_threads_and_no_shared_cases(
+def test_a_remote_memory_needs_the_agent_s_own_threads_and_the_service_s_review(
     served: Served, threads: ConversationStore
 ) -> None:
     remote: RemoteMemory = served.memory("acme")
     with pytest.raises(InvalidInput, match="conversations="):
         SupportAgent(remote, ScriptedModel([]), share_cases=False)
-    with pytest.raises(InvalidInput, match="share_cases=False"):
-        SupportAgent(remote, ScriptedModel([]), conversations=threads)
+    with pytest.raises(InvalidInput, match="review-cases"):
+        SupportAgent(remote, ScriptedModel([]), conversations=threads, review_cases=True)
+    assert SupportAgent(remote, ScriptedModel([]), conversations=threads).cases is remote.cases
     from fourfold.longterm.consolidate import SimilarityConsolidator
 
     with pytest.raises(InvalidInput, match="consolidat"):
         SupportAgent(remote, ScriptedModel([]), conversations=threads, share_cases=False,
                      consolidator=SimilarityConsolidator())
+
+
+ALICE = ("Hi, I'm Alice Okonkwo, order ORD-88412. Downloading my invoice as PDF fails with error 502. "
+         "Please always contact me by email at alice.okonkwo@example.com. I live at 12 Oak St.")
+ALICE_DETAILS = ("Okonkwo", "ORD-88412", "88412", "alice.okonkwo", "example.com", "12 Oak St")
+OUTCOME = "Called Alice back on +1 415 555 0142: the invoice PDF 502 error is fixed by clearing the browser cache"
+BOB = "The invoice PDF download gives me a 502 error, what can I do?"
+
+
+def _offline() -> ScriptedModel:
+    return ScriptedModel(lambda *_: ChatResponse("Let me look into that."), is_llm=False)
+
+
+def test_agents_on_remote_memory_share_de_identified_cases_within_their_tenant(
+    served: Served, tmp_path: Path
+) -> None:
+    """alice's agent and bob's agent are two clients of the service: bob gets alice's fix and
+    nothing of hers; another tenant gets nothing; forgetting alice erases her case."""
+    def agent(tenant: str, name: str) -> SupportAgent:
+        db = SQLiteDatabase(tmp_path / f"{name}.sqlite3")
+        return SupportAgent(served.memory(tenant), _offline(), conversations=ConversationStore(db))
+
+    alices, bobs, others = agent("acme", "a"), agent("acme", "b"), agent("globex", "c")
+    alices.turn("alice", ALICE)
+    case = alices.resolve("alice", OUTCOME).case
+    assert case is not None and "clearing the browser cache" in case.outcome
+    shared = f"{case.goal} {case.outcome} {' '.join(case.actions)}"
+    assert [d for d in ALICE_DETAILS if d in shared] == []  # the service de-identified it
+
+    reply = bobs.turn("bob", BOB)
+    assert [c.id for c in reply.report.cases] == [case.id]
+    assert "clearing the browser cache" in reply.report.system_prompt
+    assert [d for d in ALICE_DETAILS if d in reply.report.system_prompt] == []
+    assert alices.turn("alice", BOB).report.cases == ()  # her own ticket is her episode, not a case
+    assert others.turn("carol", BOB).report.cases == ()  # cases never cross tenants
+
+    alices.turn("alice", "Now the export to CSV hangs.")
+    assert alices.resolve("alice", "Rebooted the export worker", success=False).case is None  # failures stay private
+    counts = alices.forget_customer("alice")
+    assert counts["episodes"] >= 2  # her episodes and the case made from her ticket
+    assert bobs.turn("bob", BOB).report.cases == ()
+
+
+def test_an_agent_shares_cases_through_a_real_service(tmp_path: Path) -> None:
+    """`fourfold serve` in its own process: two agents' clients, one tenant, the case crosses
+    between them over HTTP; a key of another tenant sees none of it."""
+    from fourfold.remote import connect
+    from fourfold.service.testing import LiveService
+
+    with LiveService(tmp_path / "data", keys={"acme": 2, "globex": 1}) as live:
+        def agent(key: str, name: str) -> SupportAgent:
+            db = SQLiteDatabase(tmp_path / f"{name}.sqlite3")
+            return SupportAgent(connect(live.url, api_key=key), _offline(), conversations=ConversationStore(db))
+
+        alices, bobs = agent(live.keys["acme"][0], "a"), agent(live.keys["acme"][1], "b")
+        others = agent(live.keys["globex"][0], "c")
+        alices.turn("alice", ALICE)
+        case = alices.resolve("alice", OUTCOME).case
+        assert case is not None
+        reply = bobs.turn("bob", BOB)
+        assert [c.id for c in reply.report.cases] == [case.id]
+        assert [d for d in ALICE_DETAILS if d in reply.report.system_prompt] == []
+        assert others.turn("carol", BOB).report.cases == ()

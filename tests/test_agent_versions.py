@@ -86,7 +86,12 @@ def test_a_changed_contact_preference_replaces_the_old_one(mem: Memory) -> None:
     ("I prefer deliveries on Saturdays.", "day_of_week"),
     ("I would rather pay by bank transfer.", "payment_method"),
     ("I prefer paper copies of my invoices.", "document_format"),
-    ("I prefer metric units.", None),  # a kind the rules do not list: independent, no key
+    # kinds the rules do not list: the attribute read from the sentence's shape is the key
+    ("I prefer metric units.", "unit"),
+    ("I'd rather have the dark theme in the app.", "theme"),
+    ("My favourite font is Garamond.", "font"),
+    ("I'd prefer prices shown in euros.", "price"),
+    ("I'd prefer vegan.", None),  # no attribute apart from the value: independent, no key
 ])
 def test_the_offline_distiller_keys_common_preference_kinds(sentence: str, key: str | None) -> None:
     from fourfold.agent.distill import distill_offline

@@ -45,5 +45,44 @@ def test_every_on_topic_question_asks_about_one_of_its_customers_memories() -> N
     desk = data.build(customers=40, seed=6)
     memories = {c.id: set(c.memories) for c in desk.customers}
     assert all(q.answer in memories[q.customer] for q in desk.on_topic())
-    assert all(q.answer is None and q.text in data.OFF_TOPIC for q in desk.off_topic())
     assert set(data.type_names()) | {"order"} == set().union(*data.folds())
+
+
+def test_an_off_topic_question_is_unrelated_trivia_or_a_desk_question_the_customer_cannot_answer() -> None:
+    desk = data.build(customers=40, seed=6)
+    types = {c.id: set(c.types) for c in desk.customers}
+    pools = {t.name: t.questions for t in data.TYPES}
+    kinds = {q.kind for q in desk.off_topic()}
+    assert kinds == {"unrelated", "unanswerable"}
+    for q in desk.off_topic():
+        assert q.answer is None
+        if q.kind == "unrelated":
+            assert q.text in data.OFF_TOPIC
+        else:  # a question of a type this customer has no memory of
+            assert q.type not in types[q.customer] and q.text in pools[q.type]
+    # adding the unanswerable questions changed no other question
+    without = data.build(customers=40, seed=6, unanswerable_per_customer=0)
+    assert [q for q in desk.questions if q.kind != "unanswerable"] == list(without.questions)
+
+
+def test_the_dev_and_test_halves_share_no_attribute_type_and_no_unrelated_text() -> None:
+    desk = data.build(customers=80, seed=7)
+    halves: dict[str, list[data.Question]] = {"dev": [], "test": []}
+    for q in desk.questions:
+        halves[data.split_of(q)].append(q)
+    for attr in ("type", "text"):
+        seen = [{getattr(q, attr) for q in halves[h] if q.kind != "on-topic" or attr == "type"} for h in ("dev", "test")]
+        if attr == "type":
+            seen = [s - {"off-topic"} for s in seen]
+        else:
+            seen = [{t for t in s if t in data.OFF_TOPIC} for s in seen]
+        assert seen[0] and seen[1] and not seen[0] & seen[1]
+    assert {q.kind for q in halves["dev"]} == {q.kind for q in halves["test"]} == {"on-topic", "unrelated", "unanswerable"}
+
+
+def test_cross_validation_folds_cover_the_dev_half_only() -> None:
+    desk = data.dev_half(data.build(customers=40, seed=8))
+    assert desk.questions and all(data.split_of(q) == "dev" for q in desk.questions)
+    folds = data.dev_folds(5)
+    assert all(folds) and set().union(*folds) == data.folds(2)[0]
+    assert not set().union(*folds) & data.folds(2)[1]

@@ -128,6 +128,42 @@ def test_words_several_customers_use_travel_and_rare_ones_do_not(mem: Memory) ->
     assert "Zorblax" not in extract_case(ticket, shared=cases.shared_words()).problem
 
 
+def test_the_log_hands_a_reader_only_what_it_added_since_and_says_when_to_start_over(mem: Memory) -> None:
+    def record(who: str) -> None:
+        mem.episodes.record(goal=f"{who} export hangs", actions=[], outcome="ok", success=True,
+                            scope=customer_scope(who))
+
+    record("ann")
+    cursor, added, restarted = mem.episodes.since(None)
+    assert restarted and [e.goal for e in added] == ["ann export hangs"]
+    assert mem.episodes.since(cursor)[1:] == ([], False)  # nothing new: nothing copied
+    record("ben")
+    record("cat")
+    cursor, added, restarted = mem.episodes.since(cursor)
+    assert not restarted and [e.goal for e in added] == ["ben export hangs", "cat export hangs"]
+    mem.episodes.forget_scope(customer_scope("ben"))
+    cursor, added, restarted = mem.episodes.since(cursor)
+    assert restarted and [e.goal for e in added] == ["ann export hangs", "cat export hangs"]
+
+
+def test_the_shared_words_follow_the_log_incrementally_across_processes_and_agents(tmp_path: Path) -> None:
+    """Another process's writes and erasures reach the vocabulary, and every CaseBase over one
+    log (the service makes an agent per request) shares it."""
+    ticket = Ticket("The Zorblax widget export hangs", (), (), "Restarting the export worker fixed it")
+    with Memory.open(tmp_path / "d", embedder=HashEmbedder()) as here, \
+            Memory.open(tmp_path / "d", embedder=HashEmbedder()) as other:
+        first = CaseBase(here, min_customers=2)
+        assert "Zorblax" not in extract_case(ticket, shared=first.shared_words()).problem
+        for who in ("ann", "ben"):
+            other.episodes.record(goal="Zorblax widget export hangs often", actions=[], outcome="ok", success=True,
+                                  scope=customer_scope(who))
+        assert "Zorblax widget export hangs" in extract_case(ticket, shared=first.shared_words()).problem
+        assert CaseBase(here, min_customers=2)._vocabulary is first._vocabulary  # one per log and threshold
+        assert CaseBase(here, min_customers=3)._vocabulary is not first._vocabulary
+        other.episodes.forget_scope(customer_scope("ben"))  # erased elsewhere: counted afresh here
+        assert "Zorblax" not in extract_case(ticket, shared=first.shared_words()).problem
+
+
 def test_the_documentation_and_facts_are_common_ground(mem: Memory) -> None:
     ticket = Ticket("Quuxport sync stops after the grace period", (), (), "Re-enabled sync")
     cases = CaseBase(mem)
@@ -227,3 +263,24 @@ def test_ordinary_words_travel_but_names_and_the_customers_own_do_not() -> None:
     assert "The app crashes on the orders screen." in case.problem
     for detail in ("Thandiwe", "Blackwood", "sarah", "Holloway", "Portland", "88412"):
         assert detail not in case.problem
+
+
+@pytest.mark.parametrize(("message", "details"), [
+    ("hi, ambrose baker here from reading. the invoice pdf fails with error 502 since we moved to bath.",
+     ("ambrose", "baker", "reading", "bath")),
+    ("hello, this is dorothea fox in derby. the invoice pdf fails with error 502.", ("dorothea", "fox", "derby")),
+    ("thandiwe stone from split again. the invoice pdf fails with error 502 at our office in nice.",
+     ("thandiwe", "stone", "split", "nice")),
+    ("the invoice pdf fails with error 502. regards, anastasia bird", ("anastasia", "bird")),
+    ("my name's horatio wood and the invoice pdf fails with error 502.", ("horatio", "wood")),
+])
+def test_lowercase_names_and_towns_that_are_dictionary_words_stay_behind(
+    message: str, details: tuple[str, ...]
+) -> None:
+    """A surname or a town that is an ordinary word ("baker", "reading") by its position: after
+    an introduction, beside a name, after a preposition of place at a clause's end; and a
+    sentence holding one is never the statement whose ordinary words travel."""
+    case = extract_case(Ticket(message, (), (), "Cleared the browser cache"), shared=lambda stem: stem in {
+        "reading", "bath", "nice", "baker", "wood", "bird"})  # common ground: several customers live there
+    assert "invoice pdf fails with error 502" in case.problem
+    assert [d for d in details if re.search(rf"\b{d}\b", case.problem)] == []

@@ -40,6 +40,29 @@ def test_remember_recall_forget_round_trip(run) -> None:  # type: ignore[no-unty
     assert code == 3 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
 
 
+def test_recall_and_list_select_alike(run) -> None:  # type: ignore[no-untyped-def]
+    """`recall` and `list` share their selection options: the same flags pick the same memories."""
+    ids = {}
+    for text, kind, priority in (("Prefers email", "preference", 3), ("Refund sent by email", "resolution", 3),
+                                 ("Email bounced once", "note", 3), ("Email address checked", "note", 1)):
+        code, out, err = run("--json", "remember", text, "--scope", "c:1", "--kind", kind, "-m", f"priority={priority}")
+        assert code == 0, err
+        ids[text] = json.loads(out)["id"]
+    selection = ["--scope", "c:1", "--kind", "resolution", "--kind", "note", "--where", '{"priority": {"$gte": 2}}',
+                 "--as-of", str(2**31)]
+    code, out, err = run("--json", "list", *selection)
+    assert code == 0, err
+    listed = [r["id"] for r in json.loads(out)]
+    _, out, _ = run("--json", "recall", "email", "-k", "5", *selection)
+    assert listed == [ids["Refund sent by email"], ids["Email bounced once"]]
+    assert sorted(h["id"] for h in json.loads(out)) == sorted(listed)
+    for command in (["list"], ["recall", "email"]):
+        code, _, err = run(*command, "--as-of", "someday")
+        assert code == 2 and "--as-of must be ISO 8601" in err, command
+        code, _, err = run(*command, "--as-of", "0", "--all-versions")
+        assert code == 2 and "not both" in err, command
+
+
 def test_secrets_are_reported(run) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = run("--json", "remember", "db password=hunter2secret for staging", "--scope", "ops")
     assert code == 0 and json.loads(out)["redacted"] == ["password"]

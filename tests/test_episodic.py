@@ -356,7 +356,10 @@ def test_vectors_of_another_embedder_are_not_used(path: Path | str) -> None:
     log.similar_successes("deploy 502")
     other = CountingEmbedder(dimension=64)
     assert EpisodeLog(path, other).similar_successes("deploy returns 502")[0] == target
-    assert len(other.seen) == 3  # the vectors of the 256-d embedder were not used
+    # the vectors of the 256-d embedder were not used: both episodes were embedded again (the
+    # embedder may also see the background sentences its relevance null is measured on, once)
+    episode_texts = {"deploy returns 502\nrestarted worker", "password reset email missing\nfixed"}
+    assert sorted(t for t in other.seen if t in episode_texts) == sorted(episode_texts)
 
 
 # -- forgetting ---------------------------------------------------------------------------

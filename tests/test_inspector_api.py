@@ -33,7 +33,7 @@ from fourfold.service.explain import explain_docs, explain_recall, explain_simil
 from fourfold.service.keys import KeyStore
 from fourfold.service.tenancy import Tenants
 from fourfold.service.ui import CSP
-from fourfold.shortterm.summarize import summary_message
+from fourfold.shortterm.compaction import summary_message
 from fourfold.shortterm.threads import Thread
 from fourfold.text import tokenize
 
@@ -105,7 +105,8 @@ def test_no_asset_loads_anything_from_elsewhere_or_runs_inline_code() -> None:
 
 @pytest.mark.slow
 def test_a_wheel_ships_every_asset(tmp_path: Path) -> None:
-    """A wheel built from the project carries the page (package-data), so an install serves /ui."""
+    """A wheel built from the project carries the page (package-data), so an install serves /ui,
+    and the data files the library reads (the secrets policy's token table)."""
     tree = tmp_path / "project"
     tree.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
@@ -114,9 +115,10 @@ def test_a_wheel_ships_every_asset(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(tmp_path / "out"), str(tree)], check=True, capture_output=True, timeout=240)
     (wheel,) = (tmp_path / "out").glob("fourfold-*.whl")
-    shipped = {n.removeprefix("fourfold/service/ui_assets/") for n in zipfile.ZipFile(wheel).namelist()
-               if n.startswith("fourfold/service/ui_assets/")}
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {n.removeprefix("fourfold/service/ui_assets/") for n in names if n.startswith("fourfold/service/ui_assets/")}
     assert shipped == set(_assets())
+    assert "fourfold/text/secret_tokens.toml" in names
 
 
 # -- the guard -----------------------------------------------------------------------------

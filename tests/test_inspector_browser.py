@@ -21,7 +21,7 @@ from fourfold.agent.cases import CaseBase
 from fourfold.agent.deidentify import Ticket
 from fourfold.embeddings import HashEmbedder
 from fourfold.service.testing import LiveService
-from fourfold.shortterm.summarize import summary_message
+from fourfold.shortterm.compaction import summary_message
 from fourfold.shortterm.threads import Thread
 
 pytestmark = pytest.mark.slow
@@ -203,7 +203,9 @@ def test_why_was_this_recalled_shows_each_score_and_its_parts(ui: Page, shots: P
     assert HOSTILE_TEXT in first.inner_text()
     parts = first.locator("table.parts th").all_inner_texts()
     assert parts[:4] == ["dense similarity", "neighbouring context", "lexical match", "speaker"]
-    assert parts[4:] in ([], ["background (subtracted)"])  # where the ranker weighs the query's null
+    # where the ranker weighs the query's null, and the result's typicality in its scope
+    assert [p for p in parts[4:] if p != "typical of its scope (subtracted)"] in ([], ["background (subtracted)"])
+    assert "typical of its scope (subtracted)" in parts[4:]  # three memories in Ann's scope: never exactly 0
     words = dict(zip(first.locator(".word").evaluate_all("els => els.map(e => e.firstChild.textContent)"),
                      first.locator(".word small").all_inner_texts(), strict=True))
     assert words["email"].split()[0] == "text" and words["may"].split()[0] == "date"

@@ -21,18 +21,6 @@ from test_import_cycles import ROOT, _modules
 LAYERS = ("fourfold.longterm", "fourfold.episodic", "fourfold.semantic", "fourfold.shortterm")
 SURFACES = ("fourfold.service", "fourfold.cli", "fourfold.agent")
 
-_PUBLIC_HOME_NEEDED = "needs a public home in the imported package (an API change this fix does not make)"
-#: (importer, imported module, name) -> why it stays for now. Remove an entry once fixed:
-#: `test_allowed_crossings_are_still_needed` fails for an entry that no longer occurs.
-ALLOWED: dict[tuple[str, str, str], str] = {
-    ("fourfold.agent._ordinary", "fourfold.text._names", "GIVEN_NAMES"): f"the agent's list of names {_PUBLIC_HOME_NEEDED}",
-    ("fourfold.agent.cases", "fourfold.episodic._codec", "build_episode"): f"building an episode {_PUBLIC_HOME_NEEDED}",
-    ("fourfold.transfer", "fourfold.episodic._codec", "decode_line"): f"the episode log's line format {_PUBLIC_HOME_NEEDED}",
-    ("fourfold.cli.chat", "fourfold.models._text", "block_text"): f"rendering model content blocks {_PUBLIC_HOME_NEEDED}",
-    **{("fourfold.testing.fake_llm_server", "fourfold.models._text", name): f"the fake server's {name} {_PUBLIC_HOME_NEEDED}"
-       for name in ("estimate_tokens", "json_dumps")},
-}
-
 
 def _unit(module: str) -> str:
     """The package a module belongs to: `fourfold.<pkg>` for a subpackage, else the module itself."""
@@ -91,12 +79,8 @@ def upward_imports(root: Path = ROOT) -> set[tuple[str, str]]:
 
 
 def test_no_private_names_cross_packages() -> None:
-    unexpected = sorted(private_crossings() - ALLOWED.keys())
+    unexpected = sorted(private_crossings())
     assert not unexpected, f"private names imported from another package (make them public there): {unexpected}"
-
-
-def test_allowed_crossings_are_still_needed() -> None:
-    assert not sorted(ALLOWED.keys() - private_crossings()), "fixed: remove these entries from ALLOWED"
 
 
 def test_memory_layers_do_not_import_surfaces() -> None:

@@ -75,3 +75,27 @@ def test_consolidation_merges_a_rewording_and_keeps_a_distinct_near_miss(minilm:
     assert light.supersedes == (theme,)
     assert lt.remember("Customer said: I'd prefer prices in dollars from now on.", scope="c",
                        kind="preference").supersedes == ()
+
+
+def test_five_unkeyed_wordings_of_a_preference_come_back_as_one(minilm: MiniLMEmbedder) -> None:
+    """The default offline judge on MiniLM: wordings 0.42-0.74 similar name one slot
+    (contact channel = email) and merge; another value of that slot or the same value for
+    another thing stays apart, however close it embeds."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.longterm.consolidate import SimilarityConsolidator
+    from fourfold.stores import InMemoryVectorStore
+
+    lt = LongTermMemory(InMemoryVectorStore(embedder_identity=minilm.identity), minilm)
+    wordings = ["Prefers email", "Likes to be contacted by email", "Wants us to reach them via e-mail",
+                "Email is their preferred contact channel", "Would rather get emails than anything else"]
+    for text in wordings:
+        lt.remember(text, scope="c", kind="preference", consolidate=True)
+    assert [m.text for m in lt.all(scope="c")] == [wordings[-1]]
+    assert [h.text for h in lt.history(lt.all(scope="c")[0].id)] == wordings
+    for text in ("Prefers phone calls", "Prefers email for invoices"):
+        assert lt.remember(text, scope="c", kind="preference", consolidate=True).supersedes == ()
+    assert len(lt.all(scope="c")) == 3
+    # without slots the same judge piles the wordings up: the slots are what merges them
+    for text in wordings:
+        lt.remember(text, scope="off", kind="preference", consolidate=SimilarityConsolidator(slot_threshold=None))
+    assert len(lt.all(scope="off")) > 1

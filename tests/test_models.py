@@ -423,6 +423,7 @@ def test_models_exports_exactly_the_public_names() -> None:
         "parse_spec",
         "AnthropicModel",
         "ChatModel",
+        "ChatRequest",
         "ChatResponse",
         "Message",
         "OfflineModel",
@@ -447,30 +448,44 @@ def test_default_model_follows_anthropic_api_key(monkeypatch: pytest.MonkeyPatch
 # -- model specs --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("spec", "parsed"), [
-    ("offline", ("offline", "", None)),
-    ("anthropic", ("anthropic", "claude-sonnet-4-6", None)),
-    ("anthropic:claude-haiku-4-5", ("anthropic", "claude-haiku-4-5", None)),
-    ("openai:gpt-4.1-mini", ("openai", "gpt-4.1-mini", None)),
-    ("openai-compatible:qwen3@http://gpu:8000/v1", ("openai-compatible", "qwen3", "http://gpu:8000/v1")),
-    ("ollama:llama3.1:8b", ("openai-compatible", "llama3.1:8b", "http://localhost:11434/v1")),
-    ("lmstudio:phi-4", ("openai-compatible", "phi-4", "http://localhost:1234/v1")),
-    ("vllm:org/model@https://h.example/v1", ("openai-compatible", "org/model", "https://h.example/v1")),
-])
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [
+        ("offline", ("offline", "", None)),
+        ("anthropic", ("anthropic", "claude-sonnet-4-6", None)),
+        ("anthropic:claude-haiku-4-5", ("anthropic", "claude-haiku-4-5", None)),
+        ("openai:gpt-4.1-mini", ("openai", "gpt-4.1-mini", None)),
+        (
+            "openai-compatible:qwen3@http://gpu:8000/v1",
+            ("openai-compatible", "qwen3", "http://gpu:8000/v1"),
+        ),
+        ("ollama:llama3.1:8b", ("openai-compatible", "llama3.1:8b", "http://localhost:11434/v1")),
+        ("lmstudio:phi-4", ("openai-compatible", "phi-4", "http://localhost:1234/v1")),
+        (
+            "vllm:org/model@https://h.example/v1",
+            ("openai-compatible", "org/model", "https://h.example/v1"),
+        ),
+    ],
+)
 def test_model_specs_parse(spec: str, parsed: tuple[str, str, str | None]) -> None:
     got = fourfold.models.parse_spec(spec)
     assert (got.provider, got.model, got.base_url) == parsed
     assert fourfold.models.parse_spec(str(got)) == got  # a spec prints back as itself
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("", "an empty model spec"),
-    ("gpt5", "unknown model provider 'gpt5'"),
-    ("offline:x", "'offline' takes no model or URL"),
-    ("openai-compatible:qwen3", "needs a base URL"),
-    ("openai-compatible", "names no model"),
-])
-def test_bad_model_specs_say_what_is_accepted(spec: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "an empty model spec"),
+        ("gpt5", "unknown model provider 'gpt5'"),
+        ("offline:x", "'offline' takes no model or URL"),
+        ("openai-compatible:qwen3", "needs a base URL"),
+        ("openai-compatible", "names no model"),
+    ],
+)
+def test_bad_model_specs_say_what_is_accepted(
+    spec: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(InvalidInput, match=message) as info:
         fourfold.models.parse_spec(spec)
@@ -485,3 +500,25 @@ def test_default_model_follows_fourfold_model(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert isinstance(fourfold.models.default_model(), OfflineModel)
     assert isinstance(fourfold.models.default_model("anthropic:claude-x"), AnthropicModel)
+
+
+def test_a_model_may_implement_chat_or_complete() -> None:
+    from fourfold.models.base import ChatModel, ChatRequest, ChatResponse
+
+    class ByChat(ChatModel):
+        def chat(self, messages, *, system="", tools=(), max_tokens=1024):  # type: ignore[no-untyped-def]
+            return ChatResponse(text=f"chat:{system}:{max_tokens}")
+
+    class ByComplete(ChatModel):
+        def complete(self, request: ChatRequest) -> ChatResponse:
+            return ChatResponse(text=f"complete:{request.system}:{request.max_tokens}")
+
+    class Neither(ChatModel):
+        pass
+
+    request = ChatRequest([{"role": "user", "content": "hi"}], system="s", max_tokens=7)
+    assert ByChat().complete(request).text == "chat:s:7"
+    assert ByChat().chat(request.messages, system="s", max_tokens=7).text == "chat:s:7"
+    assert ByComplete().chat(request.messages, system="s", max_tokens=7).text == "complete:s:7"
+    with pytest.raises(NotImplementedError, match="Neither implements neither"):
+        Neither().chat(request.messages)

@@ -36,3 +36,24 @@ def test_wrong_dimension_and_dead_server_are_model_errors() -> None:
             OpenAIEmbedder(model="m", dimension=384, base_url=server.openai_url).embed("x")
     with pytest.raises(ModelError):
         OpenAIEmbedder(model="m", dimension=8, base_url="http://127.0.0.1:9/v1", timeout=2).embed("x")
+
+
+@pytest.mark.parametrize(("given", "env", "sent"), [
+    ("ffk_given", "sk-env", "Bearer ffk_given"),
+    (None, "sk-env", "Bearer sk-env"),
+    (None, None, "Bearer not-needed"),
+])
+def test_the_key_is_chosen_as_the_chat_model_chooses_it(
+    monkeypatch: pytest.MonkeyPatch, given: str | None, env: str | None, sent: str
+) -> None:
+    """The argument, else $OPENAI_API_KEY, else a placeholder for local servers: one rule for both clients."""
+    from fourfold.models import OpenAICompatModel
+
+    if env is None:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", env)
+    with FakeLLMServer(["ok"]) as server:
+        OpenAIEmbedder(model="m", dimension=8, base_url=server.openai_url, api_key=given).embed("x")
+        OpenAICompatModel(model="m", base_url=server.openai_url, api_key=given).chat([{"role": "user", "content": "hi"}])
+        assert [r.headers["authorization"] for r in server.requests] == [sent, sent]

@@ -204,7 +204,7 @@ def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: s
 def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgres_url: str) -> None:
     """A filter that few records of a large scope pass, none of them near the query, still
     returns them all (up to k), ranked as an exact search over the scope's matches ranks them."""
-    from fourfold.longterm import LongTermMemory
+    from fourfold.longterm import LongTermMemory, Weights
     from fourfold.longterm.retrieval import ScopeIndex
     from fourfold.longterm.where import compile_where, fields_of
     from fourfold.ranking import Background
@@ -213,7 +213,7 @@ def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgr
     embedder = HashEmbedder()
     db = PostgresDatabase(postgres_url)
     try:
-        # More records than the candidates (800 nearest, 200 by words), so candidates miss some.
+        # More records than the candidates (200 nearest, 200 by each word query), so candidates miss some.
         store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=1000)
         store.matching_batch = 300  # the matches are ranked across several batches
         memory = LongTermMemory(store, embedder)
@@ -223,7 +223,9 @@ def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgr
                                        "scope": "shared", "metadata": {"product": "airship", "rank": j}})
         memory.remember_many(items)
         assert store.is_large("shared")
-        exact = ScopeIndex(store.scan("shared"), embedder.dimension)
+        # a large scope's candidates carry no whole-scope vector sum yet, so they rank without
+        # typicality (`ScopeIndex.of_features`): the exact search to agree with does the same
+        exact = ScopeIndex(store.scan("shared"), embedder.dimension, weights=Weights(typical=0.0))
         query = "customer asked about the refund"
         vector = embedder.embed(query)
         null = Background.of(embedder).null(vector)
@@ -235,6 +237,47 @@ def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgr
             assert [r.score for r in got] == pytest.approx([s for _, s in want], abs=1e-5)
         assert len(memory.recall(query, scope="shared", k=10, where={"product": "airship"})) == 8
         assert memory.recall(query, scope="shared", k=3, where={"product": "bicycle"}) == []
+    finally:
+        db.close()
+
+
+def test_records_holding_every_common_query_word_are_candidates(postgres_url: str) -> None:
+    """When every query word is too common to rank its records (all exceed `lexical_rows`), the
+    records whose own words hold all of them (or all but one) are still offered by words,
+    even with no nearest vectors asked for; a store promoted before those own words were kept
+    gets them when it is opened."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.stores.pgvector import PostgresVectorStore
+
+    embedder = HashEmbedder()
+    db = PostgresDatabase(postgres_url)
+    try:
+        store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
+        memory = LongTermMemory(store, embedder)
+        items: list[dict[str, object]] = [{"text": _topic_text(i), "scope": "shared"} for i in range(360)]
+        needles = {3: "the courier lost the parcel and owes a refund", 150: "a refund for the parcel the courier broke",
+                   300: "courier and parcel, no refund asked"}
+        for at, text in sorted(needles.items(), reverse=True):
+            items.insert(at, {"text": text, "scope": "shared"})
+        written = memory.remember_many(items)
+        assert store.is_large("shared")
+        wanted = {r.id for r in written if r.text in needles.values()}
+        store.lexical_rows = 10  # each of the query's words is held by more records than this
+        query = "courier parcel refund"
+
+        def offered(s: PostgresVectorStore) -> set[str]:
+            return {r.id for r in s.candidates("shared", embedder.embed(query), query, dense=0, lexical=50)[0]}
+
+        found = offered(store)
+        assert wanted <= found
+        assert all(sum(w in r.text for w in ("courier", "parcel", "refund")) >= 2 for r in store.scan("shared")
+                   if r.id in found)
+        with db.write() as conn:  # as a store promoted before own_terms existed
+            conn.execute("DROP INDEX memories_own_terms")
+            conn.execute("ALTER TABLE memories DROP COLUMN own_terms")
+        reopened = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
+        reopened.lexical_rows = 10
+        assert offered(reopened) == found
     finally:
         db.close()
 
@@ -271,6 +314,9 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
         assert kept[zeppelin] > 0 and kept[absent] == 0 and kept[customer] > 200
         other = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
         assert other.document_frequencies("shared", terms) == kept
+        with db.read() as conn:  # BM25's mean length, kept at write time, is the mean over the rows
+            mean = conn.execute("SELECT avg(length) FROM memories WHERE scope = 'shared'").fetchone()[0]
+        assert other.mean_length("shared") == pytest.approx(mean, rel=1e-9)
         assert store.document_frequencies("small", terms) == dict.fromkeys(terms, 0.0)  # small scopes keep none
         memory.forget_scope("shared")
         assert store.document_frequencies("shared", terms) == dict.fromkeys(terms, 0.0)

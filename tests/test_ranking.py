@@ -12,7 +12,15 @@ from fourfold import InvalidInput
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import EpisodeLog
 from fourfold.longterm import LongTermMemory
-from fourfold.ranking import RELEVANCE_FLOOR, Background, Fusion, lexical_share, rank, relevance
+from fourfold.ranking import (
+    RELEVANCE_FLOOR,
+    Background,
+    Fusion,
+    lexical_share,
+    rank,
+    relevance,
+    typicality,
+)
 from fourfold.stores import InMemoryVectorStore
 from fourfold.text import BM25Index, tokenize
 
@@ -166,7 +174,10 @@ def test_explain_gives_each_results_parts_and_the_same_scores_as_recall() -> Non
     top, parts = explained[0]
     assert top.text == "Yes, it fails with error 502"
     fusion = Fusion()
-    assert parts.evidence == pytest.approx(parts.dense + fusion.lexical * parts.lexical + fusion.boost * parts.boost)
+    assert parts.evidence == pytest.approx(
+        parts.dense + fusion.lexical * parts.lexical + fusion.boost * parts.boost - fusion.typical * parts.typical
+    )
+    assert parts.typical != 0  # three memories: each stands apart from the others' average differently
     assert parts.relevance == pytest.approx(float(relevance(np.array([parts.evidence]), fusion, null=parts.null)[0]))
     assert parts.boost == 1.0 and 0 < parts.date < parts.lexical
     assert parts.context == pytest.approx(parts.dense - parts.own) and parts.context != 0  # its thread's neighbour
@@ -182,3 +193,44 @@ def test_the_shipped_minilm_background_is_the_models_own() -> None:
     embedder = default_embedder()
     fresh = embedder.embed_many(list(TEXTS))
     assert np.abs(Background.of(embedder).vectors - fresh).max() < 2e-3  # float16 on disk
+
+
+def _unit_rows(seed: int, n: int, d: int = 16) -> np.ndarray:
+    rows = np.random.default_rng(seed).normal(size=(n, d))
+    out: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_typicality_is_each_rows_mean_cosine_to_the_others_centred_on_the_scope(n: int) -> None:
+    rows = _unit_rows(n, n)
+    cos = rows @ rows.T
+    brute = np.array([np.delete(cos[i], i).mean() for i in range(n)])
+    got = typicality(rows)
+    assert got == pytest.approx(brute - brute.mean(), abs=1e-9)
+    assert got.sum() == pytest.approx(0.0, abs=1e-9)
+    # a subset of the scope, scored with the whole scope's sum and size, scores as in the whole
+    assert typicality(rows[:2], total=rows.sum(axis=0), size=n) == pytest.approx(got[:2], abs=1e-9)
+
+
+def test_a_scope_of_one_has_no_typicality() -> None:
+    assert typicality(_unit_rows(0, 1)).tolist() == [0.0]
+    assert typicality(np.zeros((0, 16))).tolist() == []
+
+
+def test_a_memory_close_to_all_its_scope_loses_a_tie_with_one_that_stands_apart() -> None:
+    # Two candidates the query matches almost equally; the first is near every other memory of
+    # the scope (the desk's framing), the second only near the query.
+    framing = _unit_rows(1, 1)[0]
+    others = [framing + 0.3 * r for r in _unit_rows(2, 4)]
+    hub = framing + 0.2 * _unit_rows(3, 1)[0]
+    apart = _unit_rows(4, 1)[0]
+    rows = np.stack([hub, apart, *others])
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    typical = typicality(rows)
+    assert typical[0] > typical[1]
+    dense = np.array([0.51, 0.5, 0.1, 0.1, 0.1, 0.1])
+    lexical = np.zeros(6)
+    assert rank(dense, lexical, k=1, fusion=Fusion(), typical=typical)[0][0] == 1
+    assert rank(dense, lexical, k=1, fusion=Fusion(typical=0.0), typical=typical)[0][0] == 0
+    assert rank(dense, lexical, k=1, fusion=Fusion())[0][0] == 0  # no typicality given: not taken off

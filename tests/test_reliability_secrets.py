@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+import secrets_corpus
 from fourfold import InvalidInput, Memory
 from fourfold.agent import SupportAgent
 from fourfold.embeddings import HashEmbedder
 from fourfold.models import ScriptedModel
 from fourfold.shortterm.threads import Thread
+from fourfold.testing import secrets_channels
 from test_text import ORDINARY, SECRETS, _secret_of
 
 if TYPE_CHECKING:
@@ -105,24 +107,12 @@ def test_ordinary_support_sentences_are_stored_unchanged_in_every_store(tmp_path
         assert users == ORDINARY[:40]
 
 
-def _channels():  # type: ignore[no-untyped-def]
-    """benchmarks/secrets_channels.py, the benchmark's workload."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import secrets_channels
-
-    return secrets_channels
-
-
 def test_the_corpus_through_every_channel_leaves_no_secret_in_reads_or_files(tmp_path: Path) -> None:
-    """The benchmark's workload (benchmarks/secrets_channels.py), 40+ formats x 8 channels."""
+    """The benchmark's workload (fourfold.testing.secrets_channels), 40+ formats x 8 channels."""
     from fourfold.stores import InMemoryVectorStore
 
-    secrets_channels = _channels()
-
     embedder = secrets_channels.EMBEDDER
-    result = secrets_channels.run(tmp_path, vector_store=lambda: InMemoryVectorStore(embedder_identity=embedder.identity))
+    result = secrets_channels.run(tmp_path, secrets_corpus.SECRETS, secrets_corpus.ORDINARY, vector_store=lambda: InMemoryVectorStore(embedder_identity=embedder.identity))
     assert result.leaked_channels == {}
     assert (result.caught, result.false_positives) == (result.total, [])
 
@@ -142,7 +132,7 @@ def test_on_postgresql_the_corpus_leaves_no_secret_in_its_data_directory_or_wal(
 ) -> None:
     """Every channel with PostgreSQL as the engine; after a CHECKPOINT, a byte scan of the
     server's data directory (tables, TOAST, indexes, pg_wal/) and log finds no secret."""
-    result = _channels().run(tmp_path, postgres=own_postgres)
+    result = secrets_channels.run(tmp_path, secrets_corpus.SECRETS, secrets_corpus.ORDINARY, postgres=own_postgres)
     assert result.leaked_channels == {}
     assert (result.caught, result.false_positives) == (result.total, [])
 
@@ -151,10 +141,9 @@ def test_on_postgresql_the_corpus_leaves_no_secret_in_its_data_directory_or_wal(
 def test_the_postgresql_scan_sees_a_secret_written_in_clear(own_postgres: PostgresServer) -> None:
     """The control: a secret stored unredacted (around it, prose PostgreSQL would compress) is
     found on disk, in the table or the WAL; and a compressed value is reported, not missed."""
-    channels = _channels()
-    engine = channels.PostgresEngine(own_postgres)
+    engine = secrets_channels.PostgresEngine(own_postgres, secrets_corpus.SECRETS)
     try:
-        case = channels.SECRETS[0]
+        case = secrets_corpus.SECRETS[0]
         prose = "The nightly export copies the order tables to the warehouse. " * 60
         for schema, raw in (("control", True), ("compressed", False)):
             with Memory.open(engine.target(schema), embedder=HashEmbedder()):

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from fourfold import InvalidInput, NotFound, remote, remote_async
+from fourfold import InvalidInput, NotFound, _wire, remote, remote_async
 from fourfold.embeddings import HashEmbedder
 from fourfold.memory import Memory
 from fourfold.remote import RemoteMemory, Unauthorized
@@ -247,10 +247,30 @@ def test_connect_reads_the_key_from_the_environment(monkeypatch: pytest.MonkeyPa
     assert remote.whoami() == "envtenant"
 
 
+@pytest.mark.parametrize("make", [httpx.Client, httpx.AsyncClient])
+def test_a_connection_owns_only_the_client_it_made(monkeypatch: pytest.MonkeyPatch, make: Any) -> None:
+    """Both clients share one connection rule: the key (argument, else $FOURFOLD_API_KEY) goes on
+    the client; a client made for the URL is the memory's to close, an injected one stays the caller's."""
+    monkeypatch.setenv("FOURFOLD_API_KEY", "ffk_env")
+    made = _wire.Connection(None, make, url="http://service:8765", api_key=None, timeout=5.0)
+    assert made.owned and str(made.client.base_url) == "http://service:8765"
+    assert made.client.headers["Authorization"] == "Bearer ffk_env" and made.client.timeout.read == 5.0
+    given = make(base_url="http://other")
+    injected = _wire.Connection(given, make, url="http://service:8765", api_key="ffk_arg", timeout=5.0)
+    assert not injected.owned and injected.client is given and given.headers["Authorization"] == "Bearer ffk_arg"
+
+
+def test_closing_a_memory_leaves_an_injected_client_open(served: Served) -> None:
+    given = TestClient(served.client.app)
+    RemoteMemory("http://testserver", client=given).close()
+    assert not given.is_closed
+
+
 TWINS = [
     (remote.RemoteMemory, remote_async.AsyncRemoteMemory),
     (remote.RemoteLongTermMemory, remote_async.AsyncRemoteLongTermMemory),
     (remote.RemoteEpisodeLog, remote_async.AsyncRemoteEpisodeLog),
+    (remote.RemoteCaseBase, remote_async.AsyncRemoteCaseBase),
     (remote.RemoteFactStore, remote_async.AsyncRemoteFactStore),
     (remote.RemoteDocumentStore, remote_async.AsyncRemoteDocumentStore),
 ]
@@ -261,7 +281,7 @@ def test_the_async_client_is_the_sync_one_awaited(sync: type, async_: type) -> N
     """Same public methods, same parameters and defaults, same results; every one awaited."""
 
     def methods(cls: type) -> dict[str, Any]:
-        return {n: f for n, f in vars(cls).items() if callable(f) and not n.startswith("_")}
+        return {n: getattr(cls, n) for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))}
 
     assert methods(sync).keys() == methods(async_).keys()
     for name, method in methods(async_).items():

@@ -599,3 +599,18 @@ def test_recorded_episodes_are_embedded_in_the_background(svc: Service) -> None:
     assert log.pending() == 0  # embedded by the service after it answered, not by this test
     r = svc.call("acme", "POST", "/v1/episodes/similar", {"situation": "damaged parcel", "scope": "customer:1"})
     assert [e["goal"] for e in r.json()["results"]] == ["refund a damaged parcel"]
+
+
+def test_every_error_code_comes_back_as_its_own_class() -> None:
+    """A client rebuilds the library's (and the service's) error class from its code; an
+    unknown code, or the base class's, is a ServiceError."""
+    import fourfold.errors as errors
+    from fourfold.service.errors import STATUS, ServiceError, Unauthorized, error_for
+
+    classes = [getattr(errors, name) for name in errors.__all__ if name != "FourfoldError"] + [Unauthorized, ServiceError]
+    for cls in classes:
+        rebuilt = error_for(cls.code, "why")
+        assert (type(rebuilt), str(rebuilt)) == (cls, "why")
+        assert cls.code in STATUS, cls
+    assert type(error_for("error", "x")) is ServiceError
+    assert type(error_for("no_such_code", "x")) is ServiceError

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,7 +11,7 @@ import pytest
 
 import fourfold.shortterm as shortterm
 from fourfold.errors import BudgetExceeded, InvalidInput, ModelError
-from fourfold.models.base import ChatModel, ChatResponse, Message
+from fourfold.models.base import ChatModel, ChatRequest, ChatResponse, Message
 from fourfold.shortterm import (
     SUMMARY_PREFIX,
     TRUNCATION_MARKER,
@@ -26,7 +26,7 @@ from fourfold.shortterm import (
     group_turns,
     is_summary,
 )
-from fourfold.shortterm.summarize import summary_message
+from fourfold.shortterm.compaction import summary_message
 
 TASK = {"role": "user", "content": "My order A-1001 was charged twice ($40). Please fix it."}
 
@@ -83,15 +83,8 @@ class FakeModel(ChatModel):
         self.reply = reply
         self.sent: list[dict[str, Any]] = []
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
-        self.sent.append({"messages": list(messages), "system": system, "max_tokens": max_tokens})
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.sent.append({"messages": list(request.messages), "system": request.system, "max_tokens": request.max_tokens})
         return ChatResponse(text=self.reply)
 
 
@@ -557,3 +550,21 @@ def test_summarize_makes_ten_times_fewer_calls_than_seed_compact_over_200_turns(
 def test_summarize_keeps_a_message_after_the_summary_even_with_keep_recent_zero() -> None:
     out = Summarize(Recording(), trigger_tokens=300, keep_recent=0)(chat(10))
     assert is_summary(out[0]) and out[1]["role"] == "assistant"
+
+
+def test_a_plain_function_is_a_strategy_through_as_strategy() -> None:
+    """One meaning of strategy: a function of the messages becomes a `Strategy` that is not
+    told the system prompt; a `Strategy` is itself."""
+    from fourfold.shortterm.strategies import Strategy, as_strategy, run_strategy
+
+    def last_two(messages: Sequence[Message]) -> list[Message]:
+        return list(messages[-2:])
+
+    window = SlidingWindow(4)
+    assert as_strategy(window) is window
+    wrapped = as_strategy(last_two)
+    msgs = [{"role": "user", "content": f"m{i}"} for i in range(5)]
+    assert isinstance(wrapped, Strategy)
+    assert wrapped(msgs, system="ignored") == msgs[-2:]
+    assert run_strategy(last_two, msgs, system="ignored") == msgs[-2:]
+    assert Pipeline(last_two)(msgs, system="ignored") == msgs[-2:]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -56,6 +56,24 @@ def check_identifier(value: str, *, what: str) -> str:
     if kinds:
         raise InvalidInput(f"{what} looks like it holds a secret ({', '.join(kinds)}); choose another {what}")
     return value
+
+
+def json_object(text: str, *, what: str, error: Callable[[str], Exception] = InvalidInput) -> dict[str, Any]:
+    """The JSON object `text` holds; else `error` saying that `what` is not JSON, or not an object."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise error(f"{what} is not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise error(f"{what} is not a JSON object but {type(value).__name__}")
+    return value
+
+
+def check_name(name: object, pattern: re.Pattern[str], rule: str) -> str:
+    """`name` if the whole of it matches `pattern`; else InvalidInput saying `rule` and what was given."""
+    if not isinstance(name, str) or not pattern.fullmatch(name):
+        raise InvalidInput(f"{rule}, got {name!r:.60}")
+    return name
 
 
 @lru_cache(maxsize=4096)  # the same few scopes and keys come back on every call

@@ -9,23 +9,30 @@ library's types, and which typed error a failure raises are written once, for bo
 from __future__ import annotations
 
 import builtins
+import inspect
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
 
+from fourfold.agent.cases import CaseBase
+from fourfold.agent.deidentify import Ticket
+from fourfold.episodic.log import EpisodeLog
 from fourfold.errors import InvalidInput, StoreUnavailable
-from fourfold.longterm.store import MemoryId, MemoryInput, When
+from fourfold.longterm.store import LongTermMemory, MemoryId, MemoryInput, When
 from fourfold.longterm.versions import as_timestamp
+from fourfold.semantic.docs import TEXT_NEEDS_SOURCE, DocumentStore, read_document
+from fourfold.semantic.facts import FactStore
 from fourfold.serialize import from_json
 from fourfold.service.errors import ServiceError, error_for
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,69 +81,181 @@ def headers_for(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
+Client = TypeVar("Client", httpx.Client, httpx.AsyncClient)
+
+
+class Connection(Generic[Client]):
+    """The HTTP client a remote memory sends with, carrying its key, and whether the memory owns it.
+
+    An injected `client` (a TestClient, an ASGI transport) gets the key's header and stays the
+    caller's to close; without one, `make` builds a client for `url` that the memory closes.
+    """
+
+    def __init__(
+        self, client: Client | None, make: Callable[..., Client], *, url: str, api_key: str | None, timeout: float
+    ) -> None:
+        headers = headers_for(api_key if api_key is not None else os.environ.get(API_KEY_ENV))
+        self.owned = client is None
+        if client is None:
+            client = make(base_url=url, headers=headers, timeout=timeout)
+        else:
+            client.headers.update(headers)
+        self.client: Client = client
+
+
 # -- the calls ------------------------------------------------------------------------------------
 
 
-def forget_scope(scope: str) -> Call[dict[str, int]]:
-    return Call("DELETE", f"/v1/scopes/{_segment(scope, 'scope')}", lambda d: {str(k): int(v) for k, v in d.items()})
+class SyncPart:
+    """A part of the sync client: its `_http.run(call)` returns the call's result."""
+
+    def __init__(self, http: Any) -> None:
+        self._http = http
 
 
-def whoami() -> Call[str]:
-    return Call("GET", "/v1/whoami", lambda d: str(d["tenant"]))
+class AsyncPart:
+    """A part of the async client: its `_http.run(call)` is awaited for the call's result."""
+
+    def __init__(self, http: Any) -> None:
+        self._http = http
 
 
-def add(messages: Iterable[Mapping[str, Any] | str], scope: str | None) -> Call[list[Remembered]]:
-    if isinstance(messages, (str, Mapping)):
-        raise InvalidInput("messages must be a list of messages")
-    body = {"messages": [_plain(m) for m in messages], "scope": scope}
-    return Call("POST", "/v1/memories/add", lambda d: [_remembered(r) for r in d["results"]], body)
+class Remote(Generic[P, T]):
+    """One API call, a method of both clients: read from a `SyncPart` it returns the result,
+    from an `AsyncPart` a coroutine of it. Signed and documented as its `build`."""
+
+    def __init__(self, build: Callable[P, Call[T]]) -> None:
+        self.build = build
+
+        def sent(part: SyncPart, /, *args: Any, **kwargs: Any) -> Any:
+            return part._http.run(build(*args, **kwargs))
+
+        async def awaited(part: AsyncPart, /, *args: Any, **kwargs: Any) -> Any:
+            return await part._http.run(build(*args, **kwargs))
+
+        self.sent, self.awaited = _signed(sent, build), _signed(awaited, build)
+
+    @overload
+    def __get__(self, part: None, owner: type[Any]) -> Remote[P, T]: ...
+    @overload
+    def __get__(self, part: AsyncPart, owner: type[Any]) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    @overload
+    def __get__(self, part: SyncPart, owner: type[Any]) -> Callable[P, T]: ...
+    def __get__(self, part: object, owner: type[Any]) -> Any:
+        if part is None:  # on a class: the function, for help() and inspect; on these namespaces, itself
+            return self.awaited if issubclass(owner, AsyncPart) else self.sent if issubclass(owner, SyncPart) else self
+        return (self.awaited if isinstance(part, AsyncPart) else self.sent).__get__(part, owner)
+
+
+def _signed(run: Callable[..., Any], build: Callable[..., Any]) -> Callable[..., Any]:
+    """`run` named, documented and signed as `build` with the part (`self`) first."""
+    signature = inspect.signature(build)
+    this = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    run.__name__ = run.__qualname__ = build.__name__
+    run.__doc__ = build.__doc__
+    result = signature.return_annotation  # "Call[X]": the method returns X
+    if isinstance(result, str) and result.startswith("Call[") and result.endswith("]"):
+        result = result[len("Call["):-1]
+    run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[this, *signature.parameters.values()], return_annotation=result
+    )
+    return run
+
+
+def remote(build: Callable[P, Call[T]]) -> Remote[P, T]:
+    """A call with the parameters `build` declares (where the remote API differs from the library's)."""
+    return Remote(build)
+
+
+def like(method: Callable[Concatenate[Any, P], T]) -> Callable[[Callable[..., Call[T]]], Remote[P, T]]:
+    """A call that takes exactly the library method's parameters, defaults included (the remote
+    API is the library's); the builder is given every argument by name."""
+    full = inspect.signature(method)
+    public = full.replace(parameters=list(full.parameters.values())[1:])
+
+    def decorate(build: Callable[..., Call[T]]) -> Remote[P, T]:
+        def call(*args: P.args, **kwargs: P.kwargs) -> Call[T]:
+            bound = public.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return build(**bound.arguments)
+
+        call.__name__ = call.__qualname__ = build.__name__
+        call.__doc__ = build.__doc__ or method.__doc__
+        call.__signature__ = public  # type: ignore[attr-defined]
+        return Remote(call)
+
+    return decorate
+
+
+class Root:
+    """Calls of `Memory` itself."""
+
+    @remote
+    def forget_scope(scope: str) -> Call[dict[str, int]]:
+        """Erase one scope from every store; other scopes are untouched. Returns counts."""
+        return Call("DELETE", f"/v1/scopes/{_segment(scope, 'scope')}", lambda d: {str(k): int(v) for k, v in d.items()})
+
+    @remote
+    def whoami() -> Call[str]:
+        """The tenant this key belongs to."""
+        return Call("GET", "/v1/whoami", lambda d: str(d["tenant"]))
+
+    @remote
+    def add(messages: Iterable[Mapping[str, Any] | str], *, scope: str | None = None) -> Call[list[Remembered]]:
+        """Keep what a conversation says that is worth remembering (the service's model or rules)."""
+        if isinstance(messages, (str, Mapping)):
+            raise InvalidInput("messages must be a list of messages")
+        body = {"messages": [_plain(m) for m in messages], "scope": scope}
+        return Call("POST", "/v1/memories/add", lambda d: [_remembered(r) for r in d["results"]], body)
 
 
 class LongTerm:
     """Calls of `LongTermMemory`."""
 
-    @staticmethod
-    def remember(text: str, scope: str | None, kind: str, metadata: Mapping[str, Any] | None, key: str | None,
-                 valid_from: When | None) -> Call[MemoryId]:
+    @remote
+    def remember(text: str, *, scope: str | None = None, kind: str = "note", metadata: Mapping[str, Any] | None = None,
+                 key: str | None = None, valid_from: When | None = None) -> Call[MemoryId]:
+        """One memory, redacted and embedded by the service (its own consolidation applies)."""
         body = {"text": text, "scope": scope, "kind": kind, "metadata": _plain(metadata), "key": key,
                 "valid_from": _when(valid_from, "valid_from")}
         return Call("POST", "/v1/memories", _memory_id, _unset(body, "key", "valid_from"))
 
-    @staticmethod
+    @like(LongTermMemory.update)
     def update(memory_id: str, text: str, kind: str | None, metadata: Mapping[str, Any] | None,
                valid_from: When | None) -> Call[MemoryId]:
         body = {"text": text, "kind": kind, "metadata": _plain(metadata), "valid_from": _when(valid_from, "valid_from")}
         return Call("POST", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _memory_id, body)
 
-    @staticmethod
+    @like(LongTermMemory.history)
     def history(memory_id: str) -> Call[list[Recalled]]:
         return Call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _recalled_list)
 
-    @staticmethod
+    @remote
     def remember_many(items: Iterable[MemoryInput | Mapping[str, Any]]) -> Call[list[Remembered]]:
+        """Several memories in one request, in order (the service's consolidation applies)."""
         body = {"items": [_memory_input(item) for item in items]}
         return Call("POST", "/v1/memories/batch", lambda d: [_remembered(r) for r in d["results"]], body)
 
-    @staticmethod
+    @like(LongTermMemory.recall)
     def recall(query: str, scope: str | None, k: int, kinds: Sequence[str] | None, where: Mapping[str, Any] | None,
                min_score: float | None, as_of: When | None, include_superseded: bool) -> Call[list[Recalled]]:
         body = {"query": query, "scope": scope, "k": k, "kinds": _kinds(kinds), "where": _plain(where),
                 "min_score": min_score, "as_of": _when(as_of, "as_of"), "include_superseded": include_superseded}
         return Call("POST", "/v1/memories/search", _recalled_list, body)
 
-    @staticmethod
+    @like(LongTermMemory.forget)
     def forget(memory_id: str) -> Call[None]:
         return Call("DELETE", f"/v1/memories/{_segment(memory_id, 'memory_id')}", _nothing)
 
-    @staticmethod
+    @like(LongTermMemory.forget_scope)
     def forget_scope(scope: str) -> Call[int]:
         return _forget_scope("/v1/memories", scope)
 
-    @staticmethod
+    @like(LongTermMemory.get)
     def get(memory_id: str) -> Call[Recalled]:
         return Call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}", _recalled)
 
-    @staticmethod
+    @like(LongTermMemory.all)
     def all(scope: str | None, kinds: Sequence[str] | None, where: Mapping[str, Any] | None, as_of: When | None,
             include_superseded: bool) -> Call[list[Recalled]]:
         params = {"scope": scope, "kind": _kinds(kinds), "where": _where_text(where), "as_of": _when(as_of, "as_of"),
@@ -147,64 +266,82 @@ class LongTerm:
 class Episodes:
     """Calls of `EpisodeLog`."""
 
-    @staticmethod
+    @like(EpisodeLog.record)
     def record(goal: str, actions: Sequence[str], outcome: str, success: bool, scope: str | None,
                tags: Sequence[str]) -> Call[Episode]:
         body = {"goal": goal, "actions": _list(actions), "outcome": outcome, "success": success,
                 "scope": scope, "tags": _list(tags)}
         return Call("POST", "/v1/episodes", _episode, body)
 
-    @staticmethod
+    @like(EpisodeLog.record_many)
     def record_many(items: Sequence[Mapping[str, Any]]) -> Call[list[Episode]]:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise InvalidInput("record_many takes a sequence of episode mappings")
         return Call("POST", "/v1/episodes/batch", _episode_list, {"items": [_plain(item) for item in items]})
 
-    @staticmethod
+    @like(EpisodeLog.similar_successes)
     def similar_successes(
         situation: str, k: int, scope: str | None, include_unscoped: bool = True, min_score: float | None = None
     ) -> Call[list[Episode]]:
         return Call("POST", "/v1/episodes/similar", _episode_list, {
             "situation": situation, "k": k, "scope": scope, "include_unscoped": include_unscoped, "min_score": min_score})
 
-    @staticmethod
+    @like(EpisodeLog.episodes)
     def episodes(scope: str | None, success: bool | None) -> Call[list[Episode]]:
         params = {"scope": scope, "success": None if success is None else str(success).lower()}
         return Call("GET", "/v1/episodes", _episode_list, params=params)
 
-    @staticmethod
+    @remote
     def count() -> Call[int]:
+        """How many episodes there are (`len()` of the log)."""
         return Call("GET", "/v1/episodes", lambda d: len(d["results"]))
 
-    @staticmethod
+    @like(EpisodeLog.get)
     def get(episode_id: str) -> Call[Episode]:
         return Call("GET", f"/v1/episodes/{_segment(episode_id, 'episode_id')}", _episode)
 
-    @staticmethod
+    @like(EpisodeLog.forget)
     def forget(episode_id: str) -> Call[None]:
         return Call("DELETE", f"/v1/episodes/{_segment(episode_id, 'episode_id')}", _nothing)
 
-    @staticmethod
+    @like(EpisodeLog.forget_scope)
     def forget_scope(scope: str) -> Call[int]:
         return _forget_scope("/v1/episodes", scope)
 
-    @staticmethod
+    @like(EpisodeLog.forget_unscoped)
     def forget_unscoped() -> Call[int]:
         return Call("DELETE", "/v1/episodes", _deleted, params={"unscoped": "true"})
+
+
+class Cases:
+    """Calls of the shared case base (`CaseBase`): the service de-identifies what it is sent."""
+
+    @like(CaseBase.add)
+    def add(ticket: Ticket, source_scope: str) -> Call[Episode | None]:
+        """Share a successfully resolved ticket; the case the service wrote, or None when nothing generic was left."""
+        body = {"goal": ticket.goal, "messages": _list(ticket.messages), "actions": _list(ticket.actions),
+                "outcome": ticket.outcome, "source_scope": source_scope}
+        return Call("POST", "/v1/cases", lambda d: _episode(d["case"]) if d["case"] is not None else None, body)
+
+    @like(CaseBase.similar)
+    def similar(situation: str, k: int, exclude_source: str | None, min_score: float | None) -> Call[list[Episode]]:
+        """The shared cases most like `situation`, without those made from `exclude_source`'s tickets."""
+        return Call("POST", "/v1/cases/similar", _episode_list, {
+            "situation": situation, "k": k, "exclude_source": exclude_source, "min_score": min_score})
 
 
 class Facts:
     """Calls of `FactStore`."""
 
-    @staticmethod
+    @like(FactStore.set)
     def set(key: str, value: Any, description: str | None) -> Call[Fact]:
         return Call("PUT", f"/v1/facts/{_segment(key, 'key')}", _fact, {"value": value, "description": description})
 
-    @staticmethod
+    @like(FactStore.get)
     def get(key: str) -> Call[Fact]:
         return Call("GET", f"/v1/facts/{_segment(key, 'key')}", _fact)
 
-    @staticmethod
+    @like(FactStore.lookup)
     def lookup(key: object) -> Call[str]:
         try:
             json.dumps(key)
@@ -212,38 +349,38 @@ class Facts:
             key = None  # not JSON: as unknown as a key can be
         return Call("POST", "/v1/facts/lookup", lambda d: str(d["text"]), {"key": key})
 
-    @staticmethod
+    @like(FactStore.delete)
     def delete(key: str, purge: bool) -> Call[None]:
         return Call("DELETE", f"/v1/facts/{_segment(key, 'key')}", _nothing, params={"purge": "true"} if purge else None)
 
-    @staticmethod
+    @like(FactStore.keys)
     def keys() -> Call[builtins.list[str]]:
         return Call("GET", "/v1/facts", lambda d: [str(f["key"]) for f in d["facts"]])
 
-    @staticmethod
+    @like(FactStore.list)
     def list() -> Call[builtins.list[Fact]]:
         return Call("GET", "/v1/facts", lambda d: [_fact(f) for f in d["facts"]])
 
-    @staticmethod
+    @like(FactStore.history)
     def history(key: str) -> Call[builtins.list[tuple[Any, float]]]:
         return Call("GET", f"/v1/facts/{_segment(key, 'key')}/history",
                     lambda d: [(h["value"], float(h["replaced_at"])) for h in d["history"]])
 
-    @staticmethod
+    @like(FactStore.tool_schema)
     def tool_schema(name: str, description: str | None) -> Call[dict[str, Any]]:
         """Built by the service with the library's own function (the stored description unless
         `description` is given)."""
         return Call("GET", "/v1/facts/tool-schema", dict, params={"name": name, "description": description})
 
-    @staticmethod
+    @like(FactStore.tool_description)
     def tool_description() -> Call[str]:
         return Call("GET", "/v1/facts/tool-description", lambda d: str(d["description"]))
 
-    @staticmethod
+    @like(FactStore.set_tool_description)
     def set_tool_description(description: str | None) -> Call[str]:
         return Call("PUT", "/v1/facts/tool-description", lambda d: str(d["description"]), {"description": description})
 
-    @staticmethod
+    @like(FactStore.descriptions)
     def descriptions() -> Call[dict[str, str]]:
         return Call("GET", "/v1/facts", lambda d: {str(f["key"]): str(f["description"]) for f in d["facts"]})
 
@@ -251,41 +388,38 @@ class Facts:
 class Docs:
     """Calls of `DocumentStore`; a path is read here, on the client, never by the service."""
 
-    @staticmethod
+    @like(DocumentStore.ingest)
     def ingest(text: str | os.PathLike[str], source: str | None, scope: str | None) -> Call[list[str]]:
         """A string is the document's text; a `Path` is read here, as `ingest_file` does."""
         if isinstance(text, os.PathLike):
-            return Docs.ingest_file(text, source, scope)
+            return Docs.ingest_file.build(text, source=source, scope=scope)
         if not isinstance(source, str):
-            from fourfold.semantic.docs import TEXT_NEEDS_SOURCE
-
             raise InvalidInput(TEXT_NEEDS_SOURCE)
-        return Docs.ingest_text(text, source, scope)
+        return Docs.ingest_text.build(text, source=source, scope=scope)
 
-    @staticmethod
+    @like(DocumentStore.ingest_file)
     def ingest_file(path: str | os.PathLike[str], source: str | None, scope: str | None) -> Call[list[str]]:
         """Read a local UTF-8 file (on this client) and send its text."""
-        from fourfold.semantic.docs import read_document  # the library's own reading rule
+        text, name = read_document(path)  # the library's own reading rule
+        return Docs.ingest_text.build(text, source=source or name, scope=scope)
 
-        text, name = read_document(path)
-        return Docs.ingest_text(text, source or name, scope)
-
-    @staticmethod
-    def ingest_text(text: str, source: str, scope: str | None) -> Call[list[str]]:
+    @remote
+    def ingest_text(text: str, *, source: str, scope: str | None = None) -> Call[list[str]]:
+        """One document's text, chunked, redacted and embedded by the service."""
         return Call("POST", "/v1/docs", lambda d: [str(i) for i in d["ids"]], {"text": text, "source": source, "scope": scope})
 
-    @staticmethod
+    @like(DocumentStore.search)
     def search(
         query: str, k: int, scope: str | None, source: str | None, min_score: float | None = None
     ) -> Call[list[DocHit]]:
         return Call("POST", "/v1/docs/search", lambda d: [from_json(DocHit, h) for h in d["results"]],
                     {"query": query, "k": k, "scope": scope, "source": source, "min_score": min_score})
 
-    @staticmethod
+    @like(DocumentStore.sources)
     def sources(scope: str | None) -> Call[list[str]]:
         return Call("GET", "/v1/docs/sources", lambda d: [str(s) for s in d["sources"]], params={"scope": scope})
 
-    @staticmethod
+    @like(DocumentStore.delete_source)
     def delete_source(source: str, scope: str | None) -> Call[int]:
         return Call("DELETE", f"/v1/docs/sources/{_segment(source, 'source')}", _deleted, params={"scope": scope})
 
@@ -368,7 +502,7 @@ def _remembered(r: Mapping[str, Any]) -> Remembered:
 
 
 def _memory_id(r: Mapping[str, Any]) -> MemoryId:
-    return MemoryId.of(_remembered(r))
+    return MemoryId(_remembered(r))
 
 
 def _recalled(r: Mapping[str, Any]) -> Recalled:

@@ -89,3 +89,16 @@ class MissingDependency(FourfoldError, ImportError):
     """An optional extra is not installed; the message says which one."""
 
     code = "missing_dependency"
+
+
+def error_types() -> dict[str, type[FourfoldError]]:
+    """fourfold's specific error classes by their `code` (the codes the service answers with):
+    every subclass of `FourfoldError` that names its own code, the library's and the service's."""
+    found: dict[str, type[FourfoldError]] = {}
+    todo: list[type[FourfoldError]] = FourfoldError.__subclasses__()
+    while todo:
+        cls = todo.pop(0)
+        todo.extend(cls.__subclasses__())
+        if "code" in vars(cls) and cls.__module__.startswith("fourfold."):
+            found.setdefault(cls.code, cls)
+    return found

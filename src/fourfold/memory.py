@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from fourfold._files import private_dir
+from fourfold._lifecycle import Closing
 from fourfold._manifest import MANIFEST, StoreKind, check_manifest, store_kind
 from fourfold._validate import check_scope
 from fourfold.config import MemoryConfig, default_data_dir
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Memory"]
 
 
-class Memory:
+class Memory(Closing):
     """Long-term, episodic and semantic memory of one agent (or one support desk)."""
 
     def __init__(
@@ -229,12 +229,6 @@ class Memory:
         self.facts.close()
         self.long_term.store.close()
         self.database.close()
-
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         where = str(self.data_dir) if self.data_dir is not None else self.database.where

@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
 if TYPE_CHECKING:
+    from fourfold.agent.deidentify import Ticket
+    from fourfold.episodic.log import LogCursor
     from fourfold.longterm.consolidate import Consolidator
     from fourfold.longterm.store import MemoryInput
 
-__all__ = ["CaseLog", "Consolidating", "DocsLike", "EpisodesLike", "FactsLike", "LongTermLike", "MemoryLike"]
+__all__ = ["CaseLog", "Consolidating", "DocsLike", "EpisodesLike", "FactsLike", "LongTermLike", "MemoryLike",
+           "SharedCases"]
 
 
 class LongTermLike(Protocol):
@@ -66,6 +69,20 @@ class CaseLog(Protocol):
     def move(self, episode_id: str, *, from_scope: str, to_scope: str) -> Episode: ...
 
     def forget(self, episode_id: str) -> None: ...
+
+    def since(self, cursor: LogCursor | None = None) -> tuple[LogCursor, list[Episode], bool]: ...
+
+
+@runtime_checkable
+class SharedCases(Protocol):
+    """A desk's shared case base: what `SupportAgent` writes on resolve and reads every turn
+    (`fourfold.agent.cases.CaseBase` in-process, `RemoteCaseBase` over the service)."""
+
+    def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None: ...
+
+    def similar(
+        self, situation: str, *, k: int, exclude_source: str | None = None, min_score: float | None = None
+    ) -> list[Episode]: ...
 
 
 class FactsLike(Protocol):

@@ -21,8 +21,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from fourfold._validate import json_object
 from fourfold.embeddings.base import Embedder, Vectors
-from fourfold.episodic._codec import decode_line
+from fourfold.episodic.codec import decode_line
 from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
 from fourfold.semantic.facts import FactRow
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION
@@ -172,13 +173,7 @@ def _items(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise StoreCorrupt(f"line {lineno} of the export is not JSON ({exc})") from None
-        if not isinstance(item, dict):
-            raise StoreCorrupt(f"line {lineno} of the export is not a JSON object")
-        yield lineno, item
+        yield lineno, json_object(line, what=f"line {lineno} of the export", error=StoreCorrupt)
 
 
 class _Writer:
@@ -276,12 +271,12 @@ def migrate_legacy(data_dir: str | Path) -> Counts:
     written database is started afresh. API keys keep working.
     """
     from fourfold._manifest import MANIFEST
-    from fourfold.stores.chroma import ChromaVectorStore, IdentityOnly
+    from fourfold.stores.chroma import ChromaVectorStore, StandInEmbedder
 
     root = Path(data_dir)
     manifest = _legacy_manifest(root)
     identity = str(manifest["embedder"])
-    embedder = IdentityOnly(identity)
+    embedder = StandInEmbedder(identity)
     vectors = root / "vectors"
     homes = [("fourfold_memories", root)] + [
         (ChromaVectorStore.tenant_collection(home.name), home) for home in sorted((root / "tenants").glob("*")) if home.is_dir()

@@ -8,13 +8,17 @@ with that customer.
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 
+from fourfold._validate import check_scope, check_text
 from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
-from fourfold.episodic._codec import build_episode
+from fourfold.episodic.codec import build_episode
+from fourfold.episodic.log import LogCursor
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm.store import DOC_KIND
 from fourfold.models.base import ChatModel
@@ -22,7 +26,7 @@ from fourfold.protocols import CaseLog, MemoryLike
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
-__all__ = ["CUSTOMER_PREFIX", "CaseBase"]
+__all__ = ["CUSTOMER_PREFIX", "CaseBase", "check_ticket"]
 
 #: Scopes whose tickets count towards the shared words (see `customer_scope`).
 CUSTOMER_PREFIX = "customer:"
@@ -55,7 +59,7 @@ class CaseBase:
         self.min_customers = min_customers
         #: New cases wait in `PENDING_SCOPE` until an operator approves them (`approve`/`reject`).
         self.review = bool(review)
-        self._vocabulary = _Vocabulary(min_customers or 1)
+        self._vocabulary = _vocabulary(self._log, min_customers or 1)
         self._reference: tuple[tuple[object, ...], frozenset[str]] = ((), frozenset())
 
     def deidentify(self, ticket: Ticket) -> Case:
@@ -69,6 +73,7 @@ class CaseBase:
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
+        ticket, source_scope = check_ticket(ticket), _source(source_scope)
         case = self.deidentify(ticket)
         if not tokenize(case.fix) or not tokenize(case.problem):
             return None
@@ -118,7 +123,7 @@ class CaseBase:
     def shared_words(self) -> Callable[[str], bool]:
         """Is a (stemmed) word common ground: in `min_customers` customers' tickets, the
         documentation or the facts?"""
-        self._vocabulary.update(self.memory.episodes.episodes())
+        self._vocabulary.update(self._log)
         reference = self._reference_words()
         common = self._vocabulary.common
         return lambda stem: stem in common or stem in reference
@@ -134,31 +139,75 @@ class CaseBase:
         return self._reference[1]
 
 
+#: The most customer messages and actions a ticket may carry.
+MAX_TICKET_ITEMS = 500
+#: The longest text of a ticket (a customer's message may be this long).
+MAX_TICKET_CHARS = 50_000
+
+
+def check_ticket(ticket: object) -> Ticket:
+    """A ticket whose texts are texts (InvalidInput otherwise): it may come over HTTP."""
+    if not isinstance(ticket, Ticket):
+        raise InvalidInput(f"a case is made from a Ticket, not {type(ticket).__name__}")
+    for what, items in (("messages", ticket.messages), ("actions", ticket.actions)):
+        if not isinstance(items, tuple | list) or len(items) > MAX_TICKET_ITEMS:
+            raise InvalidInput(f"a ticket's {what} must be a list of at most {MAX_TICKET_ITEMS} texts")
+    def text(value: object, what: str) -> str:
+        return check_text(value, what=what, max_chars=MAX_TICKET_CHARS)
+
+    messages = tuple(text(m, "message") for m in ticket.messages if not (isinstance(m, str) and not m.strip()))
+    return Ticket(text(ticket.goal, "goal"), messages, tuple(text(a, "action") for a in ticket.actions),
+                  text(ticket.outcome, "outcome"))
+
+
+def _source(scope: object) -> str:
+    checked = check_scope(scope)
+    if checked is None:
+        raise InvalidInput("a case needs the scope of the customer it came from (source_scope), for erasure")
+    return checked
+
+
 class _Vocabulary:
-    """Words by the number of customers whose tickets hold them, kept up to date incrementally."""
+    """Words by the number of customers whose tickets hold them, kept up to date incrementally:
+    each update reads only the episodes added since the last one (`EpisodeLog.since`), and
+    starts over when the log was loaded afresh (an erasure)."""
 
     def __init__(self, min_customers: int) -> None:
         self.min_customers = min_customers
+        self._lock = threading.Lock()  # the service's requests share one vocabulary per log
+        self._cursor: LogCursor | None = None
         self._clear()
 
     def _clear(self) -> None:
         self.common: set[str] = set()
         self._customers: dict[str, set[str]] = {}
-        self._done = 0
-        self._last = ""
 
-    def update(self, episodes: list[Episode]) -> None:
-        """Count the episodes not seen yet; start over when an erasure changed the log before them."""
-        if self._done and (len(episodes) < self._done or episodes[self._done - 1].id != self._last):
-            self._clear()
-        for episode in episodes[self._done :]:
-            scope = episode.scope or ""
-            if scope.startswith(CUSTOMER_PREFIX):
-                for word in set(tokenize(episode.goal)) - self.common:
-                    owners = self._customers.setdefault(word, set())
-                    owners.add(scope)
-                    if len(owners) >= self.min_customers:
-                        self.common.add(word)
-                        del self._customers[word]
-        if episodes:
-            self._done, self._last = len(episodes), episodes[-1].id
+    def update(self, log: CaseLog) -> None:
+        with self._lock:
+            self._cursor, added, restarted = log.since(self._cursor)
+            if restarted:
+                self._clear()
+            for episode in added:
+                self._count(episode)
+
+    def _count(self, episode: Episode) -> None:
+        scope = episode.scope or ""
+        if scope.startswith(CUSTOMER_PREFIX):
+            for word in set(tokenize(episode.goal)) - self.common:
+                owners = self._customers.setdefault(word, set())
+                owners.add(scope)
+                if len(owners) >= self.min_customers:
+                    self.common.add(word)
+                    del self._customers[word]
+
+
+#: One vocabulary per episode log and threshold, shared by every CaseBase over that log (the
+#: service makes an agent per request); gone with the log.
+_VOCABULARIES: weakref.WeakKeyDictionary[CaseLog, dict[int, _Vocabulary]] = weakref.WeakKeyDictionary()
+_VOCABULARIES_LOCK = threading.Lock()
+
+
+def _vocabulary(log: CaseLog, min_customers: int) -> _Vocabulary:
+    with _VOCABULARIES_LOCK:
+        by_threshold = _VOCABULARIES.setdefault(log, {})
+        return by_threshold.setdefault(min_customers, _Vocabulary(min_customers))

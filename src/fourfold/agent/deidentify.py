@@ -28,6 +28,7 @@ from typing import Literal
 from fourfold.agent._ordinary import is_ordinary, own_words
 from fourfold.models.base import ChatModel
 from fourfold.text import STOPWORDS, detect, redact, tokenize
+from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 
 __all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query"]
 
@@ -39,7 +40,6 @@ _TAINTING = frozenset(
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
 _PREFERENCE_LEFT = re.compile(r"[,;]?\s*\[REDACTED:preference\]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _JOINERS = re.compile(r"['’\-]")
 _DOUBLE_STOP = re.compile(r"([.!?])(?:\s*[.!?,;])+")
 _MASK = "…"
@@ -124,16 +124,18 @@ def _mask(text: str, keep: Callable[[str, int], bool]) -> tuple[str, int]:
 
 
 def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | None, *,
-           ordinary: Callable[[str], bool] | None = None) -> tuple[str, int]:
+           ordinary: Callable[[str], bool] | None = None, own: frozenset[str] = frozenset()) -> tuple[str, int]:
     """The detector's redaction, then tainted words (and, with `allowed`, rare ones) masked.
 
     `ordinary` words are kept too, but only in the statement of the problem (`_statement`):
     elsewhere ordinary words could carry an instruction someone plants for other customers.
-    A stated preference is dropped without a trace: it says how to treat one customer.
+    The statement is never a sentence made mostly of `own` words (the customer's name,
+    town, pet): it is about the customer, not the problem. A stated preference is dropped without a
+    trace: it says how to treat one customer.
     """
     redacted, found = redact(text, policy="personal")
     redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted))
-    start, end = _statement(redacted) if ordinary is not None else (0, 0)
+    start, end = _statement(redacted, own) if ordinary is not None else (0, 0)
 
     def keep(word: str, at: int) -> bool:
         lowered = word.lower()
@@ -164,7 +166,7 @@ def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None)
     def ordinary(word: str) -> bool:
         return word.lower() not in own and is_ordinary(word)
 
-    problem, n = (_scrub(ticket.goal, tainted, allowed, ordinary=ordinary) if shared is not None
+    problem, n = (_scrub(ticket.goal, tainted, allowed, ordinary=ordinary, own=own) if shared is not None
                   else _scrub(ticket.goal, tainted, None))
     fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
     return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
@@ -239,16 +241,20 @@ def _informative(text: str) -> str:
     return " ".join(kept or pool) or text
 
 
-def _statement(text: str) -> tuple[int, int]:
+def _statement(text: str, own: frozenset[str] = frozenset()) -> tuple[int, int]:
     """Where the problem is stated: the first sentence of a redacted text that holds no
-    personal detail, says something (two words or more), is short and is no directive
-    (`_DIRECTIVE`); (0, 0) if none is."""
+    personal detail, is not mostly the customer's `own` words (an introduction: "hi, maria
+    baker here from reading"), says something (two words or more), is short and is no
+    directive (`_DIRECTIVE`); (0, 0) if none is."""
     pos = 0
     for sentence in _SENTENCE.split(text):
         start = text.index(sentence, pos)
         pos = start + len(sentence)
-        words = len(_WORD.findall(sentence))
+        found = _WORD.findall(sentence)
+        words = len(found)
+        content = [w for w in found if w.lower() not in STOPWORDS]
         if (not _PLACEHOLDER.search(sentence) and not _DIRECTIVE.search(sentence)
+                and 3 * sum(w.lower() in own for w in content) < max(len(content), 1)
                 and len(tokenize(sentence)) >= 2 and words <= MAX_STATEMENT_WORDS):
             return start, pos
     return 0, 0

@@ -1,4 +1,4 @@
-"""The scripted demo: the write-back loop of the seed's support agent, done properly."""
+"""The scripted demo: the support agent's write-back loop, each step checked as it runs."""
 
 from __future__ import annotations
 

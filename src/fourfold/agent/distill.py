@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fourfold.longterm.extract import read_memories
+from fourfold.longterm.slots import derived_key
 from fourfold.models.base import ChatModel
+from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 from fourfold.text.lines import one_line
 from fourfold.text.preferences import PREFERENCE_KEYS, preference_key, states_preference
 
 __all__ = ["PREFERENCE_KEYS", "Distilled", "distill_offline", "distill_with_model", "preference_key", "states_preference"]
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 @dataclass(frozen=True, slots=True)
 class Distilled:
@@ -31,15 +31,16 @@ class Distilled:
 def distill_offline(goal: str, outcome: str, user_messages: Sequence[str]) -> Distilled:
     """Without an LLM: the outcome itself, plus sentences where the customer states a preference.
 
-    A preference of a kind `preference_key` knows gets its key, and of several statements
-    of one kind (the thread holds earlier tickets too) only the last is kept: it is the one
-    that holds now.
+    A preference of a kind `preference_key` knows gets its key, one of another kind the
+    generic attribute `fourfold.longterm.slots` reads from its shape ("I'd prefer the dark
+    theme" -> "theme"), and of several statements of one kind (the thread holds earlier
+    tickets too) only the last is kept: it is the one that holds now.
     """
     stated: dict[str, tuple[str, str | None]] = {}
     for message in user_messages:
         for sentence in _SENTENCE.split(message.strip()):
             if states_preference(sentence):
-                text, key = f"Customer said: {sentence.strip()}", preference_key(sentence)
+                text, key = f"Customer said: {sentence.strip()}", derived_key(sentence)
                 stated.pop(key or text, None)  # a later statement of the same kind replaces it
                 stated[key or text] = (text, key)
     items = [(text, "preference", key) for text, key in stated.values()]

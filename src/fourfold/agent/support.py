@@ -17,7 +17,7 @@ from fourfold.errors import InvalidInput
 from fourfold.longterm import MemoryInput
 from fourfold.longterm.consolidate import Consolidator, ModelConsolidator, SimilarityConsolidator
 from fourfold.models.base import ChatModel, ChatResponse
-from fourfold.protocols import CaseLog, Consolidating, MemoryLike
+from fourfold.protocols import CaseLog, Consolidating, MemoryLike, SharedCases
 from fourfold.ranking import RELEVANCE_FLOOR
 from fourfold.semantic.tools import PolicyTool
 from fourfold.shortterm import (
@@ -121,6 +121,19 @@ class Resolution:
     case: Episode | None = None  # the de-identified case shared with every customer, if any
 
 
+def _case_base(memory: MemoryLike, model: ChatModel, review: bool) -> SharedCases:
+    """The memory's own case base (`CaseBase`), or the one the service keeps for a remote memory."""
+    if isinstance(memory.episodes, CaseLog):
+        return CaseBase(memory, model=model, review=review)
+    served = getattr(memory, "cases", None)
+    if isinstance(served, SharedCases):
+        if review:
+            raise InvalidInput("the service reviews the cases it is sent when it runs with --review-cases: "
+                               "leave review_cases unset")
+        return served
+    raise InvalidInput(f"{memory!r} keeps no shared cases: pass share_cases=False")
+
+
 class SupportAgent:
     """turn() assembles context from all four memories and runs the tool loop; resolve() writes back.
 
@@ -132,8 +145,10 @@ class SupportAgent:
     customer's turn can read it.
 
     `memory` is any `MemoryLike`: a `Memory`, or a `RemoteMemory` for `fourfold serve`. A
-    remote memory keeps no conversation threads and no shared cases: pass `conversations`
-    (the agent's own `ConversationStore`) and `share_cases=False`.
+    remote memory keeps no conversation threads: pass `conversations` (the agent's own
+    `ConversationStore`). Its cases are shared through the service (`RemoteCaseBase`), which
+    de-identifies them within the tenant (with the service's model, or offline), and reviews
+    them when it runs with `--review-cases`.
     """
 
     def __init__(
@@ -169,9 +184,8 @@ class SupportAgent:
         self.policy = policy or PolicyTool(memory.facts)
         self.memory_k, self.episode_k, self.doc_k = memory_k, episode_k, doc_k
         self.case_k = case_k
-        if share_cases and not isinstance(memory.episodes, CaseLog):
-            raise InvalidInput(f"{memory!r} keeps no shared cases: pass share_cases=False")
-        self.cases = CaseBase(memory, model=model, review=review_cases) if share_cases else None
+        #: The shared case base (None with share_cases=False): the memory's own, or the service's.
+        self.cases: SharedCases | None = _case_base(memory, model, review_cases) if share_cases else None
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
         self.instructions = instructions

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,11 +24,27 @@ if TYPE_CHECKING:
     from fourfold.memory import Memory
     from fourfold.models.base import ChatModel
 
-__all__ = ["WHERE_OPTION_HELP", "State", "_embedder", "_memory", "_model", "_out", "_plain", "_say_created", "_store_url",
+__all__ = ["AllVersionsOption", "AsOfOption", "KindsOption", "ScopeFilterOption", "State", "WhereOption", "_embedder", "_memory", "_model", "_out", "_plain", "_say_created", "_selection", "_store_url",
            "_when", "_where", "state"]
 
-WHERE_OPTION_HELP = ("A filter as JSON: '{\"product\": \"web\"}', '{\"priority\": {\"$gte\": 2}}', "
-                     "'{\"created_at\": {\"$gte\": \"2026-11-01\"}}' ($eq $ne $in $nin $gt $gte $lt $lte $and $or).")
+# The options of the commands that read long-term memory (`recall`, `list`): one spelling, one help.
+ScopeFilterOption = Annotated[str | None, typer.Option(help="Only this scope's memories (default: the unscoped ones).")]
+KindsOption = Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")]
+WhereOption = Annotated[str | None, typer.Option(help=(
+    "A filter as JSON: '{\"product\": \"web\"}', '{\"priority\": {\"$gte\": 2}}', "
+    "'{\"created_at\": {\"$gte\": \"2026-11-01\"}}' ($eq $ne $in $nin $gt $gte $lt $lte $and $or)."))]
+AsOfOption = Annotated[str | None, typer.Option(help="Only the versions current then (ISO 8601 or unix seconds).")]
+AllVersionsOption = Annotated[bool, typer.Option("--all-versions", help="Include superseded versions too.")]
+
+
+def _selection(
+    scope: str | None, kind: list[str] | None, where: str | None, as_of: str | None, all_versions: bool
+) -> dict[str, Any]:
+    """The keyword arguments of `LongTermMemory.recall` / `.all` that those options give."""
+    from fourfold.longterm.where import parse_where
+
+    return {"scope": scope, "kinds": kind or None, "where": parse_where(where), "as_of": _when(as_of, "--as-of"),
+            "include_superseded": all_versions}
 
 
 @dataclass

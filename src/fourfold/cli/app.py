@@ -13,11 +13,16 @@ import typer
 from typer.core import TyperGroup, TyperOption
 
 from fourfold.cli._common import (
-    WHERE_OPTION_HELP,
+    AllVersionsOption,
+    AsOfOption,
+    KindsOption,
+    ScopeFilterOption,
+    WhereOption,
     _embedder,
     _memory,
     _model,
     _out,
+    _selection,
     _store_url,
     _when,
     state,
@@ -216,21 +221,16 @@ def _stamp(seconds: float) -> str:
 @app.command()
 def recall(
     query: str,
-    scope: Annotated[str | None, typer.Option(help="Only this scope's memories (default: unscoped ones).")] = None,
+    scope: ScopeFilterOption = None,
     k: Annotated[int, typer.Option("-k", "--k", help="How many to return.")] = 3,
-    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds (repeatable).")] = None,
-    where: Annotated[str | None, typer.Option(help=WHERE_OPTION_HELP)] = None,
-    as_of: Annotated[str | None, typer.Option(help="Search the versions current then (ISO 8601 or unix seconds).")] = None,
-    all_versions: Annotated[bool, typer.Option("--all-versions", help="Search superseded versions too.")] = False,
+    kind: KindsOption = None,
+    where: WhereOption = None,
+    as_of: AsOfOption = None,
+    all_versions: AllVersionsOption = False,
 ) -> None:
     """The memories most relevant to QUERY."""
-    from fourfold.longterm.where import parse_where
-
     with _memory() as mem:
-        hits = mem.long_term.recall(
-            query, scope=scope, k=k, kinds=kind or None, where=parse_where(where), as_of=_when(as_of, "--as-of"),
-            include_superseded=all_versions,
-        )
+        hits = mem.long_term.recall(query, k=k, **_selection(scope, kind, where, as_of, all_versions))
     _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id})" for h in hits) or "(nothing)")
 
 
@@ -445,7 +445,7 @@ def demo(
 
 _BENCHMARKS = {
     "locomo": "LoCoMo retrieval quality: fourfold vs the reference design vs BM25.",
-    "perf": "Speed and memory, fourfold vs the seed's reference design, side by side.",
+    "perf": "Speed and memory, fourfold vs a reference design on raw Chroma and JSON Lines, side by side.",
     "reliability": "Crash, concurrency, isolation, fuzzing and secrets at full strength.",
     "service": "The HTTP service under 50 concurrent clients.",
 }

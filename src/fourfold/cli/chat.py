@@ -92,7 +92,7 @@ class ChatSession:
         self._report({"customer": customer_id}, f"now talking as {customer_id}")
 
     def _history(self) -> None:
-        from fourfold.models._text import block_text
+        from fourfold.models.content import block_text
 
         messages = self.agent.history(self.customer_id)
         lines = [f"{m.get('role', '?')}: {block_text(m.get('content', ''))}" for m in messages]

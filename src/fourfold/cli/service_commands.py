@@ -6,7 +6,6 @@ stays fast and works without them.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,6 +16,7 @@ from fourfold._extras import require
 from fourfold._manifest import MANIFEST
 from fourfold.cli._common import _embedder, _model, _out, _say_created, _store_url, _where, state
 from fourfold.errors import InvalidInput
+from fourfold.service.hosts import is_loopback
 
 if TYPE_CHECKING:
     from fourfold.embeddings.base import Embedder
@@ -77,7 +77,7 @@ def run_service(
     from fourfold.service.tenancy import Tenants
 
     keys = _keys(create=True)  # a service creates its data dir, as the first write would
-    loopback = _is_loopback(host)
+    loopback = is_loopback(host)
     if not loopback and not any(k.active for k in keys.list()):
         raise InvalidInput(
             f"refusing to bind {host} without an API key: create one with "
@@ -122,7 +122,7 @@ def _browser_hosts(host: str, extra: list[str]) -> list[str] | None:
 
     if host in ("0.0.0.0", "::", "[::]", "") and not extra:
         return None
-    return [*LOOPBACK_HOSTS, *([] if _is_loopback(host) else [host]), *extra]
+    return [*LOOPBACK_HOSTS, *([] if is_loopback(host) else [host]), *extra]
 
 
 def mcp(
@@ -211,15 +211,6 @@ def _query_embedder(embedder: Embedder, choice: str) -> Embedder | None:
     if choice == "exact" or type(embedder) is not OnnxMiniLMEmbedder:  # no int8 variant of the others
         return None
     return OnnxMiniLMInt8Embedder()
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _url_host(host: str) -> str:

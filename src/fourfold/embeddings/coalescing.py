@@ -2,24 +2,27 @@
 
 A model embeds a batch far cheaper per text than one text at a time (MiniLM on ONNX Runtime,
 2 cores: ~5 ms for one short query, ~2 ms per query in a batch of 16). A service embeds one
-query per request on many threads, so while one batch runs, the calls that arrive queue up
-and the next caller to find the model free embeds all of them at once. Nobody waits on a
-timer: a call that finds the model idle runs at once, alone.
+query per request on many threads. So every call is queued, and a small pool of embedding
+threads drains the queue: a thread takes whatever is waiting (up to `max_batch` texts),
+embeds it as one batch and hands each caller its own rows through the caller's future. While
+the pool is busy, new calls pile up and are embedded together next. Nobody waits on a timer:
+a call that finds a thread idle is embedded at once, alone.
 
-Queries come first. A query (`embed`, one text a reader waits on) is served before bulk work
-(`embed_batch`/`embed_many`: memories being written), and bulk work runs in chunks of at most
-`bulk_chunk` texts, so a query waits for at most one chunk instead of a whole write. Bulk
-work is never starved: after `urgent_streak` query batches in a row, one bulk chunk runs.
-Given a `bulk` embedder (the same model elsewhere, such as a service's lower-priority store
-worker), bulk work goes there instead and the model here embeds only queries.
+Queries come first. A query (`embed`, or anything embedded inside `urgent()`: a reader waits
+on it) is taken before bulk work (`embed_batch`/`embed_many`: memories being written), and
+bulk work is queued in chunks of at most `bulk_chunk` texts, so a query waits for at most the
+chunk a thread is embedding. Bulk work is never starved: after `urgent_streak` query batches
+in a row, one bulk chunk is taken.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,32 +35,28 @@ __all__ = ["CoalescingEmbedder", "for_reader"]
 _LENGTH_SPREAD = 2
 #: Bulk texts per inner batch (about 10 ms of MiniLM on 2 cores for 20-word notes).
 DEFAULT_BULK_CHUNK = 8
-#: Query batches that may run in a row while bulk work waits.
+#: Query batches that may be taken in a row while bulk work waits.
 DEFAULT_URGENT_STREAK = 4
 
 
-@dataclass
+@dataclass(eq=False)
 class _Call:
-    texts: Sequence[str]
-    #: Signalled (under the coalescer's lock) when the call is done or made the leader.
-    wake: threading.Condition
-    vectors: Vectors | None = None
-    error: Exception | None = None
-    #: The shared batch failed: the caller embeds its own texts alone, so an error reaches
-    #: exactly the callers whose texts cause it.
-    retry_alone: bool = False
-    lead: bool = False
-    done: bool = False
+    """Texts of one caller (at most one batch's worth) and the future it waits on."""
+
+    texts: list[str]
+    future: Future[Vectors] = field(default_factory=Future)
 
 
 class CoalescingEmbedder(Embedder):
     """Wraps an embedder so that concurrent `embed_batch` calls run as one inner batch.
 
-    Vectors, name and dimension are the inner embedder's, so stores accept either. Batches
-    hold at most `max_batch` texts (a single larger call runs alone) and are split by text
-    length so short queries are not padded to long notes; `embed`'s query cache works as
-    for any embedder. The inner embedder must be safe to call from several threads
-    (every embedder fourfold ships is), since a failed batch is retried call by call.
+    Vectors, name and dimension are the inner embedder's, so stores accept either. `threads`
+    embedding threads (started on first use) run at most that many inner batches at once.
+    Batches hold at most `max_batch` texts (a larger call is queued in parts) and are split
+    by text length so short queries are not padded to long notes; `embed`'s query cache
+    works as for any embedder. If a shared batch fails, each of its calls is embedded again
+    alone, so an error reaches exactly the callers whose texts cause it. `close()` ends the
+    threads; a closed coalescer embeds on the caller's thread.
     """
 
     def __init__(
@@ -67,13 +66,9 @@ class CoalescingEmbedder(Embedder):
         max_batch: int | None = None,
         bulk_chunk: int = DEFAULT_BULK_CHUNK,
         urgent_streak: int = DEFAULT_URGENT_STREAK,
-        bulk: Embedder | None = None,
-        lanes: int = 1,
+        threads: int = 1,
     ) -> None:
-        if bulk is not None and bulk.identity != inner.identity:
-            raise InvalidInput(f"the bulk embedder is {bulk.identity}, not {inner.identity}")
         self.inner = inner
-        self.bulk = bulk
         self.name = inner.name
         self.dimension = inner.dimension
         self.batch_size = inner.batch_size
@@ -82,17 +77,18 @@ class CoalescingEmbedder(Embedder):
         self.max_batch = max_batch or inner.batch_size
         self.bulk_chunk = bulk_chunk
         self.urgent_streak = urgent_streak
-        self.lanes = lanes
-        for name in ("max_batch", "bulk_chunk", "urgent_streak", "lanes"):
+        self.threads = threads
+        for name in ("max_batch", "bulk_chunk", "urgent_streak", "threads"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InvalidInput(f"{name} must be a whole number of at least 1, got {value!r:.40}")
-        self._lock = threading.Lock()
-        self._urgent: list[_Call] = []  # queries
-        self._queue: list[_Call] = []  # bulk work
-        self._streak = 0  # query batches run in a row while bulk work waited
-        self._leaders = 0  # batches being embedded right now (at most `lanes`)
-        self._lane = threading.local()
+        self._cond = threading.Condition()
+        self._urgent: deque[_Call] = deque()  # queries
+        self._bulk: deque[_Call] = deque()  # bulk work
+        self._streak = 0  # query batches taken in a row while bulk work waited
+        self._workers: list[threading.Thread] = []
+        self._closed = False
+        self._lane = threading.local()  # per caller thread: whether a reader waits on it
 
     def embed(self, text: str) -> Vectors:
         """Embed one query, ahead of queued bulk work (see the module's docstring)."""
@@ -111,99 +107,85 @@ class CoalescingEmbedder(Embedder):
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         texts = list(texts)
-        if getattr(self._lane, "urgent", False):
-            return self._submit(texts, urgent=True)
-        if self.bulk is not None:
-            return np.asarray(self.bulk.embed_batch(texts), dtype=np.float32)
-        if len(texts) <= self.bulk_chunk:
-            return self._submit(texts, urgent=False)
-        step = self.bulk_chunk  # one chunk at a time, so queries can run in between
-        parts = [self._submit(texts[i : i + step], urgent=False) for i in range(0, len(texts), step)]
-        return np.concatenate(parts).astype(np.float32, copy=False)
-
-    def _submit(self, texts: list[str], *, urgent: bool) -> Vectors:
-        call = _Call(texts, threading.Condition(self._lock))
-        if not call.texts:
+        if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock:
-            (self._urgent if urgent else self._queue).append(call)
-            if self._leaders < self.lanes:  # a lane is idle: this thread leads
-                self._leaders += 1
-                call.lead = True
-            while not call.done:
-                if not call.lead:
-                    call.wake.wait()  # woken only when its batch is done or it is made leader
-                    continue
-                if not (self._urgent or self._queue):  # another lane took its call: wait for it
-                    self._hand_off(call)  # instead of spinning on empty queues while holding a lane
-                    continue
-                batch = self._take()  # the leader embeds what the policy picks, its own or not
-                self._lock.release()
-                try:
-                    self._run(batch)
-                except BaseException:  # interrupted (KeyboardInterrupt...): nobody may wait on it
-                    self._lock.acquire()
-                    self._finish(batch, call)
-                    for queue in (self._urgent, self._queue):
-                        if call in queue:
-                            queue.remove(call)
-                    call.done = True
-                    self._hand_off(call)
-                    raise
-                self._lock.acquire()
-                self._finish(batch, call)
-            if call.lead:  # done: by its own batch, or by another lane's after it was made leader
-                self._hand_off(call)
-        if call.error is not None:
-            raise call.error
-        if call.retry_alone:
-            return np.asarray(self.inner.embed_batch(call.texts), dtype=np.float32)
-        if call.vectors is None:  # the leader was interrupted (KeyboardInterrupt, SystemExit)
-            raise ModelError("the shared embedding batch was interrupted")
-        return call.vectors
+        urgent = getattr(self._lane, "urgent", False)
+        step = self.max_batch if urgent else self.bulk_chunk
+        calls = [_Call(texts[i : i + step]) for i in range(0, len(texts), step)]
+        with self._cond:
+            closed = self._closed
+            if not closed:
+                if not self._workers:
+                    self._start()
+                (self._urgent if urgent else self._bulk).extend(calls)
+                self._cond.notify(len(calls))
+        if closed:
+            return self._embed(texts)
+        vectors = [call.future.result() for call in calls]  # the embedding thread's error, if any
+        return vectors[0] if len(vectors) == 1 else np.concatenate(vectors)
 
-    @staticmethod
-    def _finish(batch: list[_Call], leader: _Call) -> None:
-        for queued in batch:
-            queued.done = True
-            if queued is not leader:
-                queued.wake.notify()
+    def close(self) -> None:
+        """Embed what is queued, then end the threads; later calls run on the caller's thread."""
+        with self._cond:
+            self._closed = True
+            workers, self._workers = self._workers, []
+            self._cond.notify_all()
+        for worker in workers:
+            worker.join()
 
-    def _hand_off(self, leader: _Call) -> None:
-        """The leader is done: one waiting caller leads next, or the model goes idle."""
-        leader.lead = False
-        for waiting in (*self._urgent, *self._queue):
-            if not waiting.lead:
-                waiting.lead = True
-                waiting.wake.notify()
-                return
-        self._leaders -= 1
+    def _start(self) -> None:
+        for n in range(self.threads):
+            worker = threading.Thread(target=self._work, name=f"fourfold-embed-{n}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._urgent or self._bulk or self._closed):
+                    self._cond.wait()
+                if not (self._urgent or self._bulk):
+                    return  # closed, and nothing left to embed
+                batch = self._take()
+                if self._urgent or self._bulk:
+                    self._cond.notify()  # more than one batch waits: an idle thread takes the next
+            self._run(batch)
 
     def _take(self) -> list[_Call]:
         """The next batch: queued queries first, else (or when bulk work has waited
         `urgent_streak` query batches) the oldest bulk calls, up to `bulk_chunk` texts."""
-        if self._urgent and not (self._queue and self._streak >= self.urgent_streak):
-            self._streak = self._streak + 1 if self._queue else 0
-            batch, self._urgent = _oldest(self._urgent, self.max_batch)
-            return batch
-        self._streak = 0
-        batch, self._queue = _oldest(self._queue, self.bulk_chunk)
+        if self._urgent and not (self._bulk and self._streak >= self.urgent_streak):
+            self._streak = self._streak + 1 if self._bulk else 0
+            queue, limit = self._urgent, self.max_batch
+        else:
+            self._streak = 0
+            queue, limit = self._bulk, self.bulk_chunk
+        batch = [queue.popleft()]
+        size = len(batch[0].texts)
+        while queue and size + len(queue[0].texts) <= limit:
+            size += len(queue[0].texts)
+            batch.append(queue.popleft())
         return batch
 
     def _run(self, batch: list[_Call]) -> None:
-        texts = [text for call in batch for text in call.texts]
+        """Embed the batch and settle every future in it, whatever happens."""
         try:
-            vectors = self._embed(texts)
+            vectors = self._embed([text for call in batch for text in call.texts])
         except Exception as exc:
             if len(batch) == 1:
-                batch[0].error = exc  # its own texts failed: raised in its caller's thread
+                batch[0].future.set_exception(exc)
+            else:
+                for call in batch:
+                    self._run([call])
+        else:
+            start = 0
             for call in batch:
-                call.retry_alone = len(batch) > 1
-            return
-        start = 0
-        for call in batch:
-            call.vectors = vectors[start : start + len(call.texts)]
-            start += len(call.texts)
+                call.future.set_result(vectors[start : start + len(call.texts)])
+                start += len(call.texts)
+        finally:
+            for call in batch:  # interrupted (SystemExit...): no caller may wait for ever
+                if not call.future.done():
+                    call.future.set_exception(ModelError("the embedding thread stopped"))
 
     def _embed(self, texts: list[str]) -> Vectors:
         """One inner batch per group of similar lengths, rows back in input order.
@@ -227,17 +209,6 @@ class CoalescingEmbedder(Embedder):
             out[group] = vectors
             start = end
         return out
-
-
-def _oldest(queue: list[_Call], limit: int) -> tuple[list[_Call], list[_Call]]:
-    """(the oldest calls holding at most `limit` texts, but always one; the rest)."""
-    size, count = 0, 0
-    for queued in queue:
-        if count and size + len(queued.texts) > limit:
-            break
-        size += len(queued.texts)
-        count += 1
-    return queue[:count], queue[count:]
 
 
 def for_reader(embedder: Embedder) -> AbstractContextManager[None]:

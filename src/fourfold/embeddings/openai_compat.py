@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from fourfold._extras import require
 from fourfold.embeddings.base import Embedder, Vectors, normalize
 from fourfold.errors import ModelError
 
@@ -18,7 +17,8 @@ class OpenAIEmbedder(Embedder):
     """`POST {base_url}/embeddings` through the official `openai` SDK.
 
     The dimension must be given (a store records it before the first call), and is
-    checked against what the server returns.
+    checked against what the server returns. `api_key` None reads OPENAI_API_KEY, else a
+    placeholder (local servers such as Ollama ignore it), as `OpenAICompatModel` does.
     """
 
     def __init__(
@@ -43,10 +43,10 @@ class OpenAIEmbedder(Embedder):
 
     def _get_client(self) -> Any:
         if self._client is None:
-            openai = require("openai", "openai", what="OpenAIEmbedder")
-            # Local servers (Ollama) ignore the key, but the SDK insists on one.
-            self._client = openai.OpenAI(
-                base_url=self._base_url, api_key=self._api_key or "not-needed", timeout=self._timeout, max_retries=1
+            from fourfold.models.openai_compat import openai_client
+
+            self._client = openai_client(
+                api_key=self._api_key, base_url=self._base_url, timeout=self._timeout, max_retries=1, what="OpenAIEmbedder"
             )
         return self._client
 

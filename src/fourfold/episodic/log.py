@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -21,8 +21,8 @@ import numpy.typing as npt
 from fourfold._validate import check_k, check_min_score, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
-from fourfold.episodic._codec import build_episode
 from fourfold.episodic._index import EpisodeIndex, dense_text
+from fourfold.episodic.codec import build_episode
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.ranking import Background, Fusion, lexical_share, rank
 from fourfold.stores.database import Database
@@ -32,7 +32,7 @@ from fourfold.stores.vector import GLOBAL_SCOPE_KEY
 from fourfold.text import tokenize
 from fourfold.types import Episode
 
-__all__ = ["PENDING_SCOPE", "SHARED_SCOPE", "EpisodeLog"]
+__all__ = ["PENDING_SCOPE", "SHARED_SCOPE", "EpisodeLog", "LogCursor"]
 
 #: A candidate sharing no word with the situation must at least be this close in meaning.
 MIN_COSINE = 0.25
@@ -47,6 +47,15 @@ SHARED_SCOPE = "shared:cases"
 PENDING_SCOPE = "shared:cases:pending"
 
 Floats = npt.NDArray[np.float64]
+
+
+class LogCursor(NamedTuple):
+    """How far a reader of `EpisodeLog.since` got: the log's load generation and how many episodes it had."""
+
+    generation: int
+    position: int
+
+
 _COLUMNS = "id, scope, ts, success, goal, actions, outcome, tags, seq"
 
 
@@ -65,9 +74,11 @@ class EpisodeLog:
         self.path = self.db.where
         self.embedder = embedder
         self._mutex = threading.RLock()  # one thread at a time touches the in-memory index
+        self._generation = -1  # moves on whenever the index is loaded afresh (see `since`)
         self._clear()
 
     def _clear(self) -> None:
+        self._generation += 1
         self._index = EpisodeIndex(self.embedder.dimension)
         self._seq = 0  # the clock of the newest write loaded
         self._erased = -1  # the erasure version the index was loaded under
@@ -196,6 +207,21 @@ class EpisodeLog:
                 if (scope is None or ep.scope == scope)
                 and (success is None or ep.success is success)
             ]
+
+    def since(self, cursor: LogCursor | None = None) -> tuple[LogCursor, list[Episode], bool]:
+        """What was added after `cursor`, for a reader that keeps up incrementally.
+
+        Returns the cursor to pass next, the episodes added since (oldest first), and whether
+        the log was loaded afresh since then (an erasure or a move, here or in another process):
+        then the episodes are all of them and whatever the reader derived must start over.
+        Only what the last call did not see is copied.
+        """
+        with self._mutex:
+            self._refresh()
+            now = LogCursor(self._generation, len(self._index.episodes))
+            if cursor is None or cursor.generation != self._generation or cursor.position > now.position:
+                return now, list(self._index.episodes), True
+            return now, self._index.episodes[cursor.position :], False
 
     def get(self, episode_id: str) -> Episode:
         """The episode with this id; NotFound if the log has none."""

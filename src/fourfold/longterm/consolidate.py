@@ -24,11 +24,12 @@ from __future__ import annotations
 import json
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from fourfold.embeddings.base import Vectors
+from fourfold.longterm.slots import Slot, slot_of
 from fourfold.longterm.versions import Write
 from fourfold.models.base import ChatModel
 from fourfold.stores.vector import DOC_KIND
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "REWORD_DIFFERENCE",
     "REWORD_THRESHOLD",
+    "SLOT_THRESHOLD",
     "Candidate",
     "Consolidator",
     "Judgement",
@@ -67,6 +69,11 @@ CHANGE_THRESHOLD = 0.52
 #: Calibrated together with `python benchmarks/learning.py --calibrate`.
 REWORD_THRESHOLD = 0.70
 REWORD_DIFFERENCE = 0.65
+#: From this cosine similarity (for MiniLM), a preference naming the same attribute and value
+#: as a current one (`fourfold.longterm.slots`: "Prefers email" / "Likes to be contacted by
+#: e-mail") restates it, and one naming another value of that attribute replaces it when it
+#: signals a change. Calibrated with `python benchmarks/learning.py --calibrate`.
+SLOT_THRESHOLD = 0.45
 #: How many similar memories a new one is judged against.
 CONSOLIDATE_K = 3
 
@@ -117,11 +124,19 @@ class Consolidator(ABC):
 
 class SimilarityConsolidator(Consolidator):
     """Offline: a new memory at least `threshold` similar to a current one updates it; a
-    preference that signals a change does from `change_threshold` (None: never)."""
+    preference that signals a change does from `change_threshold` (None: never).
+
+    Preferences are also compared by slot (`fourfold.longterm.slots`): one naming the same
+    attribute and value as a current preference restates it from `slot_threshold`; one
+    naming another value of that attribute is a distinct fact (never merged, however close
+    it embeds) unless it signals a change (and changes are on: `change_threshold`), when it
+    replaces it from `slot_threshold` too. `slot_threshold=None` turns slots off.
+    """
 
     def __init__(
         self, threshold: float = DEFAULT_THRESHOLD, *, change_threshold: float | None = CHANGE_THRESHOLD,
         reword_threshold: float | None = REWORD_THRESHOLD, reword_difference: float = REWORD_DIFFERENCE,
+        slot_threshold: float | None = SLOT_THRESHOLD,
     ) -> None:
         self.threshold = threshold
         self.change_threshold = change_threshold
@@ -130,15 +145,29 @@ class SimilarityConsolidator(Consolidator):
         self.reword_threshold = reword_threshold
         self.reword_difference = reword_difference
         self.difference_from = reword_threshold
+        self.slot_threshold = slot_threshold
 
     def judge(self, candidates: Sequence[Candidate]) -> list[Judgement]:
         out = []
         for c in candidates:
             bar = self._bar(c)
-            same = [s for s in c.similar if s.similarity >= bar or self._reworded(s)]
-            best = max(same, key=lambda s: s.similarity, default=None)
+            slot = slot_of(c.text) if self._slotted(c) else None
+            same = [s for s in c.similar if self._same(c, s, slot, bar)]
+            # "text me instead of email" replaces the email preference, however close another one is
+            best = max(same, key=lambda s: (_replaces(slot, s.text), s.similarity), default=None)
             out.append(Judgement("update", best.id) if best is not None else ADD)
         return out
+
+    def _slotted(self, c: Candidate) -> bool:
+        return self.slot_threshold is not None and c.kind == "preference"
+
+    def _same(self, c: Candidate, s: Similar, slot: Slot | None, bar: float) -> bool:
+        agrees = _agrees(slot, s.text)
+        if agrees is not None and self.slot_threshold is not None:
+            # the same value restates it; another value is another fact, unless the new one says it changes
+            changes = self.change_threshold is not None and signals_change(c.text)
+            return s.similarity >= self.slot_threshold and (agrees or changes)
+        return s.similarity >= bar or self._reworded(s)
 
     def _reworded(self, s: Similar) -> bool:
         return (self.reword_threshold is not None and s.similarity >= self.reword_threshold
@@ -148,6 +177,19 @@ class SimilarityConsolidator(Consolidator):
         if self.change_threshold is not None and c.kind == "preference" and signals_change(c.text):
             return min(self.threshold, self.change_threshold)
         return self.threshold
+
+
+def _replaces(slot: Slot | None, text: str) -> bool:
+    other = slot_of(text) if slot is not None else None
+    return slot is not None and other is not None and slot.replaces(other)
+
+
+def _agrees(slot: Slot | None, text: str) -> bool | None:
+    """Whether a stored text names the same value of `slot`'s attribute (None: no slot to compare)."""
+    if slot is None:
+        return None
+    other = slot_of(text)
+    return slot.agrees(other) if other is not None else None
 
 
 class ModelConsolidator(Consolidator):
@@ -231,23 +273,34 @@ def consolidated(
     closest: Callable[[Write, Vectors], list[Similar]],
     lineage_of: Callable[[str], str],
     embed: Callable[[list[str]], Vectors] | None = None,
+    keys: Collection[tuple[str | None, str]] = (),
 ) -> list[Write]:
     """The writes as `consolidator` judges them: an update joins the lineage of the memory it
     updates (`lineage_of` its id) or of the batch's earlier write; a skip stores nothing.
 
     Each write without a key is judged against the `closest` current memories of its scope
-    and kind and the batch's earlier writes of the same; keyed writes (their key says what
-    they replace) and texts the scope holds already (`held`: (scope, text)) are not judged.
+    and kind and the batch's earlier writes of the same. A keyed write is judged only when
+    its scope has no current memory with that key (`keys`: (scope, key)) and against memories
+    without a key only: the first keyed statement of a kind may restate or change what an
+    unkeyed one said ("My favourite is gift packaging" / "I'd rather have plain packaging
+    now"), and joining its lineage gives that lineage the key. Texts the scope holds already
+    (`held`: (scope, text)) are not judged.
     """
     judged: list[int] = []
     candidates: list[Candidate] = []
+    seen_keys = set(keys)
     for i, w in enumerate(writes):
-        if w.key is not None or w.kind == DOC_KIND or (w.scope, w.text) in held:
+        if w.kind == DOC_KIND or (w.scope, w.text) in held:
             continue
+        if w.key is not None:
+            if (w.scope, w.key) in seen_keys:
+                continue  # its key says what it replaces
+            seen_keys.add((w.scope, w.key))
         vector = vectors[w.text]
         similar = [
             Similar(f"#{j}", writes[j].text, float(vectors[writes[j].text] @ vector))
             for j in judged if (writes[j].scope, writes[j].kind) == (w.scope, w.kind)
+            and (w.key is None or writes[j].key is None)
         ]
         similar += closest(w, vector)
         similar.sort(key=lambda s: -s.similarity)

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from fourfold.errors import InvalidInput
+from fourfold.longterm.slots import derived_key
 from fourfold.models.base import ChatModel
 from fourfold.text import is_chatter
-from fourfold.text.preferences import PREFERENCE_KEYS, preference_key, states_preference
+from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
+from fourfold.text.preferences import PREFERENCE_KEYS, states_preference
 
 __all__ = ["Extracted", "extract", "extract_offline", "extract_with_model", "read_memories", "user_texts"]
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: A sentence stating something lasting about the speaker.
 _SELF_FACT = re.compile(
     r"^(?:i am|i'm|i live|i work|i have|i've got|i own|i use|i speak|i run|i manage|i moved|we are|we're|we use"
@@ -80,7 +81,7 @@ def extract_offline(texts: Sequence[str]) -> list[Extracted]:
             if len(sentence.split()) < 3 or sentence.endswith("?") or is_chatter(sentence):
                 continue
             if states_preference(sentence):
-                key = preference_key(sentence)
+                key = derived_key(sentence)
                 item = Extracted(f"User said: {sentence}", "preference", key)
             elif _SELF_FACT.match(sentence) and not _PASSING.search(sentence):
                 key, item = None, Extracted(f"User said: {sentence}", "fact")
@@ -128,7 +129,7 @@ def read_memories(answer: str, *, kinds: tuple[str, ...]) -> list[Extracted]:
             if kind != "preference":
                 key = None
             elif key is None or not _KEY.match(key):
-                key = preference_key(text)
+                key = derived_key(text)
             out.append(Extracted(text, kind, key))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"unreadable memories: {exc!r}") from None

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm._terms import ContextTerms, neighbour_arrays
-from fourfold.ranking import Fusion, Parts, lexical_share, rank
+from fourfold.ranking import Fusion, Parts, lexical_share, rank, typicality
 from fourfold.stores.vector import DOC_KIND, VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.bm25 import CollectionStats
@@ -50,8 +50,11 @@ class Weights:
     Memories without thread metadata are neighbours when written less than `context_gap`
     seconds apart, at weight `context_unthreaded` instead: they are more often separate notes
     (a customer's plan, language and last order, written after one call) than turns that answer
-    each other. `dates` adds the words of a memory's own date.
+    each other. `dates` adds the words of a memory's own date. `typical` weighs a memory's
+    typicality in its scope (`fourfold.ranking.typicality`, over the context-blended vectors),
+    which is taken off its evidence.
 
+    `typical` was chosen by cross-validation on both dev sets (benchmarks/recall_cv.py, step 1b).
     `context_unthreaded` was chosen on the paraphrase set (benchmarks/results/paraphrase.md:
     all on-topic hit@3 0.920 at 0.4, 0.931 at 0.1, 0.925 at 0); LoCoMo's turns have threads.
     """
@@ -64,10 +67,11 @@ class Weights:
     context_window: int = 4
     context_gap: float = 3600.0
     dates: bool = True
+    typical: float = 0.2
 
     @property
     def fusion(self) -> Fusion:
-        return Fusion(lexical=self.lexical, boost=self.speaker)
+        return Fusion(lexical=self.lexical, boost=self.speaker, typical=self.typical)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,7 @@ class _Signals:
     dense: Floats
     lexical: Floats
     named: Floats | None
+    typical: Floats
     query_tokens: list[str]
     best: float  # the query's best possible BM25 score
 
@@ -140,6 +145,7 @@ class ScopeIndex:
             self._token_lists, self._neighbours, arrays=arrays, nearer_weighs_more=weights.context_decay <= 1
         )
         self._bm25: BM25Index | None = None
+        self._typical: Floats | None = None
         self._by_speaker: dict[str, list[int]] = {}
         for i, record in enumerate(records):
             self._index_speaker(i, record)
@@ -147,10 +153,13 @@ class ScopeIndex:
     @classmethod
     def of_features(
         cls, records: Sequence[VectorRecord], matrix: Vectors, counts: Sequence[dict[str, float]], *,
-        weights: Weights | None = None,
+        weights: Weights | None = None, scope_total: Vectors | None = None, scope_size: int = 0,
     ) -> ScopeIndex:
         """An index of records whose `features` were computed in their whole scope (a large
-        scope's candidates): searched with the scope's `stats`, they score as in its index."""
+        scope's candidates): searched with the scope's `stats`, they score as in its index.
+
+        Their typicality needs the whole scope's `scope_total` (the sum of its records'
+        blended unit vectors) and `scope_size`; without them it is 0 (not taken off)."""
         out = cls.__new__(cls)
         out.weights = weights or Weights()
         out._dimension = matrix.shape[1]
@@ -159,6 +168,11 @@ class ScopeIndex:
         out._own = matrix
         out._neighbours = [[] for _ in records]
         out.matrix = matrix
+        out._typical = (
+            typicality(matrix, total=scope_total, size=scope_size)
+            if scope_total is not None and scope_size >= 2
+            else np.zeros(len(records), dtype=np.float64)
+        )
         out._token_lists = []
         out._bm25 = BM25Index()
         for i, weighted in enumerate(counts):
@@ -179,6 +193,19 @@ class ScopeIndex:
                 bm25.add_weighted(str(i), self._counts(i))
             self._bm25 = bm25
         return self._bm25
+
+    @property
+    def typical(self) -> Floats:
+        """Each record's typicality in the scope (`fourfold.ranking.typicality`), computed on the
+        first search rather than on every write (two threads may both compute it: same result)."""
+        if self._typical is None:
+            self._typical = typicality(self.matrix)
+        return self._typical
+
+    def total(self) -> Vectors:
+        """The sum of the scope's blended unit vectors (what `of_features` needs for typicality)."""
+        out: Vectors = self.matrix.astype(np.float64).sum(axis=0)
+        return out
 
     def features(self, i: int) -> tuple[Vectors, dict[str, float]]:
         """Record i's vector with its neighbours' context and its term weights, as ranked."""
@@ -226,6 +253,7 @@ class ScopeIndex:
         changed += range(n_old, len(out.records))
         out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
         out.matrix[changed] = _blend_vectors(out._own, out._neighbours, rows=changed)
+        out._typical = None  # every member's moves with the scope's sum: recomputed on first search
         out._token_lists = [*self._token_lists, *out._tokens_of(new)]
         out._lexical = ContextTerms(out._token_lists, out._neighbours, nearer_weighs_more=out.weights.context_decay <= 1)
         out._bm25 = None
@@ -291,18 +319,19 @@ class ScopeIndex:
         fusion = w.fusion
         ranked = rank(
             signals.dense, signals.lexical, k=k, fusion=fusion, boost=signals.named,
-            newer=signals.candidates.astype(np.float64), null=null,
+            newer=signals.candidates.astype(np.float64), null=null, typical=signals.typical,
         )
         out: list[tuple[VectorRecord, Parts]] = []
         for j, score in ranked:
             i = int(signals.candidates[j])
             boost = float(signals.named[j]) if signals.named is not None else 0.0
             dense, lexical = float(signals.dense[j]), float(signals.lexical[j])
-            evidence = dense + fusion.lexical * lexical + fusion.boost * boost
+            typical = float(signals.typical[j])
+            evidence = dense + fusion.lexical * lexical + fusion.boost * boost - fusion.typical * typical
             own = float(self._own[i] @ query_vector) if i < len(self._own) else dense
             parts = Parts(
                 dense=dense, own=own, lexical=lexical, date=self._date_share(i, signals, stats),
-                boost=boost, null=null, evidence=evidence, relevance=score,
+                boost=boost, null=null, evidence=evidence, relevance=score, typical=typical,
             )
             out.append((self.records[i], parts))
         return out
@@ -336,7 +365,8 @@ class ScopeIndex:
                 named[self._by_speaker.get(token, [])] = 1.0
             named = named[candidates]
         best = self._lexical.best_possible(query_tokens, stats=stats)
-        return _Signals(candidates, dense, lexical_share(lexical, best), named, query_tokens, best)
+        typical = self.typical[candidates] if weights.typical else np.zeros(candidates.size, dtype=np.float64)
+        return _Signals(candidates, dense, lexical_share(lexical, best), named, typical, query_tokens, best)
 
 
 def _thread(record: VectorRecord) -> tuple[str, ...] | None:

@@ -60,24 +60,23 @@ log = logging.getLogger("fourfold.longterm")
 
 
 class MemoryId(str):
-    """The id `remember` returns: a plain string that also says what was redacted."""
+    """What `remember` and `update` return: the memory's id as a plain string, carrying the
+    write's outcome (`remembered`, the same `Remembered` that `remember_many` returns) and its
+    fields: what was redacted, whether it was new, which version it replaced."""
 
+    remembered: Remembered
     redactions: tuple[Redaction, ...]
     created: bool
     supersedes: tuple[str, ...]
 
-    def __new__(
-        cls, value: str, *, redactions: tuple[Redaction, ...] = (), created: bool = True, supersedes: tuple[str, ...] = ()
-    ) -> MemoryId:
-        self = super().__new__(cls, value)
-        self.redactions = redactions
-        self.created = created
-        self.supersedes = supersedes
+    def __new__(cls, remembered: Remembered) -> MemoryId:
+        self = super().__new__(cls, remembered.id)
+        self.remembered = remembered
+        self.redactions, self.created, self.supersedes = remembered.redactions, remembered.created, remembered.supersedes
         return self
 
-    @staticmethod
-    def of(result: Remembered) -> MemoryId:
-        return MemoryId(result.id, redactions=result.redactions, created=result.created, supersedes=result.supersedes)
+    def __reduce__(self) -> tuple[type[MemoryId], tuple[Remembered]]:
+        return MemoryId, (self.remembered,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +153,7 @@ class LongTermMemory:
         version carrying them when they differ.
         """
         item = MemoryInput(text, scope, kind, metadata or {}, key, valid_from)
-        return MemoryId.of(self.remember_many([item], consolidate=consolidate)[0])
+        return MemoryId(self.remember_many([item], consolidate=consolidate)[0])
 
     def remember_many(
         self, items: Iterable[MemoryInput | Mapping[str, Any]], *, consolidate: Consolidator | bool | None = None
@@ -208,7 +207,7 @@ class LongTermMemory:
             text, record.scope, kind or record.kind, current if metadata is None else metadata,
             version_of(record).key, time.time() if valid_from is None else valid_from,
         )
-        return MemoryId.of(self._write_versions([self._prepare(item)], lineage=version_of(record).lineage)[0])
+        return MemoryId(self._write_versions([self._prepare(item)], lineage=version_of(record).lineage)[0])
 
     def history(self, memory_id: str) -> list[Recalled]:
         """Every version of a memory, oldest first (by `valid_from`), each with `valid_to`."""
@@ -264,10 +263,12 @@ class LongTermMemory:
         vectors = self._vectors(prepared, known)
         if consolidate is not None and lineage is None:
             held = {(r.scope, r.text) for records in known.values() for r in records}
+            keys = {(r.scope, key) for records in known.values() for r in records
+                    if is_current(r) and (key := version_of(r).key) is not None}
             writes = consolidated(
                 writes, {t: v for t, (v, _) in vectors.items()}, held, consolidate,
                 closest=self._closest, lineage_of=lambda i: version_of(self._record(i)).lineage,
-                embed=self.embedder.embed_many,
+                embed=self.embedder.embed_many, keys=keys,
             )
             for w in writes:
                 if w.lineage is not None:
@@ -282,7 +283,7 @@ class LongTermMemory:
             changed = list(done.changed.values())
             self.store.update_metadata(changed)
             self.store.add(added)
-        self._wrote(ticket, set(ids), added=added, changed=changed)
+        self._refresh_indexes(ticket, set(ids), added=added, changed=changed)
         return [
             Remembered(o.id, p.text, p.redactions, o.created, o.supersedes)
             for p, o in zip(prepared, done.outcomes, strict=True)
@@ -292,7 +293,8 @@ class LongTermMemory:
         """The current memories of the write's scope and kind closest to it, by their own vectors."""
 
         def keep(r: VectorRecord) -> bool:
-            return r.kind == w.kind and is_current(r)
+            # a keyed write is judged against memories without a key (`consolidated`)
+            return r.kind == w.kind and is_current(r) and (w.key is None or version_of(r).key is None)
 
         found = self._ranking_index(w.scope, vector, w.text)
         if found is None:
@@ -336,7 +338,7 @@ class LongTermMemory:
                 if p.id not in already
             ]
             self.store.add(fresh)
-        self._wrote(ticket, {p.scope for p in prepared}, added=fresh)
+        self._refresh_indexes(ticket, {p.scope for p in prepared}, added=fresh)
         new_ids = {r.id for r in fresh}
         return [Remembered(p.id, p.text, p.redactions, p.id in new_ids) for p in prepared]
 
@@ -384,7 +386,7 @@ class LongTermMemory:
                 if record.kind != DOC_KIND:
                     doomed.update(dict.fromkeys(r.id for r in self._lineage(record)))
             self.store.delete(list(doomed))
-        self._wrote(ticket, {r.scope for r in found})
+        self._refresh_indexes(ticket, {r.scope for r in found})
 
     def forget_scope(self, scope: str) -> int:
         """Delete every memory (and document chunk) of one scope; returns how many."""
@@ -393,7 +395,7 @@ class LongTermMemory:
             raise InvalidInput("forget_scope needs a scope name")
         with self.store.writing() as ticket:
             removed = self.store.delete_scope(scope_checked)
-        self._wrote(ticket, {scope_checked})
+        self._refresh_indexes(ticket, {scope_checked})
         return removed
 
     def get(self, memory_id: str) -> Recalled:
@@ -559,7 +561,7 @@ class LongTermMemory:
     def _evict(self) -> None:
         self._indexes.evict(self.max_cached_records)
 
-    def _wrote(
+    def _refresh_indexes(
         self,
         ticket: WriteTicket,
         scopes: set[str | None],

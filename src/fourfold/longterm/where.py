@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
+from fourfold._validate import json_object
 from fourfold.errors import InvalidInput
 from fourfold.longterm.versions import as_timestamp, user_metadata, version_of
 from fourfold.stores.vector import VectorRecord
@@ -72,16 +73,9 @@ def compile_where(where: object) -> Predicate:
 
 def parse_where(text: str | None) -> dict[str, Any] | None:
     """A filter written as JSON text (a command-line option, a query parameter); checked."""
-    import json
-
     if text is None or not text.strip():
         return None
-    try:
-        where = json.loads(text)
-    except ValueError as exc:
-        raise InvalidInput(f"where must be JSON, e.g. '{{\"product\": \"web\"}}' ({exc})") from None
-    if not isinstance(where, dict):
-        raise InvalidInput(f"where must be a JSON object of field -> condition, not {type(where).__name__}")
+    where = json_object(text, what="where (a JSON object of field -> condition, e.g. '{\"product\": \"web\"}')")
     compile_where(where)
     return where
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fourfold.models.base import ChatModel, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.base import ChatModel, ChatRequest, ChatResponse, Message, ToolCall, Usage
 from fourfold.models.offline import OfflineModel
 from fourfold.models.scripted import ScriptedModel
 from fourfold.models.spec import MODEL_ENV, ModelSpec, default_model, from_spec, parse_spec
@@ -21,6 +21,7 @@ __all__ = [
     "MODEL_ENV",
     "AnthropicModel",
     "ChatModel",
+    "ChatRequest",
     "ChatResponse",
     "Message",
     "ModelSpec",

@@ -30,12 +30,10 @@ class SDKChatModel(ChatModel):
         chosen = model or self.default_model
         if not chosen:
             raise InvalidInput(f"{type(self).__name__} needs a model name")
-        self.model = chosen
-        self.name = chosen
-        self._api_key = api_key
-        self._base_url = base_url
-        self._max_retries = max_retries
-        self._timeout = timeout
+        self.model = self.name = chosen
+        #: The SDK client's own options, as its constructor takes them.
+        self._options: dict[str, Any] = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries,
+                                         "timeout": timeout}
         self._client: Any = client
 
     @property

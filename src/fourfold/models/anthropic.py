@@ -9,8 +9,8 @@ from fourfold._extras import require
 from fourfold.errors import ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
-from fourfold.models._text import plain
-from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
+from fourfold.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.content import plain
 from fourfold.text.lines import one_line
 
 if TYPE_CHECKING:
@@ -34,14 +34,8 @@ class AnthropicModel(SDKChatModel):
 
     default_model = "claude-sonnet-4-6"
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        messages, system, tools, max_tokens = request
         params = self._params(messages, system, tools)
         response = self._call(lambda: self.client.messages.create(max_tokens=max_tokens, **params))
         return to_chat_response(response)
@@ -78,12 +72,7 @@ class AnthropicModel(SDKChatModel):
     def _make_client(self) -> Any:
         anthropic = require("anthropic", "anthropic", what="AnthropicModel")
         try:
-            client = anthropic.Anthropic(
-                api_key=self._api_key,
-                base_url=self._base_url,
-                max_retries=self._max_retries,
-                timeout=self._timeout,
-            )
+            client = anthropic.Anthropic(**self._options)
         except anthropic.CredentialsError as exc:
             raise _no_credentials(exc) from None
         except anthropic.AnthropicError as exc:

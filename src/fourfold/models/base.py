@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from fourfold.shortterm.tokens import TokenCounter
 
-__all__ = ["ChatModel", "ChatResponse", "Message", "ToolCall", "Usage"]
+__all__ = ["ChatModel", "ChatRequest", "ChatResponse", "Message", "ToolCall", "Usage"]
 
 #: A message in Anthropic shape: {"role": "user"|"assistant", "content": str | list[block]}.
 #: Blocks are dicts: {"type": "text", "text"}, {"type": "tool_use", "id", "name", "input"},
 #: {"type": "tool_result", "tool_use_id", "content"}.
 Message = Mapping[str, Any]
+
+
+class ChatRequest(NamedTuple):
+    """One request to a model: the conversation, the system prompt, the tools it may call
+    (Anthropic tool schemas: name, description, input_schema) and the reply's token limit."""
+
+    messages: Sequence[Message]
+    system: str = ""
+    tools: Sequence[Mapping[str, Any]] = ()
+    max_tokens: int = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +48,9 @@ class ChatResponse:
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
-    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "other"] = "end_turn"
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "other"] = (
+        "end_turn"
+    )
     usage: Usage = field(default_factory=Usage)
     model: str = ""
 
@@ -49,18 +60,20 @@ class ChatResponse:
         if self.text:
             blocks.append({"type": "text", "text": self.text})
         for call in self.tool_calls:
-            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.input)})
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.input)}
+            )
         return {"role": "assistant", "content": blocks or self.text}
 
 
-class ChatModel(ABC):
-    """One required method; `name` labels replies and reports (offline models say so)."""
+class ChatModel:
+    """A model implements `complete(request)` (or, equivalently, `chat(...)`: each is built on the
+    other); `name` labels replies and reports (offline models say so)."""
 
     name: str = "model"
     #: True only for real LLMs; the offline model is never presented as one.
     is_llm: bool = True
 
-    @abstractmethod
     def chat(
         self,
         messages: Sequence[Message],
@@ -70,6 +83,18 @@ class ChatModel(ABC):
         max_tokens: int = 1024,
     ) -> ChatResponse:
         """Send one request; tools are Anthropic tool schemas (name, description, input_schema)."""
+        return self.complete(ChatRequest(messages, system, tools, max_tokens))
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer one request. Implement this (or `chat`, which it calls then)."""
+        if type(self).chat is ChatModel.chat:
+            raise NotImplementedError(f"{type(self).__name__} implements neither complete nor chat")
+        return self.chat(
+            request.messages,
+            system=request.system,
+            tools=request.tools,
+            max_tokens=request.max_tokens,
+        )
 
     def token_counter(self) -> TokenCounter:
         """What counts this model's input tokens: the offline estimate, unless the model can do better."""

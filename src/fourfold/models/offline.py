@@ -23,7 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from fourfold.models._text import (
+from fourfold.models.base import ChatModel, ChatRequest, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.content import (
     STOP_WORDS,
     block_text,
     blocks,
@@ -33,7 +34,7 @@ from fourfold.models._text import (
     plain,
     words,
 )
-from fourfold.models.base import ChatModel, ChatResponse, Message, ToolCall, Usage
+from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE_END
 
 __all__ = ["OFFLINE_LABEL", "OfflineModel"]
 
@@ -57,7 +58,6 @@ _TAG = re.compile(r"^</?[A-Za-z_][\w-]*>$")
 _HEADER = re.compile(r"^([A-Za-z][A-Za-z0-9 _'()/-]{0,60}):\s*(.*)$")
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+(.*)$")
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2}[^\]]{0,20})\]\s*")
 
 Kind = Literal["memory", "episode", "doc"]
@@ -71,14 +71,8 @@ class OfflineModel(ChatModel):
     name = "fourfold-offline (not an LLM)"
     is_llm = False
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        messages, system, tools, max_tokens = request
         latest = _latest_user(messages)
         results = [b for b in blocks(latest) if b.get("type") == "tool_result"] if latest else []
         if results:

@@ -15,10 +15,10 @@ from fourfold._extras import require
 from fourfold.errors import InvalidInput, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
-from fourfold.models._text import block_text, blocks, json_dumps, plain
-from fourfold.models.base import ChatResponse, Message, ToolCall, Usage
+from fourfold.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from fourfold.models.content import block_text, blocks, json_dumps, plain
 
-__all__ = ["OpenAICompatModel", "from_openai_response", "to_openai_messages", "to_openai_tools"]
+__all__ = ["OpenAICompatModel", "from_openai_response", "openai_client", "to_openai_messages", "to_openai_tools"]
 
 #: Local servers ignore the key, but the openai SDK refuses to build a client without one.
 _PLACEHOLDER_KEY = "not-needed"
@@ -40,14 +40,8 @@ class OpenAICompatModel(SDKChatModel):
 
     is_llm = True
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        messages, system, tools, max_tokens = request
         params: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(messages, system=system),
@@ -71,17 +65,20 @@ class OpenAICompatModel(SDKChatModel):
         return from_openai_response(completion)
 
     def _make_client(self) -> Any:
-        openai = require("openai", "openai", what="OpenAICompatModel")
-        api_key = self._api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
-        try:
-            return openai.OpenAI(
-                api_key=api_key,
-                base_url=self._base_url,
-                max_retries=self._max_retries,
-                timeout=self._timeout,
-            )
-        except openai.OpenAIError as exc:
-            raise other_error("OpenAI-compatible", exc) from None
+        return openai_client(**self._options, what="OpenAICompatModel")
+
+
+def openai_client(
+    *, api_key: str | None, base_url: str | None, timeout: float, max_retries: int, what: str
+) -> Any:
+    """An `openai.OpenAI` client, for the chat model and the embedder alike; `what` names the user
+    in the missing-extra error. The key is `api_key`, else $OPENAI_API_KEY, else a placeholder."""
+    openai = require("openai", "openai", what=what)
+    key = api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+    try:
+        return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+    except openai.OpenAIError as exc:
+        raise other_error("OpenAI-compatible", exc) from None
 
 
 def to_openai_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fourfold.errors import ModelError
-from fourfold.models.base import ChatModel, ChatResponse, Message
+from fourfold.models.base import ChatModel, ChatRequest, ChatResponse, Message
 
 __all__ = ["Responder", "ScriptedModel"]
 
@@ -49,14 +49,8 @@ class ScriptedModel(ChatModel):
         """Scripted replies not yet used (0 for a callable script)."""
         return len(self._replies) - self._next
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str = "",
-        tools: Sequence[Mapping[str, Any]] = (),
-        max_tokens: int = 1024,
-    ) -> ChatResponse:
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        messages, system, tools, max_tokens = request
         self.requests.append(
             {
                 "messages": copy.deepcopy([dict(m) for m in messages]),

@@ -7,12 +7,12 @@ import json
 import math
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, NamedTuple
 
+from fourfold._lifecycle import Closing
 from fourfold.errors import (
     InvalidInput,
     NotFound,
@@ -78,7 +78,7 @@ class _Row(NamedTuple):
     text: str
 
 
-class FactStore:
+class FactStore(Closing):
     """Key -> JSON value facts in one SQLite file, safe across threads and processes."""
 
     def __init__(self, path: str | Path | Database, *, timeout: float = 30.0) -> None:
@@ -95,17 +95,6 @@ class FactStore:
 
     def __repr__(self) -> str:
         return f"FactStore({str(self.path)!r})"
-
-    def __enter__(self) -> FactStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the connection; further calls raise StoreUnavailable. Idempotent."""
@@ -250,20 +239,14 @@ class FactStore:
         """Every key with the description it was set with ("" for none), for tool schemas."""
         return {fact.key: fact.description for fact in self.list()}
 
-    @contextmanager
-    def _locked(self) -> Iterator[Connection]:
+    def _locked(self) -> AbstractContextManager[Connection]:
         """A read snapshot of the database."""
-        if self._closed:
-            raise StoreUnavailable(f"the fact store {self.path} is closed")
-        with self.db.read() as conn:
-            yield conn
+        return self._open(self.db.read)
 
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
         """A write transaction that moves the facts' version on (other processes see it)."""
-        if self._closed:
-            raise StoreUnavailable(f"the fact store {self.path} is closed")
-        with self.db.write() as conn:
+        with self._open(self.db.write) as conn:
             yield conn
             ((before, after),) = self.db.bump(conn, [_VERSION_NAME]).values()
         with self._lock:  # the cache stays only if it was current when the write began
@@ -272,6 +255,12 @@ class FactStore:
             else:
                 self._cache.clear()
                 self._seen_version = None
+
+    def _open(self, connect: Callable[[], AbstractContextManager[Connection]]) -> AbstractContextManager[Connection]:
+        """A connection from `connect`, unless the store is closed."""
+        if self._closed:
+            raise StoreUnavailable(f"the fact store {self.path} is closed")
+        return connect()
 
     def _row(self, key: str) -> _Row | None:
         """The stored row for a valid key, from the cache when no one has written facts since."""

@@ -6,19 +6,7 @@ into the same exception class the embedded library raises, so callers catch one 
 
 from __future__ import annotations
 
-from fourfold.errors import (
-    BudgetExceeded,
-    EmbedderMismatch,
-    FourfoldError,
-    InvalidInput,
-    LockTimeout,
-    MissingDependency,
-    ModelError,
-    NotFound,
-    StoreCorrupt,
-    StoreUnavailable,
-    TooLarge,
-)
+from fourfold.errors import FourfoldError, TooLarge, error_types
 from fourfold.text import lines
 
 __all__ = ["STATUS", "ServiceError", "TooLarge", "Unauthorized", "error_for", "one_line", "status_for"]
@@ -35,12 +23,6 @@ class ServiceError(FourfoldError):
 
     code = "internal"
 
-
-_TYPES: tuple[type[FourfoldError], ...] = (
-    InvalidInput, TooLarge, BudgetExceeded, NotFound, Unauthorized, EmbedderMismatch, StoreUnavailable,
-    StoreCorrupt, LockTimeout, ModelError, MissingDependency, ServiceError,
-)
-_BY_CODE = {cls.code: cls for cls in _TYPES}
 
 #: HTTP status of each error code; anything unlisted is a 500.
 STATUS: dict[str, int] = {
@@ -66,7 +48,7 @@ def status_for(code: str) -> int:
 
 def error_for(code: str, message: str) -> FourfoldError:
     """The typed error a service answer stands for (ServiceError for codes this client lacks)."""
-    return _BY_CODE.get(code, ServiceError)(message)
+    return error_types().get(code, ServiceError)(message)
 
 
 def one_line(text: object, limit: int = 500) -> str:

@@ -41,7 +41,7 @@ class Word:
 
 @dataclass(frozen=True, slots=True)
 class Explained:
-    """One result with its parts, in the ranker's units: evidence = dense + lexical + speaker."""
+    """One result with its parts, in the ranker's units: evidence = dense + lexical + speaker - typical."""
 
     id: str
     text: str
@@ -56,6 +56,7 @@ class Explained:
     date: str | None = None  # the result's own date (metadata occurred_at/date), ISO
     speaker_name: str | None = None
     null: float = 0.0  # what the query's background similarity takes off the evidence, weighted
+    typical: float = 0.0  # what the result's typicality in its scope takes off the evidence, weighted
     detail: Mapping[str, Any] = field(default_factory=dict)  # the result itself, as the API shows it
 
     @property
@@ -96,7 +97,7 @@ def explain_recall(
         out.append(_explained(
             hit.id, hit.text, hit.score, parts.dense, parts.own, parts.lexical, bool(parts.boost), fusion,
             null=parts.null, words=words, date=when.date().isoformat() if when else None,
-            speaker_name=speaker_name, detail=_recalled_detail(hit),
+            speaker_name=speaker_name, detail=_recalled_detail(hit), typical=parts.typical,
         ))
     return out
 
@@ -151,15 +152,16 @@ def explain_similar(
 def _explained(
     result_id: str, text: str, score: float | None, dense: float, dense_own: float, share: float, named: bool,
     fusion: Fusion, *, null: float, words: tuple[Word, ...], date: str | None = None,
-    speaker_name: str | None = None, detail: Mapping[str, Any],
+    speaker_name: str | None = None, detail: Mapping[str, Any], typical: float = 0.0,
 ) -> Explained:
     lexical = fusion.lexical * share
     speaker = fusion.boost if named else 0.0
-    recomputed = float(relevance(np.array([dense + lexical + speaker]), fusion, null=null)[0])
+    taken = fusion.typical * typical
+    recomputed = float(relevance(np.array([dense + lexical + speaker - taken]), fusion, null=null)[0])
     return Explained(
         id=result_id, text=text, score=recomputed if score is None else float(score), recomputed=recomputed,
         dense=dense, dense_own=dense_own, lexical_share=share, lexical=lexical, speaker=speaker, words=words,
-        date=date, speaker_name=speaker_name, null=fusion.null * null, detail=detail,
+        date=date, speaker_name=speaker_name, null=fusion.null * null, typical=taken, detail=detail,
     )
 
 

@@ -75,6 +75,12 @@ class _FourfoldMCP(MCPServer[Any]):
 
 
 # Appended to the operator's description: how the answers of this tool are to be used.
+#: The tools' shared parameter types (their descriptions are what a model reads).
+ScopeArg = Annotated[str | None, Field(description=_SCOPE_HELP)]
+MemoryIdArg = Annotated[str, Field(description="The id of the memory (any of its versions).")]
+WhereArg = Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)]
+Ctx = Context[Any, Any]
+
 _POLICY_PROTOCOL = (
     " The key must be one of the listed keys; the answer is the value as "
     "text, or UNKNOWN (then say you do not know and escalate; never guess a policy)."
@@ -87,10 +93,10 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     server = _FourfoldMCP(memory_for, name="fourfold", instructions=INSTRUCTIONS, log_level="WARNING")
     server_scope = scope
 
-    def mem(ctx: Context[Any, Any]) -> Memory:
+    def mem(ctx: Ctx) -> Memory:
         return memory_for(ctx.request_context.request)
 
-    def owning(ctx: Context[Any, Any], memory_id: str) -> Memory:
+    def owning(ctx: Ctx, memory_id: str) -> Memory:
         """The call's memory, once the memory named by id is known to lie within the server's
         scope (one outside it is not found: ids do not reach past the scope either)."""
         memory = mem(ctx)
@@ -108,8 +114,8 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     ))
     def remember(
         text: Annotated[str, Field(description="The memory, one self-contained sentence.")],
-        ctx: Context[Any, Any],
-        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        ctx: Ctx,
+        scope: ScopeArg = scope,
         kind: Annotated[str, Field(description="preference, fact, resolution, lesson or note.")] = "note",
         key: Annotated[str | None, Field(description=(
             "For a single-valued attribute (contact_channel, language...): the new memory replaces "
@@ -127,8 +133,8 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     ))
     def remember_conversation(
         messages: Annotated[list[str], Field(description="The user's messages, oldest first.")],
-        ctx: Context[Any, Any],
-        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        ctx: Ctx,
+        scope: ScopeArg = scope,
     ) -> list[dict[str, Any]]:
         with _tool_errors():
             done = mem(ctx).add(messages, scope=bounded_scope(scope, server_scope))
@@ -140,9 +146,9 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         "says something known about them has changed."
     ))
     def update(
-        memory_id: Annotated[str, Field(description="The id of the memory (any of its versions).")],
+        memory_id: MemoryIdArg,
         text: Annotated[str, Field(description="The new version, one self-contained sentence.")],
-        ctx: Context[Any, Any],
+        ctx: Ctx,
     ) -> dict[str, Any]:
         with _tool_errors():
             return _written(owning(ctx, memory_id).long_term.update(memory_id, text))
@@ -152,8 +158,8 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         "when a newer one replaced it (valid_to, null for the current one)."
     ))
     def history(
-        memory_id: Annotated[str, Field(description="The id of the memory (any of its versions).")],
-        ctx: Context[Any, Any],
+        memory_id: MemoryIdArg,
+        ctx: Ctx,
     ) -> list[dict[str, Any]]:
         with _tool_errors():
             return [memory_out(r) for r in owning(ctx, memory_id).long_term.history(memory_id)]
@@ -165,10 +171,10 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     ))
     def recall(
         query: Annotated[str, Field(description="What you want to know, in plain words.")],
-        ctx: Context[Any, Any],
-        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        ctx: Ctx,
+        scope: ScopeArg = scope,
         k: Annotated[int, Field(description="How many memories to return (1-50).", ge=1, le=50)] = 5,
-        where: Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)] = None,
+        where: WhereArg = None,
     ) -> list[dict[str, Any]]:
         with _tool_errors():
             hits = mem(ctx).long_term.recall(query, scope=bounded_scope(scope, server_scope), k=k, where=where)
@@ -180,9 +186,9 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         "`where` narrows them down by metadata or date."
     ))
     def list_memories(
-        ctx: Context[Any, Any],
-        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
-        where: Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)] = None,
+        ctx: Ctx,
+        scope: ScopeArg = scope,
+        where: WhereArg = None,
         limit: Annotated[int, Field(description="At most this many, the most recent (1-500).", ge=1, le=500)] = 100,
     ) -> list[dict[str, Any]]:
         with _tool_errors():
@@ -195,7 +201,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     ))
     def forget(
         memory_id: Annotated[str, Field(description="The id of the memory, e.g. mem_3f2a...")],
-        ctx: Context[Any, Any],
+        ctx: Ctx,
     ) -> str:
         with _tool_errors():
             owning(ctx, memory_id).long_term.forget(memory_id)
@@ -211,8 +217,8 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         actions: Annotated[list[str], Field(description="The steps taken, in order.")],
         outcome: Annotated[str, Field(description="How it ended.")],
         success: Annotated[bool, Field(description="True if the goal was reached.")],
-        ctx: Context[Any, Any],
-        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        ctx: Ctx,
+        scope: ScopeArg = scope,
     ) -> dict[str, Any]:
         with _tool_errors():
             ep = mem(ctx).episodes.record(
@@ -228,9 +234,9 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     ))
     def similar_successes(
         situation: Annotated[str, Field(description="The task or problem at hand.")],
-        ctx: Context[Any, Any],
+        ctx: Ctx,
         k: Annotated[int, Field(description="How many episodes (1-20).", ge=1, le=20)] = 3,
-        scope: Annotated[str | None, Field(description=_SCOPE_HELP)] = scope,
+        scope: ScopeArg = scope,
     ) -> list[dict[str, Any]]:
         # Only the scope's own episodes: unscoped ones are written unvetted by any client.
         with _tool_errors():
@@ -242,7 +248,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     @server.tool(description=_POLICY_DESCRIPTION)
     def lookup_policy(
         key: Annotated[str, Field(description="Which policy value to return.")],
-        ctx: Context[Any, Any],
+        ctx: Ctx,
     ) -> str:
         with _tool_errors():
             return mem(ctx).facts.lookup(key)
@@ -254,7 +260,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     def ingest_doc(
         text: Annotated[str, Field(description="The document's full text (Markdown is fine).")],
         source: Annotated[str, Field(description="Its name, e.g. 'refund-policy.md'.")],
-        ctx: Context[Any, Any],
+        ctx: Ctx,
     ) -> dict[str, Any]:
         with _tool_errors():
             ids = mem(ctx).docs.ingest_text(text, source=source, scope=scope)
@@ -266,7 +272,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     ))
     def search_docs(
         query: Annotated[str, Field(description="The question, in plain words.")],
-        ctx: Context[Any, Any],
+        ctx: Ctx,
         k: Annotated[int, Field(description="How many passages (1-20).", ge=1, le=20)] = 5,
     ) -> list[dict[str, Any]]:
         with _tool_errors():

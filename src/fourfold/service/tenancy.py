@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING
 
 from fourfold._files import private_dir, private_file
 from fourfold._manifest import MANIFEST, check_manifest, store_kind
+from fourfold._validate import check_name
 from fourfold.embeddings.asymmetric import AsymmetricEmbedder
 from fourfold.embeddings.coalescing import CoalescingEmbedder, for_reader
-from fourfold.errors import InvalidInput, StoreUnavailable
+from fourfold.errors import StoreUnavailable
 from fourfold.stores.vector import VectorStore
 
 if TYPE_CHECKING:
@@ -54,20 +55,16 @@ DEFAULT_TENANT = "default"
 SERVICE_LOCK = ".fourfold-service.lock"
 _TENANT = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?")
 
-#: Query batches embedded at once in the serving process (see `CoalescingEmbedder.lanes`).
-QUERY_LANES = 3
+#: Embedding threads for queries in the serving process (see `CoalescingEmbedder.threads`).
+QUERY_THREADS = 3
 #: Builds the vector store of one tenant (tests inject an in-memory one).
 VectorStoreFactory = Callable[[str], "VectorStore"]
 
 
 def check_tenant(name: object) -> str:
     """A tenant name: 1-48 lowercase letters, digits, '-' or '_', starting and ending alphanumeric."""
-    if not isinstance(name, str) or not _TENANT.fullmatch(name):
-        raise InvalidInput(
-            f"a tenant name is 1-48 lowercase letters, digits, '-' or '_' (starting and ending "
-            f"with a letter or digit), got {name!r:.60}"
-        )
-    return name
+    return check_name(name, _TENANT, "a tenant name is 1-48 lowercase letters, digits, '-' or '_' "
+                      "(starting and ending with a letter or digit)")
 
 
 class Tenants:
@@ -86,7 +83,7 @@ class Tenants:
         config: MemoryConfig | None = None,
         vector_store: VectorStoreFactory | None = None,
         memories: dict[str, Memory] | None = None,
-        query_lanes: int = QUERY_LANES,
+        query_threads: int = QUERY_THREADS,
         query_embedder: Embedder | None = None,
     ) -> None:
         from fourfold.stores.database import is_url
@@ -106,16 +103,23 @@ class Tenants:
             from fourfold.embeddings.default import default_embedder
 
             embedder = default_embedder()
+        #: The coalescers made here (closed with the tenants; one passed in is the caller's).
+        self._pools: list[CoalescingEmbedder] = []
         documents: Embedder
         if isinstance(embedder, CoalescingEmbedder):
             documents = embedder  # used as it is
         else:
             # With a query model, the stored model embeds only writes and what a search must
-            # embed before it can answer (episodes not embedded yet): one lane.
-            documents = CoalescingEmbedder(embedder, lanes=query_lanes if query_embedder is None else 1)
+            # embed before it can answer (episodes not embedded yet): one thread.
+            documents = self._pool(embedder, query_threads if query_embedder is None else 1)
         self.embedder: Embedder = documents
         if query_embedder is not None:
-            self.embedder = AsymmetricEmbedder(documents, CoalescingEmbedder(query_embedder, lanes=query_lanes))
+            self.embedder = AsymmetricEmbedder(documents, self._pool(query_embedder, query_threads))
+
+    def _pool(self, embedder: Embedder, threads: int) -> CoalescingEmbedder:
+        pool = CoalescingEmbedder(embedder, threads=threads)
+        self._pools.append(pool)
+        return pool
 
     def warm_up(self) -> None:
         """Load the embedding models now, so the first request does not wait for them."""
@@ -162,6 +166,8 @@ class Tenants:
             for memory in self._memories.values():
                 memory.close()
             self._memories.clear()
+            for pool in self._pools:
+                pool.close()
             if self._lock_fd is not None:
                 os.close(self._lock_fd)  # closing the descriptor releases the flock
                 self._lock_fd = None

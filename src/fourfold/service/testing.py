@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from fourfold._lifecycle import terminate
 from fourfold.errors import StoreUnavailable
 
 __all__ = ["CLI_LAUNCHER", "LiveService", "cli_command", "free_port"]
@@ -123,12 +124,7 @@ class LiveService:
     def stop(self) -> None:
         if self._process is None:
             return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        terminate(self._process, timeout=15)
         if self._process.stderr:
             self._process.stderr.close()
         self._process = None

@@ -1,5 +1,6 @@
 """Short-term memory: strategies that bound the message list sent on each model call."""
 
+from fourfold.shortterm.compaction import Summarize
 from fourfold.shortterm.messages import SUMMARY_PREFIX, TurnGroup, group_turns, is_summary
 from fourfold.shortterm.strategies import (
     TRUNCATION_MARKER,
@@ -8,7 +9,6 @@ from fourfold.shortterm.strategies import (
     Strategy,
     TokenBudget,
 )
-from fourfold.shortterm.summarize import Summarize
 from fourfold.shortterm.summarizers import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from fourfold.shortterm.tokens import AnthropicCounter, EstimateCounter, TokenCounter
 

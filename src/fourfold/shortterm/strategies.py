@@ -1,4 +1,4 @@
-"""Strategies: pure functions from a message list to the message list sent on the next call.
+"""Strategies: a `Strategy` turns a message list into the message list sent on the next call.
 
 What every strategy guarantees: the system messages stay first and verbatim, the first user
 message (the task) is kept, a tool call and the messages carrying its results are kept or
@@ -6,7 +6,9 @@ dropped together, what is kept starts so that roles still alternate, and the inp
 its messages are never mutated. Each strategy's docstring says what it adds.
 
 A strategy is told the request's Anthropic system prompt (`system=`) when it is called, so
-the strategies that count tokens bound the whole request, not only the messages.
+the strategies that count tokens bound the whole request, not only the messages. A plain
+function of the messages (`StrategyFn`) is accepted wherever a strategy is: `as_strategy`
+makes it a `Strategy` that is not told the system prompt.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ __all__ = [
     "Strategy",
     "StrategyFn",
     "TokenBudget",
+    "as_strategy",
     "run_strategy",
 ]
 
-#: A plain function used as a strategy: it is not told the system prompt.
+#: A plain function of the messages, accepted as a strategy (`as_strategy`).
 StrategyFn = Callable[[Sequence[Message]], list[Message]]
 
 
@@ -53,28 +56,41 @@ class Strategy(ABC):
         """
 
 
+class _Function(Strategy):
+    """A plain function as a strategy: it is not told the system prompt."""
+
+    def __init__(self, function: StrategyFn) -> None:
+        self.function = function
+
+    def __call__(self, messages: Sequence[Message], *, system: str | None = None) -> list[Message]:
+        return self.function(messages)
+
+
+def as_strategy(step: Strategy | StrategyFn) -> Strategy:
+    """`step` as a `Strategy` (a plain function becomes one that ignores the system prompt)."""
+    return step if isinstance(step, Strategy) else _Function(step)
+
+
 def run_strategy(
     step: Strategy | StrategyFn, messages: Sequence[Message], *, system: str | None = None
 ) -> list[Message]:
-    """Apply one step: a `Strategy` is told the system prompt, a plain function is not."""
-    if isinstance(step, Strategy):
-        return step(messages, system=system)
-    return step(messages)
+    """Apply one strategy, or plain function, telling it the system prompt."""
+    return as_strategy(step)(messages, system=system)
 
 
 class Pipeline(Strategy):
     """Apply strategies left to right, e.g. Pipeline(Summarize(...), TokenBudget(...)).
 
-    Every step that is a `Strategy` is told the same system prompt.
+    Every step is told the same system prompt (a plain function is not told it).
     """
 
     def __init__(self, *steps: Strategy | StrategyFn) -> None:
-        self.steps = steps
+        self.steps = tuple(as_strategy(step) for step in steps)
 
     def __call__(self, messages: Sequence[Message], *, system: str | None = None) -> list[Message]:
         out = list(messages)
         for step in self.steps:
-            out = run_strategy(step, out, system=system)
+            out = step(out, system=system)
         return out
 
 

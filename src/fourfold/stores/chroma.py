@@ -83,7 +83,7 @@ class _EmbedderFunction:
     def build_from_config(config: dict[str, Any]) -> _EmbedderFunction:
         # Chroma rebuilds this when it reopens a collection; fourfold always passes its own
         # embedder and never lets Chroma embed, so a stand-in that refuses is enough.
-        return _EmbedderFunction(IdentityOnly(str(config.get("identity", "unknown:0"))))
+        return _EmbedderFunction(StandInEmbedder(str(config.get("identity", "unknown:0"))))
 
     def is_legacy(self) -> bool:
         return False
@@ -101,7 +101,7 @@ class _EmbedderFunction:
         return None
 
 
-class IdentityOnly(Embedder):
+class StandInEmbedder(Embedder):
     """Stands in for the embedder that built a collection when Chroma reopens it alone."""
 
     def __init__(self, identity: str) -> None:

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fourfold._locks import ReentrantLock
+from fourfold._validate import check_name
 from fourfold.errors import (
-    InvalidInput,
     LockTimeout,
     StoreCorrupt,
     StoreUnavailable,
@@ -103,12 +103,8 @@ def with_schema(url: str, schema: str) -> str:
 
 def check_schema(name: object) -> str:
     """A schema name fourfold may create: lowercase letters, digits, '_' and '-', at most 63."""
-    if not isinstance(name, str) or not _SCHEMA_NAME.fullmatch(name):
-        raise InvalidInput(
-            f"a PostgreSQL schema name for fourfold is 1-63 lowercase letters, digits, '_' or '-', "
-            f"starting with a letter or '_'; got {name!r:.80}"
-        )
-    return name
+    return check_name(name, _SCHEMA_NAME, "a PostgreSQL schema name for fourfold is 1-63 lowercase letters, "
+                      "digits, '_' or '-', starting with a letter or '_'")
 
 
 def _quote(name: str) -> str:

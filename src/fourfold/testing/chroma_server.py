@@ -11,7 +11,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import TracebackType
+
+from fourfold._lifecycle import Started, terminate
 
 __all__ = ["ChromaServer", "free_port"]
 
@@ -32,7 +33,7 @@ def _chroma_cli() -> str:
     return found
 
 
-class ChromaServer:
+class ChromaServer(Started):
     """A `chroma run` subprocess on loopback with its own data path; stops on exit."""
 
     def __init__(self, path: str | os.PathLike[str], *, port: int | None = None, startup_timeout: float = 60.0) -> None:
@@ -65,16 +66,5 @@ class ChromaServer:
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            terminate(self._proc, timeout=10)
         self._proc = None
-
-    def __enter__(self) -> ChromaServer:
-        return self.start()
-
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self.stop()

@@ -20,12 +20,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
-from fourfold.models._text import estimate_tokens, json_dumps
+from fourfold._lifecycle import Started
 from fourfold.models.base import ChatResponse
+from fourfold.models.content import estimate_tokens, json_dumps
 
 __all__ = ["ErrorReply", "FakeLLMServer", "RecordedRequest", "Reply", "ReplyFunction"]
 
@@ -73,7 +73,7 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class FakeLLMServer:
+class FakeLLMServer(Started):
     """Serves scripted replies on 127.0.0.1 from a background thread; a context manager."""
 
     def __init__(
@@ -114,17 +114,6 @@ class FakeLLMServer:
                 self._thread.join(timeout=5)
             self._httpd = None
             self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- what tests use ----------------------------------------------------------------
 

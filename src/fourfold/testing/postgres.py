@@ -17,9 +17,9 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 from fourfold._extras import missing
+from fourfold._lifecycle import Started
 from fourfold.errors import StoreUnavailable
 
 __all__ = ["SERVER_USER", "PostgresServer", "binaries"]
@@ -39,7 +39,7 @@ def binaries() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
-class PostgresServer:
+class PostgresServer(Started):
     """PostgreSQL on 127.0.0.1 in a temporary directory; `url` connects to its database.
 
     Use it as a context manager (or `start()` / `stop()`). `restart()` stops and starts it on
@@ -161,14 +161,6 @@ class PostgresServer:
 
     def resume(self) -> None:
         self._ctl("start", "-w", "-t", "60", "-l", str(self._root() / "server.log"))
-
-    def __enter__(self) -> PostgresServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- helpers --------------------------------------------------------------------------
 

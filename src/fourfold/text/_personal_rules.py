@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from fourfold.text._names import GIVEN_NAMES, NOT_A_NAME
 from fourfold.text._rules import Rule, regex_rule
+from fourfold.text.names import GIVEN_NAMES, NOT_A_NAME
 
 __all__ = ["PERSONAL_RULES"]
 

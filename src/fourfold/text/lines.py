@@ -1,8 +1,14 @@
-"""Text as one line: for labels, summaries and error messages that must not spill."""
+"""Text as one line (for labels, summaries and error messages that must not spill), and where
+its sentences break."""
 
 from __future__ import annotations
 
-__all__ = ["one_line"]
+import re
+
+__all__ = ["SENTENCE_BREAK", "one_line"]
+
+#: The white space after a sentence's `.`, `!` or `?`: `SENTENCE_BREAK.split(text)` gives its sentences.
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -49,6 +49,7 @@ function result(r, i, kind) {
     ["speaker", r.speaker, r.speaker_name ? `speaker: ${r.speaker_name}${r.speaker ? " (named in the query)" : ""}` : "no speaker"],
   ];
   if (r.null) parts.push(["background (subtracted)", -r.null, "how close the query comes to unrelated everyday text"]);
+  if (r.typical) parts.push(["typical of its scope (subtracted)", -r.typical, "how much closer it is than its scope's average memory to the scope's others: wording many of them share"]);
   // One scale for every result: a bar's full width is one unit of evidence (a cosine of 1).
   const max = 1;
   const rows = parts.map(([name, value, note]) => h("tr", {},

@@ -24,23 +24,34 @@ not come back exactly as written.
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fourfold import InvalidInput, Memory
 from fourfold.embeddings import HashEmbedder
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from secrets_corpus import ORDINARY, SECRETS
-
 _PROSE_BEFORE = "# Runbook\n\n" + "The nightly export copies the order tables to the warehouse. " * 12
 _PROSE_AFTER = "\n\nIf it fails, retry once and then page the on-call engineer. " * 6
 EMBEDDER = HashEmbedder()
+
+
+class SecretCase(Protocol):
+    """One case of a secrets corpus (tests/secrets_corpus.py is the project's)."""
+
+    @property
+    def kind(self) -> str: ...  # the kind the detector must report
+
+    @property
+    def text(self) -> str: ...  # the secret in prose
+
+    @property
+    def secret(self) -> str: ...  # what must not survive anywhere
+
+
+Secrets = Sequence[SecretCase]
 
 
 @dataclass
@@ -50,7 +61,7 @@ class SecretsResult:
     leaked_channels: dict[str, list[str]] = field(default_factory=dict)  # channel -> kinds found
     false_positives: list[str] = field(default_factory=list)
     ordinary: int = 0
-    missed: set[int] = field(default_factory=set)  # indices in SECRETS of the secrets found somewhere
+    missed: set[int] = field(default_factory=set)  # indices in the corpus of the secrets found somewhere
 
     def line(self, engine: str = "") -> str:
         label = f"secrets ({engine})" if engine else "secrets"
@@ -63,8 +74,9 @@ def combine(results: dict[str, SecretsResult]) -> SecretsResult:
     missed = set().union(*(r.missed for r in results.values()))
     leaked = {f"{channel} ({engine})": kinds for engine, r in results.items() for channel, kinds in r.leaked_channels.items()}
     changed = list(dict.fromkeys(s for r in results.values() for s in r.false_positives))
-    return SecretsResult(total=len(SECRETS), caught=len(SECRETS) - len(missed), leaked_channels=leaked,
-                         false_positives=changed, ordinary=len(ORDINARY), missed=missed)
+    total, ordinary = max(r.total for r in results.values()), max(r.ordinary for r in results.values())
+    return SecretsResult(total=total, caught=total - len(missed), leaked_channels=leaked,
+                         false_positives=changed, ordinary=ordinary, missed=missed)
 
 
 def markers(secret: str) -> list[str]:
@@ -81,9 +93,9 @@ def _files(root: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
 
 
-def _hits(haystack: bytes) -> set[int]:
+def _hits(secrets: Secrets, haystack: bytes) -> set[int]:
     """Indices of the corpus secrets found in `haystack`."""
-    return {i for i, case in enumerate(SECRETS) if _found(case.secret, haystack)}
+    return {i for i, case in enumerate(secrets) if _found(case.secret, haystack)}
 
 
 #: Where one channel's Memory lives: a data dir, or a postgresql:// URL.
@@ -95,7 +107,8 @@ class SQLiteEngine:
 
     name = "sqlite"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, secrets: Secrets) -> None:
+        self.secrets = secrets
         self.root = root
 
     def target(self, channel: str) -> Target:
@@ -108,7 +121,7 @@ class SQLiteEngine:
         """Nothing to do: SQLite stores text as it is."""
 
     def disk(self, channel: str) -> set[int]:
-        return _hits(_files(self.root / _slug(channel)))
+        return _hits(self.secrets, _files(self.root / _slug(channel)))
 
     def check(self) -> None:
         """Nothing to check."""
@@ -123,7 +136,8 @@ class PostgresEngine:
 
     name = "postgres"
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Any, secrets: Secrets) -> None:
+        self.secrets = secrets
         import psycopg
 
         self.server = server
@@ -147,7 +161,7 @@ class PostgresEngine:
     def disk(self, channel: str) -> set[int]:
         self.conn.execute("CHECKPOINT")
         log = self.server.root / "server.log"
-        found = _hits(_files(self.server.data_dir) + (log.read_bytes() if log.exists() else b"")) - self.seen
+        found = _hits(self.secrets, _files(self.server.data_dir) + (log.read_bytes() if log.exists() else b"")) - self.seen
         self.seen |= found
         return found
 
@@ -302,26 +316,29 @@ def _rest_channel(target: Target, keys_at: Target, texts: list[str], store: Stor
         keys.close()
 
 
-def _false_positives(target: Target, store: StoreFactory, engine: Engine) -> list[str]:
+def _false_positives(target: Target, ordinary: Sequence[str], store: StoreFactory, engine: Engine) -> list[str]:
     with _memory(target, store, engine) as mem:
         changed = []
-        for sentence in ORDINARY:
+        for sentence in ordinary:
             stored = mem.long_term.remember_many([{"text": sentence, "scope": "customer:o"}])[0]
             if stored.text != sentence:
                 changed.append(sentence)
         return changed
 
 
-def run(root: Path, *, vector_store: StoreFactory = None, postgres: Any = None) -> SecretsResult:
-    """Every secret through every channel; then scan each channel's files.
+def run(
+    root: Path, secrets: Secrets, ordinary: Sequence[str], *, vector_store: StoreFactory = None, postgres: Any = None
+) -> SecretsResult:
+    """Every secret through every channel, then a scan of each channel's files; and every
+    `ordinary` sentence stored, which must come back exactly as written.
 
     On SQLite (the default) each channel has a data dir under `root`. With `postgres` (a
     started PostgresServer) every channel keeps everything in its own schema of it, and the
     scan reads the server's data directory and log (see the module doc).
     """
-    engine: Engine = PostgresEngine(postgres) if postgres is not None else SQLiteEngine(root)
+    engine: Engine = PostgresEngine(postgres, secrets) if postgres is not None else SQLiteEngine(root, secrets)
     store = vector_store if postgres is None else None
-    texts = [c.text for c in SECRETS]
+    texts = [c.text for c in secrets]
     leaked: dict[str, list[str]] = {}
     missed: set[int] = set()
     try:
@@ -335,16 +352,16 @@ def run(root: Path, *, vector_store: StoreFactory = None, postgres: Any = None) 
                 read = _mcp_channel(target, texts, store, engine)
             else:
                 read = _rest_channel(target, engine.keys(name), texts, store, engine)
-            hits = _hits(read) | engine.disk(name)
+            hits = _hits(secrets, read) | engine.disk(name)
             if hits:
-                leaked[name] = sorted({SECRETS[i].kind for i in hits})
+                leaked[name] = sorted({secrets[i].kind for i in hits})
                 missed.update(hits)
-        false_positives = _false_positives(engine.target("ordinary"), store, engine)
+        false_positives = _false_positives(engine.target("ordinary"), ordinary, store, engine)
         engine.check()
     finally:
         engine.close()
-    return SecretsResult(total=len(SECRETS), caught=len(SECRETS) - len(missed), leaked_channels=leaked,
-                         false_positives=false_positives, ordinary=len(ORDINARY), missed=missed)
+    return SecretsResult(total=len(secrets), caught=len(secrets) - len(missed), leaked_channels=leaked,
+                         false_positives=false_positives, ordinary=len(ordinary), missed=missed)
 
 
 def _slug(name: str) -> str:

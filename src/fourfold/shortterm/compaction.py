@@ -1,4 +1,4 @@
-"""Summarize: amortized compaction of old turns into one summary message.
+"""Compaction: the `Summarize` strategy folds old turns into one summary message, amortized.
 
 High/low-water rule: nothing happens while the kept window is at or under the trigger
 (`trigger_tokens` and/or `trigger_turns`, turns meaning messages; the tokens are those of the

@@ -1,4 +1,5 @@
-"""Small pure helpers shared by the chat models and the fake LLM server."""
+"""Chat messages' content, read the same way by every model and the fake LLM server: text blocks,
+compact JSON for tool arguments, a token estimate, the words a message says."""
 
 from __future__ import annotations
 
