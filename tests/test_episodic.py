@@ -574,3 +574,45 @@ def test_embed_pending_embeds_new_successes_once_and_searches_then_embed_only_th
     assert [ep.goal for ep in found] == ["refund a damaged parcel"]
     assert embedder.seen == ["parcel arrived damaged"]
     assert EpisodeLog(path, embedder).embed_pending() == 0  # cached on disk for other processes
+
+
+def test_a_searched_scope_still_uses_vectors_another_process_stores_later(path: Path | str) -> None:
+    """A scope's stored vectors are loaded once, by scope; an episode that arrives afterwards
+    with its vector stored by another instance is found without embedding it again."""
+    writer = EpisodeLog(path, CountingEmbedder())
+    for i in range(3):
+        writer.record(goal=f"parcel {i} arrived damaged", actions=["photos"], outcome="refunded", success=True, scope="c1")
+    writer.embed_pending()
+    reader_embedder = CountingEmbedder()
+    reader = EpisodeLog(path, reader_embedder)
+    assert len(reader.similar_successes("damaged parcel", scope="c1", k=5)) == 3
+    writer.record(goal="router keeps rebooting", actions=["firmware"], outcome="updated", success=True, scope="c1")
+    writer.embed_pending()
+    found = reader.similar_successes("router rebooting", scope="c1", k=1)
+    assert [ep.goal for ep in found] == ["router keeps rebooting"]
+    # every episode's vector came from the database: the reader embedded only its situations
+    # (and the embedder's background sentences, which hold no newline)
+    assert [t for t in reader_embedder.seen if "\n" in t or "parcel" in t or "router" in t] == [
+        "damaged parcel", "router rebooting"]
+
+
+def test_episode_lexical_scores_are_okapi_bm25_over_the_searched_groups(log: EpisodeLog) -> None:
+    from fourfold.episodic._index import lexical_text
+    from fourfold.text import BM25Index, tokenize
+
+    texts = ["refund the damaged parcel", "parcel lost, refund issued twice", "vpn router reboot",
+             "refund refund refund parcel", "password reset link"]
+    for i, text in enumerate(texts):
+        log.record(goal=text, actions=[f"step {i}"], outcome="done", success=True, scope="a" if i % 2 else None)
+    log.record(goal="refund parcel failure", actions=[], outcome="failed", success=False, scope="a")
+    log.similar_successes("warm up", scope="a")  # loads the log
+    rows = log._index.success_rows((None, "a"))
+    want_index = BM25Index()
+    for n, row in enumerate(rows):
+        want_index.add(str(n), tokenize(lexical_text(log._index.episodes[row])))
+    for query in ("refund parcel", "parcel parcel refund vpn", "nothing matches", "step 3"):
+        tokens = tokenize(query)
+        got, best = log._index.lexical_scores((None, "a"), tokens)
+        want = want_index.scores(tokens)
+        assert list(got) == pytest.approx([want.get(str(n), 0.0) for n in range(len(rows))], rel=1e-12)
+        assert best == pytest.approx(want_index.best_possible(tokens), rel=1e-12)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fourfold import EmbedderMismatch, InvalidInput, NotFound
-from fourfold.embeddings import HashEmbedder
+from fourfold.embeddings import HashEmbedder, Vectors
 from fourfold.longterm import LongTermMemory, MemoryInput, Weights
 from fourfold.stores.sqlite import SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import VectorRecord, VectorStore
@@ -201,6 +201,10 @@ class _CountingStore(SQLiteVectorStore):
     def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
         self.scans.append(scope)
         return super().scan_versioned(scope)
+
+    def scan_matrix(self, scope: str | None) -> tuple[list[VectorRecord], Vectors, Hashable | None]:
+        self.scans.append(scope)
+        return super().scan_matrix(scope)
 
 
 def test_own_writes_rebuild_only_the_scopes_they_touch(embedder: HashEmbedder, tmp_path: Path) -> None:

@@ -33,6 +33,27 @@ def test_scan_returns_exactly_one_scope(vector_store: VectorStore, embedder: Has
     assert set(vector_store.scopes()) == {"a", "b", None}
 
 
+def test_scan_matrix_is_the_scope_in_write_order_with_its_vectors_apart(
+    vector_store: VectorStore, embedder: HashEmbedder
+) -> None:
+    # written out of order, two of them in one batch (same created_at, told apart by seq)
+    records = [rec(embedder, i, "a") for i in (5, 2, 9)] + [rec(embedder, 7, "b")]
+    records.append(VectorRecord("id-x", "batch second", embedder.embed("batch second"), "a", "note", 1002.0, seq=1))
+    vector_store.add(records)
+    got, matrix, version = vector_store.scan_matrix("a")
+    assert [r.id for r in got] == ["id-2", "id-x", "id-5", "id-9"]
+    assert all(r.embedding.size == 0 for r in got)
+    assert matrix.dtype == np.float32 and matrix.shape == (4, embedder.dimension)
+    by_id = {r.id: r for r in records}
+    for row, record in zip(matrix, got, strict=True):
+        np.testing.assert_allclose(row, by_id[record.id].embedding, rtol=1e-6, atol=1e-6)
+        assert (record.text, record.created_at, record.seq) == (by_id[record.id].text, by_id[record.id].created_at,
+                                                                by_id[record.id].seq)
+    assert version == vector_store.scan_versioned("a")[1]
+    empty, none, _ = vector_store.scan_matrix("nobody")
+    assert empty == [] and len(none) == 0
+
+
 def test_existing_delete_and_count(vector_store: VectorStore, embedder: HashEmbedder) -> None:
     vector_store.add([rec(embedder, i, "a") for i in range(5)])
     assert vector_store.existing(["id-1", "id-9"]) == {"id-1"}

@@ -6,13 +6,16 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from fourfold.embeddings import Vectors
-from fourfold.text import tokenize
 from fourfold.text.bm25 import K1, B, bm25_idf
+from fourfold.text.tokenize import tokenize_many
 from fourfold.types import Episode
 
 __all__ = ["EpisodeIndex", "dense_text", "lexical_text"]
+
+Floats = npt.NDArray[np.float64]
 
 def lexical_text(ep: Episode) -> str:
     """What BM25 sees: goal, actions and outcome."""
@@ -25,14 +28,21 @@ def dense_text(ep: Episode) -> str:
 
 
 class _Postings:
-    """term -> [(position in the group, term frequency)], plus document lengths."""
+    """term -> (positions in the group, term frequencies), plus document lengths."""
 
-    __slots__ = ("lengths", "postings", "total")
+    __slots__ = ("_lengths_array", "lengths", "postings", "total")
 
     def __init__(self) -> None:
-        self.postings: dict[str, list[tuple[int, int]]] = {}
+        self.postings: dict[str, tuple[list[int], list[int]]] = {}
         self.lengths: list[int] = []
         self.total = 0
+        self._lengths_array: Floats = np.zeros(0, dtype=np.float64)
+
+    def lengths_array(self) -> Floats:
+        """`lengths` as an array (rebuilt only when documents were added since)."""
+        if len(self._lengths_array) != len(self.lengths):
+            self._lengths_array = np.array(self.lengths, dtype=np.float64)
+        return self._lengths_array
 
 
 class EpisodeIndex:
@@ -48,6 +58,7 @@ class EpisodeIndex:
         self._success_rows: dict[str | None, list[int]] = {}
         self._matrix: Vectors = np.zeros((0, dimension), dtype=np.float32)
         self._has_vector = np.zeros(0, dtype=bool)
+        self._ts: Floats = np.zeros(0, dtype=np.float64)  # each row's timestamp, for ranking
         self._orphans: dict[str, Vectors] = {}  # vectors whose episode line is not read yet
 
     def add(self, ep: Episode) -> None:
@@ -56,6 +67,7 @@ class EpisodeIndex:
         self.episodes.append(ep)
         self.rows[ep.id] = row
         self._grow(row + 1)
+        self._ts[row] = ep.ts
         if ep.success:
             self._success_rows.setdefault(ep.scope, []).append(row)
         orphan = self._orphans.pop(ep.id, None)
@@ -68,6 +80,7 @@ class EpisodeIndex:
         self.episodes.extend(episodes)
         self.rows.update(zip((ep.id for ep in episodes), range(start, start + len(episodes)), strict=True))
         self._grow(len(self.episodes))
+        self._ts[start : len(self.episodes)] = [ep.ts for ep in episodes]
         for row, ep in enumerate(episodes, start):
             if ep.success:
                 self._success_rows.setdefault(ep.scope, []).append(row)
@@ -82,7 +95,9 @@ class EpisodeIndex:
         matrix[: len(self._matrix)] = self._matrix
         has = np.zeros(capacity, dtype=bool)
         has[: len(self._has_vector)] = self._has_vector
-        self._matrix, self._has_vector = matrix, has
+        ts = np.zeros(capacity, dtype=np.float64)
+        ts[: len(self._ts)] = self._ts
+        self._matrix, self._has_vector, self._ts = matrix, has, ts
 
     def _put(self, row: int, vector: Vectors) -> None:
         if vector.shape == (self.dimension,):
@@ -108,7 +123,7 @@ class EpisodeIndex:
         """Rows of successful episodes of `scopes` (None is the unscoped group), group by group."""
         return [row for scope in scopes for row in self._success_rows.get(scope, [])]
 
-    def lexical_scores(self, scopes: Sequence[str | None], query_tokens: list[str]) -> tuple[list[float], float]:
+    def lexical_scores(self, scopes: Sequence[str | None], query_tokens: list[str]) -> tuple[Floats, float]:
         """Okapi BM25 of each of `success_rows(scopes)`, with statistics over exactly those rows,
         and the best score the query could reach (see `BM25Index.best_possible`).
 
@@ -118,18 +133,23 @@ class EpisodeIndex:
         groups = [self._postings(scope) for scope in scopes]
         n_docs = sum(len(g.lengths) for g in groups)
         if not n_docs:
-            return [], 0.0
+            return np.zeros(0, dtype=np.float64), 0.0
         avgdl = sum(g.total for g in groups) / n_docs or 1.0
-        scores = [0.0] * n_docs
+        scores = np.zeros(n_docs, dtype=np.float64)
         best = 0.0
+        # Each term's hits are scored in one numpy step, with the operations of the plain
+        # per-hit formula in its order (so the same floats); a document gets its terms' scores
+        # added in query order, as before.
         for term in query_tokens:  # a repeated query term counts once per occurrence
-            hits = [(g, g.postings.get(term, ())) for g in groups]
-            idf = bm25_idf(n_docs, sum(len(h) for _, h in hits))
+            hits = [(g, g.postings.get(term)) for g in groups]
+            idf = bm25_idf(n_docs, sum(len(h[0]) for _, h in hits if h))
             best += (K1 + 1.0) * idf
             base = 0
-            for group, postings in hits:
-                for pos, tf in postings:
-                    norm = K1 * (1.0 - B + B * group.lengths[pos] / avgdl)
+            for group, posting in hits:
+                if posting:
+                    pos = np.array(posting[0], dtype=np.intp)
+                    tf = np.array(posting[1], dtype=np.float64)
+                    norm = K1 * (1.0 - B + B * group.lengths_array()[pos] / avgdl)
                     scores[base + pos] += idf * tf * (K1 + 1.0) / (tf + norm)
                 base += len(group.lengths)
         return scores, best
@@ -139,17 +159,31 @@ class EpisodeIndex:
         group = self._groups.get(scope)
         if group is None:
             group = self._groups[scope] = _Postings()
-        for row in rows[len(group.lengths) :]:  # rows only ever append to a group
-            tokens = tokenize(lexical_text(self.episodes[row]))
+        new = rows[len(group.lengths) :]  # rows only ever append to a group
+        for tokens in tokenize_many([lexical_text(self.episodes[row]) for row in new]):
             pos = len(group.lengths)
             for term, tf in Counter(tokens).items():
-                group.postings.setdefault(term, []).append((pos, tf))
+                found = group.postings.get(term)
+                if found is None:
+                    group.postings[term] = ([pos], [tf])
+                else:
+                    found[0].append(pos)
+                    found[1].append(tf)
             group.lengths.append(len(tokens))
             group.total += len(tokens)
         return group
 
     def rows_without_vector(self, rows: list[int]) -> list[int]:
-        return [row for row in rows if not self._has_vector[row]]
+        if not rows:
+            return []
+        at = np.asarray(rows, dtype=np.intp)
+        missing: list[int] = at[~self._has_vector[at]].tolist()
+        return missing
+
+    def timestamps(self, rows: npt.NDArray[np.int64]) -> Floats:
+        """The rows' episode timestamps."""
+        ts: Floats = self._ts[rows]
+        return ts
 
     def vectors(self, rows: list[int]) -> Vectors:
         return self._matrix[rows]

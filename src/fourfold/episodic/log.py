@@ -82,6 +82,9 @@ class EpisodeLog:
         self._index = EpisodeIndex(self.embedder.dimension)
         self._seq = 0  # the clock of the newest write loaded
         self._erased = -1  # the erasure version the index was loaded under
+        # Groups (scopes) whose stored vectors were loaded in one query by scope; vectors of
+        # episodes that arrive later are looked up by id.
+        self._vector_groups: set[str | None] = set()
 
     def close(self) -> None:
         """Close the database when the log opened its own."""
@@ -261,11 +264,14 @@ class EpisodeLog:
             (None,) if scope is None else (None, scope) if include_unscoped else (scope,)
         )
         with self._mutex:
-            self._refresh()
-            rows = self._index.success_rows(scopes)
-            if not rows:
-                return []
-            self._ensure_vectors(rows)
+            with self.db.read():  # one snapshot for the new episodes and this search's vectors
+                self._refresh()
+                rows = self._index.success_rows(scopes)
+                if not rows:
+                    return []
+                self._load_groups(scopes)
+                self._load_vectors(rows)
+            self._embed_missing(rows)
             ranked = self._rank(situation, rows, scopes, k, min_score)
             return [self._index.episodes[row] for row in ranked]
 
@@ -301,11 +307,28 @@ class EpisodeLog:
     def _load_vectors(self, rows: list[int]) -> None:
         """Attach the stored vectors (of this embedder) of rows that have none in memory yet."""
         wanted = [self._index.episodes[row].id for row in self._index.rows_without_vector(rows)]
-        self._index.set_vectors(self.stored_vectors(wanted))
+        if wanted:
+            self._index.set_vectors(self.stored_vectors(wanted))
 
-    def _ensure_vectors(self, rows: list[int]) -> None:
-        """Load stored vectors, embed the episodes still missing one, and store those."""
-        self._load_vectors(rows)
+    def _load_groups(self, scopes: Sequence[str | None]) -> None:
+        """Attach the stored vectors of the successful episodes of scopes not searched before,
+        a query per scope (by the scope's index: a third of the time of asking by ids)."""
+        new = [scope for scope in scopes if scope not in self._vector_groups]
+        if not new:
+            return
+        found: dict[str, Vectors] = {}
+        with self.db.read() as conn:
+            for scope in new:
+                for episode_id, blob in conn.execute(
+                    "SELECT id, embedding FROM episodes WHERE scope = ? AND success = 1 AND embedder = ?",
+                    (scope_key(scope), self.embedder.identity),
+                ):
+                    found[episode_id] = np.frombuffer(blob, dtype=np.float32)
+        self._index.set_vectors({i: v for i, v in found.items() if i in self._index.rows})
+        self._vector_groups.update(new)
+
+    def _embed_missing(self, rows: list[int]) -> None:
+        """Embed the episodes of rows still missing a vector (after `_load_vectors`), and store those."""
         missing = self._index.rows_without_vector(rows)
         if not missing:
             return
@@ -340,16 +363,15 @@ class EpisodeLog:
         Rows sharing no word with the situation and not close in meaning are dropped, and so
         are rows below `min_score`.
         """
-        episodes = self._index.episodes
         scores, best = self._index.lexical_scores(scopes, tokenize(situation))
-        lexical = lexical_share(np.array(scores, dtype=np.float64), best)
+        lexical = lexical_share(scores, best)
         query = self.embedder.embed(situation)
         # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
         # down the next embedding on a small machine, for a product that takes microseconds.
         dense = np.einsum("ij,j->i", self._index.vectors(rows), query).astype(np.float64)
         keep = np.nonzero((lexical > 0) | (dense >= MIN_COSINE))[0]
         kept = np.asarray(rows, dtype=np.int64)[keep]
-        ts = np.array([episodes[row].ts for row in kept.tolist()], dtype=np.float64)
+        ts = self._index.timestamps(kept)
         null = Background.of(self.embedder).null(query)
         ranked = rank(dense[keep], lexical[keep], k=k, fusion=Fusion(), newer=_newest_order(ts, kept), null=null)
         return [int(kept[i]) for i, score in ranked if min_score is None or score >= min_score]

@@ -25,10 +25,12 @@ import numpy as np
 import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
+from fourfold.longterm._terms import ContextTerms, neighbour_arrays
 from fourfold.ranking import Fusion, Parts, lexical_share, rank, typicality
 from fourfold.stores.vector import DOC_KIND, VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.bm25 import CollectionStats
+from fourfold.text.tokenize import tokenize_many
 
 __all__ = ["THREAD_KEYS", "ScopeIndex", "Weights"]
 
@@ -103,29 +105,49 @@ class ScopeIndex:
     def __init__(
         self, records: Sequence[VectorRecord], dimension: int, *, weights: Weights | None = None
     ) -> None:
-        self.weights = w = weights or Weights()
         ordered = sorted(records, key=_order)
-        n = len(ordered)
         own: Vectors = (
             np.stack([r.embedding for r in ordered]).astype(np.float32, copy=False)
-            if n
+            if ordered
             else np.zeros((0, dimension), dtype=np.float32)
         )
+        self._build([replace(r, embedding=_NO_VECTOR) for r in ordered], own, dimension, weights or Weights())
+
+    @classmethod
+    def of_scan(
+        cls, records: Sequence[VectorRecord], matrix: Vectors, dimension: int, *, weights: Weights | None = None
+    ) -> ScopeIndex:
+        """The index of a scope read by `VectorStore.scan_matrix`: its records in write order
+        without their vectors, and those vectors as one matrix (row i for record i). The same
+        index `ScopeIndex(records with vectors, ...)` builds, without a vector per record."""
+        if len(matrix) != len(records):
+            raise ValueError(f"{len(records)} records but {len(matrix)} vectors")
+        own: Vectors = matrix if len(records) else np.zeros((0, dimension), dtype=np.float32)
+        out = cls.__new__(cls)
+        out._build(list(records), own.astype(np.float32, copy=False), dimension, weights or Weights())
+        return out
+
+    def _build(self, records: list[VectorRecord], own: Vectors, dimension: int, weights: Weights) -> None:
+        """Index records in write order (without vectors) whose own vectors are `own`'s rows."""
+        self.weights = weights
         # Search needs only the blended matrix; the records' own vectors stay as one matrix
         # (not ~1.5 KB per record object) so `with_added` can rebuild without the store.
         self._own = own
         self._dimension = dimension
-        self.records = [replace(r, embedding=_NO_VECTOR) for r in ordered]
-        self._ids = {r.id for r in ordered}
-        self._neighbours = _neighbours(self.records, w)
-        self.matrix = _blend_vectors(own, self._neighbours)
+        self.records = records
+        self._ids = {r.id for r in records}
+        self._neighbours = _neighbours(records, weights)
+        arrays = neighbour_arrays(self._neighbours)
+        self.matrix = _blend_vectors(own, self._neighbours, arrays=arrays)
+        self._token_lists = self._tokens_of(records)
+        # Term weights in array steps (`ContextTerms`), not a term map per record.
+        self._lexical: ContextTerms | BM25Index = ContextTerms(
+            self._token_lists, self._neighbours, arrays=arrays, nearer_weighs_more=weights.context_decay <= 1
+        )
+        self._bm25: BM25Index | None = None
         self._typical: Floats | None = None
-        self._token_lists = [self._tokens(r) for r in self.records]
-        self.bm25 = BM25Index()
-        for i in range(n):
-            self.bm25.add_weighted(str(i), self._counts(i))
         self._by_speaker: dict[str, list[int]] = {}
-        for i, record in enumerate(self.records):
+        for i, record in enumerate(records):
             self._index_speaker(i, record)
 
     @classmethod
@@ -152,13 +174,25 @@ class ScopeIndex:
             else np.zeros(len(records), dtype=np.float64)
         )
         out._token_lists = []
-        out.bm25 = BM25Index()
+        out._bm25 = BM25Index()
         for i, weighted in enumerate(counts):
-            out.bm25.add_weighted(str(i), weighted)
+            out._bm25.add_weighted(str(i), weighted)
+        out._lexical = out._bm25
         out._by_speaker = {}
         for i, record in enumerate(out.records):
             out._index_speaker(i, record)
         return out
+
+    @property
+    def bm25(self) -> BM25Index:
+        """The records' weighted terms as a complete `BM25Index` (built on first use, for tools
+        that read every term): its scores are the ranking's, up to rounding of lengths."""
+        if self._bm25 is None:
+            bm25 = BM25Index()
+            for i in range(len(self.records)):
+                bm25.add_weighted(str(i), self._counts(i))
+            self._bm25 = bm25
+        return self._bm25
 
     @property
     def typical(self) -> Floats:
@@ -188,7 +222,10 @@ class ScopeIndex:
         return counts
 
     def _index_speaker(self, i: int, record: VectorRecord) -> None:
-        for token in set(tokenize(str(record.metadata.get("speaker") or ""))):
+        speaker = record.metadata.get("speaker")
+        if not speaker:
+            return
+        for token in set(tokenize(str(speaker))):
             self._by_speaker.setdefault(token, []).append(i)
 
     def with_added(self, added: Sequence[VectorRecord]) -> ScopeIndex:
@@ -217,22 +254,23 @@ class ScopeIndex:
         out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
         out.matrix[changed] = _blend_vectors(out._own, out._neighbours, rows=changed)
         out._typical = None  # every member's moves with the scope's sum: recomputed on first search
-        out._token_lists = [*self._token_lists, *(out._tokens(r) for r in new)]
-        out.bm25 = self.bm25.copy()
-        for i in changed:
-            out.bm25.add_weighted(str(i), out._counts(i))  # replaces record i's earlier terms
-        out.bm25.recount_in_order([str(i) for i in range(len(out.records))])
+        out._token_lists = [*self._token_lists, *out._tokens_of(new)]
+        out._lexical = ContextTerms(out._token_lists, out._neighbours, nearer_weighs_more=out.weights.context_decay <= 1)
+        out._bm25 = None
         out._by_speaker = {token: list(rows) for token, rows in self._by_speaker.items()}
         for i in range(n_old, len(out.records)):
             out._index_speaker(i, out.records[i])
         return out
 
-    def _tokens(self, record: VectorRecord) -> list[str]:
-        tokens = tokenize(" ".join((record.text, *record.extra)))
-        when = memory_date(record.metadata) if self.weights.dates else None
-        if when is not None:
-            tokens += tokenize(" ".join(time_words(when)))
-        return tokens
+    def _tokens_of(self, records: Sequence[VectorRecord]) -> list[list[str]]:
+        """Each record's words (text and enriched facts), and its own date's when it has one."""
+        token_lists = tokenize_many([" ".join((r.text, *r.extra)) if r.extra else r.text for r in records])
+        if self.weights.dates:
+            for tokens, record in zip(token_lists, records, strict=True):
+                when = memory_date(record.metadata)
+                if when is not None:
+                    tokens += tokenize(" ".join(time_words(when)))
+        return token_lists
 
     def __len__(self) -> int:
         return len(self.records)
@@ -307,7 +345,7 @@ class ScopeIndex:
         matched = [t for t in signals.query_tokens if t in words]
         if not matched:
             return 0.0
-        return min(1.0, self.bm25.scores(matched, stats=stats).get(str(i), 0.0) / signals.best)
+        return min(1.0, self._lexical.scores(matched, stats=stats).get(str(i), 0.0) / signals.best)
 
     def _signals(
         self, query_vector: Vectors, query_text: str, *, keep: Callable[[VectorRecord], bool],
@@ -318,7 +356,7 @@ class ScopeIndex:
             return None
         query_tokens = tokenize(query_text)
         dense = (self.matrix[candidates] @ query_vector).astype(np.float64)
-        lexical_by_doc = self.bm25.scores(query_tokens, stats=stats)
+        lexical_by_doc = self._lexical.scores(query_tokens, stats=stats)
         lexical = np.array([lexical_by_doc.get(str(i), 0.0) for i in candidates], dtype=np.float64)
         named: Floats | None = None
         if weights.speaker:
@@ -326,7 +364,7 @@ class ScopeIndex:
             for token in set(query_tokens):
                 named[self._by_speaker.get(token, [])] = 1.0
             named = named[candidates]
-        best = self.bm25.best_possible(query_tokens, stats=stats)
+        best = self._lexical.best_possible(query_tokens, stats=stats)
         typical = self.typical[candidates] if weights.typical else np.zeros(candidates.size, dtype=np.float64)
         return _Signals(candidates, dense, lexical_share(lexical, best), named, typical, query_tokens, best)
 
@@ -373,15 +411,23 @@ def _order(record: VectorRecord) -> tuple[float, int]:
 
 
 def _blend_vectors(
-    own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]], *, rows: Sequence[int] | None = None
+    own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]], *, rows: Sequence[int] | None = None,
+    arrays: tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]] | None = None,
 ) -> Vectors:
     """Each vector (or those of `rows`) plus its neighbours' at their shares, renormalised to
-    unit length; a row comes out the same whichever other rows are computed with it."""
-    wanted = range(len(own)) if rows is None else rows
-    blended = own[list(wanted)].astype(np.float64)
-    for out_row, i in enumerate(wanted):
-        for j, share in neighbours[i]:
-            blended[out_row] += share * own[j]
+    unit length; a row comes out the same whichever other rows are computed with it.
+
+    The k-th neighbours of all rows are added in one step, so each row still adds its own in
+    order, with the same float32 products (a missing neighbour adds +0.0, which changes
+    nothing): bit for bit the sum of one row at a time, without a Python step per neighbour.
+    `arrays` are `neighbour_arrays` of the wanted rows' neighbours, when the caller has them.
+    """
+    wanted = range(len(own)) if rows is None else list(rows)
+    blended = own.astype(np.float64) if rows is None else own[wanted].astype(np.float64)
+    at, shares, _ = arrays if arrays is not None else neighbour_arrays([neighbours[i] for i in wanted])
+    shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
+    for slot in range(at.shape[1]):
+        blended += own[at[:, slot]] * shares32[:, slot, None]
     norms = np.linalg.norm(blended, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: Vectors = (blended / norms).astype(np.float32)

@@ -125,7 +125,7 @@ class LongTermMemory:
         self.weights = weights or Weights()
         # scope -> (the store's version of it, its index). Least recently used scopes are
         # evicted past max_cached_records (memory stays bounded).
-        self._indexes: OrderedDict[str | None, tuple[Hashable, ScopeIndex]] = OrderedDict()
+        self._indexes = _IndexCache()
         self.max_cached_records = max_cached_records
         self._lock = threading.RLock()
         # Scopes too large to read whole are ranked from the store's candidates (PostgreSQL).
@@ -541,25 +541,25 @@ class LongTermMemory:
         The store's version of the scope (one small read) says whether the cached index is
         current. The lock guards only the cache: scanning and building happen outside it.
         """
-        version = self.store.version(scope)
         with self._lock:
             cached = self._indexes.get(scope)
-            if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
-                self._indexes.move_to_end(scope)
-                return cached[1]
-        records, version = self.store.scan_versioned(scope)
-        index = ScopeIndex(records, self.embedder.dimension, weights=self.weights)
+        if cached is not None:  # a scope not cached is scanned without asking its version first
+            version = self.store.version(scope)
+            with self._lock:
+                cached = self._indexes.get(scope)
+                if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
+                    self._indexes.touch(scope)
+                    return cached[1]
+        records, matrix, version = self.store.scan_matrix(scope)
+        index = ScopeIndex.of_scan(records, matrix, self.embedder.dimension, weights=self.weights)
         if version is not None:
             with self._lock:
-                self._indexes[scope] = (version, index)
+                self._indexes.put(scope, version, index)
                 self._evict()
         return index
 
     def _evict(self) -> None:
-        cached = sum(len(index) for _, index in self._indexes.values())
-        while cached > self.max_cached_records and len(self._indexes) > 1:
-            _, (_, evicted) = self._indexes.popitem(last=False)
-            cached -= len(evicted)
+        self._indexes.evict(self.max_cached_records)
 
     def _refresh_indexes(
         self,
@@ -586,7 +586,7 @@ class LongTermMemory:
                 if added is not None and change is not None and cached is not None and cached[0] == change[0]:
                     bases[scope] = (change[0], change[1], cached[1])
                 else:
-                    self._indexes.pop(scope, None)
+                    self._indexes.pop(scope)
         # Built outside the lock, so recalls are not held up; installed only over the index it
         # was built from (another write meanwhile makes the next recall rescan instead).
         rebuilt = {
@@ -597,10 +597,47 @@ class LongTermMemory:
             for scope, (before, after, index) in rebuilt.items():
                 cached = self._indexes.get(scope)
                 if cached is not None and cached[0] == before and cached[1] is bases[scope][2]:
-                    self._indexes[scope] = (after, index)
+                    self._indexes.put(scope, after, index)
                 else:
-                    self._indexes.pop(scope, None)
+                    self._indexes.pop(scope)
             self._evict()
+
+
+class _IndexCache:
+    """scope -> (the store's version of it, its index), least recently used first, with the
+    records it holds counted as they come and go (eviction never walks every cached scope)."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[str | None, tuple[Hashable, ScopeIndex]] = OrderedDict()
+        self.records = 0
+
+    def __contains__(self, scope: object) -> bool:
+        return scope in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, scope: str | None) -> tuple[Hashable, ScopeIndex] | None:
+        return self._items.get(scope)
+
+    def touch(self, scope: str | None) -> None:
+        self._items.move_to_end(scope)
+
+    def put(self, scope: str | None, version: Hashable, index: ScopeIndex) -> None:
+        self.pop(scope)
+        self._items[scope] = (version, index)
+        self.records += len(index)
+
+    def pop(self, scope: str | None) -> None:
+        old = self._items.pop(scope, None)
+        if old is not None:
+            self.records -= len(old[1])
+
+    def evict(self, limit: int) -> None:
+        """Drop the least recently used scopes until at most `limit` records remain (one stays)."""
+        while self.records > limit and len(self._items) > 1:
+            _, (_, evicted) = self._items.popitem(last=False)
+            self.records -= len(evicted)
 
 
 @dataclass(frozen=True, slots=True)

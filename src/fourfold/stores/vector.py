@@ -18,7 +18,7 @@ import numpy as np
 
 from fourfold.embeddings.base import Vectors
 
-__all__ = ["DOC_KIND", "GLOBAL_SCOPE_KEY", "VERSION_KEY", "VectorRecord", "VectorStore", "scope_key"]
+__all__ = ["DOC_KIND", "GLOBAL_SCOPE_KEY", "NO_VECTOR", "VERSION_KEY", "VectorRecord", "VectorStore", "scope_key"]
 
 #: How the unscoped space (scope=None) is stored; user scopes are never empty strings.
 GLOBAL_SCOPE_KEY = ""
@@ -29,6 +29,10 @@ DOC_KIND = "doc"
 #: The metadata entry holding a memory's version bookkeeping (`fourfold.longterm.versions`):
 #: stores keep it like any metadata and only need to find the records that carry it.
 VERSION_KEY = "ff_version"
+
+
+#: The `embedding` of a record whose vector is held elsewhere (a scope index's matrix).
+NO_VECTOR: Vectors = np.zeros(0, dtype=np.float32)
 
 
 def scope_key(scope: str | None) -> str:
@@ -194,6 +198,23 @@ class VectorStore(ABC):
         before = self.version(scope)
         records = self.scan(scope)
         return records, (before if before is not None and before == self.version(scope) else None)
+
+    def scan_matrix(self, scope: str | None) -> tuple[list[VectorRecord], Vectors, Hashable | None]:
+        """`scan_versioned` in write order (`created_at`, then `seq`), the vectors apart: the
+        records without theirs (`NO_VECTOR`) and one (n, dimension) matrix of them, row i for
+        record i (shape (0, 0) when the scope is empty). What a scope's index is built from.
+
+        This default sorts and stacks `scan_versioned`; a store that reads the vectors as one
+        block should.
+        """
+        records, version = self.scan_versioned(scope)
+        ordered = sorted(records, key=lambda r: (r.created_at, r.seq))
+        matrix: Vectors = (
+            np.stack([r.embedding for r in ordered]).astype(np.float32, copy=False)
+            if ordered
+            else np.zeros((0, 0), dtype=np.float32)
+        )
+        return [replace(r, embedding=NO_VECTOR) for r in ordered], matrix, version
 
     def close(self) -> None:  # noqa: B027 - optional hook; most backends hold nothing
         """Release files and clients."""

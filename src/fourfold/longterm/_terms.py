@@ -1,0 +1,176 @@
+"""BM25 over a scope's records that lend each other words, built with array operations.
+
+`ScopeIndex` indexes each memory with its own words and its neighbours' at reduced weight.
+Building a map of weighted terms for every record and then the postings of every term, a
+Python step per entry, cost more than the rest of a scope's index together (most of a
+customer's first recall). Here every occurrence of a word is lent to the neighbours of its
+record in a few numpy steps, and the weights of each (term, record) pair are summed in the
+order a record's term map sums them, so the weights, and the scores, are the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from fourfold.text.bm25 import K1, B, CollectionStats, bm25_idf
+
+__all__ = ["ContextTerms", "Neighbours", "neighbour_arrays"]
+
+#: Each record's neighbours as (position, share of weight), nearest first; symmetric, and a
+#: share set by the distance, as `fourfold.longterm.retrieval._neighbours` makes them.
+Neighbours = Sequence[Sequence[tuple[int, float]]]
+Ints = npt.NDArray[np.intp]
+#: Up to this many (term, record) cells the weights are summed in a dense table (32 MB).
+_DENSE_PAIRS = 1 << 22
+Floats = npt.NDArray[np.float64]
+
+
+def neighbour_arrays(neighbours: Neighbours) -> tuple[Ints, Floats, Ints]:
+    """Row r's k-th neighbour and its share at [r, k] (a missing one: row 0, share 0), and
+    how many each row has."""
+    counts = np.fromiter((len(near) for near in neighbours), dtype=np.intp, count=len(neighbours))
+    width = int(counts.max()) if len(neighbours) else 0
+    at = np.zeros((len(neighbours), width), dtype=np.intp)
+    shares = np.zeros((len(neighbours), width), dtype=np.float64)
+    if width:
+        starts = np.cumsum(counts) - counts
+        rows = np.repeat(np.arange(len(neighbours)), counts)
+        slots = np.arange(int(counts.sum())) - np.repeat(starts, counts)
+        at[rows, slots] = [j for near in neighbours for j, _ in near]
+        shares[rows, slots] = [share for near in neighbours for _, share in near]
+    return at, shares, counts
+
+
+class ContextTerms:
+    """Okapi BM25 where record i holds its own tokens at weight 1 and each neighbour's at its share.
+
+    A term's weight in a record is summed exactly as a map of the record's term weights sums
+    it (its own occurrences, then each neighbour's, nearest first, one share per occurrence),
+    so `scores` equals `BM25Index.scores` over those maps. A record's length is its own token
+    count plus each neighbour's count times its share: the sum of its weights, up to rounding.
+    The index never changes; a scope that changes gets a new one.
+    """
+
+    __slots__ = ("_bounds", "_cache", "_holders", "_lengths", "_total", "_vocab", "_weights", "b", "k1")
+
+    def __init__(
+        self, token_lists: Sequence[Sequence[str]], neighbours: Neighbours, *,
+        arrays: tuple[Ints, Floats, Ints] | None = None, nearer_weighs_more: bool = True, k1: float = K1, b: float = B,
+        dense_pairs: int = _DENSE_PAIRS,
+    ) -> None:
+        """`arrays`: `neighbour_arrays(neighbours)` when the caller has them; `nearer_weighs_more`:
+        whether shares shrink with distance (`Weights.context_decay` <= 1); up to `dense_pairs`
+        (term, record) cells the weights are summed in a table, past it through a sort."""
+        self.k1, self.b = k1, b
+        n = len(token_lists)
+        at, shares, counts = arrays if arrays is not None else neighbour_arrays(neighbours)
+        vocab: dict[str, int] = {}
+        term_ids: list[int] = []
+        for tokens in token_lists:
+            for token in tokens:
+                term = vocab.get(token)
+                if term is None:
+                    term = vocab[token] = len(vocab)
+                term_ids.append(term)
+        sizes = np.fromiter((len(tokens) for tokens in token_lists), dtype=np.intp, count=n)
+        terms = np.asarray(term_ids, dtype=np.intp)  # one entry per occurrence
+        docs = np.repeat(np.arange(n, dtype=np.intp), sizes)
+        # Every occurrence is lent to each neighbour of its record, at that neighbour's share.
+        width = at.shape[1]
+        lent = np.arange(width)[None, :] < counts[docs][:, None]
+        lent_terms = np.broadcast_to(terms[:, None], lent.shape)[lent]
+        lent_to = at[docs][lent]
+        lent_shares = shares[docs][lent]
+        # A record adds its own occurrences first, then its neighbours' nearest first: sorting by
+        # share sorts by distance (equal shares are equal terms, whose order cannot matter).
+        # The few distinct shares are ranked, so the stable sort is a radix sort of small ints.
+        distinct = np.unique(lent_shares)
+        if nearer_weighs_more:
+            distinct = distinct[::-1]
+        rank = np.searchsorted(-distinct if nearer_weighs_more else distinct,
+                               -lent_shares if nearer_weighs_more else lent_shares)
+        order = np.argsort(rank.astype(np.int16 if len(distinct) < 1 << 15 else np.int64), kind="stable")
+        stride = max(n, 1)
+        keys = np.concatenate([terms * stride + docs, (lent_terms * stride + lent_to)[order]])
+        values = np.concatenate([np.ones(len(terms)), lent_shares[order]])
+        if len(vocab) * stride <= dense_pairs:  # a (term, record) table small enough to hold whole
+            table = np.zeros(len(vocab) * stride, dtype=np.float64)
+            np.add.at(table, keys, values)  # in the order given, one addition at a time
+            pairs = np.flatnonzero(table)  # every pair holds a positive weight
+            weights = table[pairs]
+        else:
+            pairs, where = np.unique(keys, return_inverse=True)
+            weights = np.zeros(len(pairs), dtype=np.float64)
+            np.add.at(weights, where, values)
+        self._vocab = vocab
+        self._holders = (pairs % stride).astype(np.intp)
+        self._weights = weights
+        self._bounds = np.searchsorted(pairs // stride, np.arange(len(vocab) + 1))
+        lengths = sizes.astype(np.float64)
+        for slot in range(width):  # shares are 0 past a row's neighbours
+            lengths += shares[:, slot] * sizes[at[:, slot]]
+        self._lengths = lengths
+        total = 0.0
+        for length in lengths.tolist():
+            total += length
+        self._total = total
+        self._cache: dict[str, dict[str, float]] = {}
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def _posting_arrays(self, term: str) -> tuple[Ints, Floats]:
+        """The records holding the term (themselves or through a neighbour) and its weights there."""
+        t = self._vocab.get(term)
+        if t is None:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64)
+        start, end = int(self._bounds[t]), int(self._bounds[t + 1])
+        return self._holders[start:end], self._weights[start:end]
+
+    def posting(self, term: str) -> dict[str, float]:
+        """The term's weight in every record that holds it, by str(position)."""
+        cached = self._cache.get(term)
+        if cached is None:
+            holders, weights = self._posting_arrays(term)
+            cached = self._cache[term] = dict(zip(map(str, holders.tolist()), weights.tolist(), strict=True))
+        return cached
+
+    def length(self, i: int) -> float:
+        return float(self._lengths[i])
+
+    def idf(self, term: str, *, stats: CollectionStats | None = None) -> float:
+        """As `BM25Index.idf`: the term's inverse document frequency here, or in `stats`."""
+        t = self._vocab.get(term)
+        df: float = 0 if t is None else int(self._bounds[t + 1] - self._bounds[t])
+        if stats is None:
+            return bm25_idf(len(self._lengths), df)
+        return bm25_idf(stats.n_docs, max(stats.df.get(term, 0.0), df))
+
+    def best_possible(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> float:
+        """As `BM25Index.best_possible`: every term matched, saturated."""
+        return (self.k1 + 1.0) * sum(self.idf(term, stats=stats) for term in query_tokens)
+
+    def scores(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> dict[str, float]:
+        """As `BM25Index.scores`: every record sharing a term with the query, by str(position).
+
+        Each term's hits are scored in one step with the per-hit formula's operations in its
+        order, and a record adds its terms' scores in query order: the same floats.
+        """
+        n_docs = len(self._lengths)
+        if not n_docs or not self._total:
+            return {}
+        avgdl = self._total / n_docs if stats is None else stats.avgdl
+        k1, b = self.k1, self.b
+        out = np.zeros(n_docs, dtype=np.float64)
+        for term in query_tokens:  # a repeated query term counts once per occurrence
+            holders, tf = self._posting_arrays(term)
+            if not len(holders):
+                continue
+            idf = self.idf(term, stats=stats) if stats is not None else bm25_idf(n_docs, len(holders))
+            norm = k1 * (1.0 - b + b * self._lengths[holders] / avgdl)
+            out[holders] += idf * tf * (k1 + 1.0) / (tf + norm)
+        hit = np.flatnonzero(out > 0)
+        return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))

@@ -1,0 +1,124 @@
+"""A scope's index is built cheaply (batched tokens, per-term weights, vectorised context) and
+ranks exactly as the plain construction does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fourfold.embeddings import HashEmbedder
+from fourfold.longterm._terms import ContextTerms
+from fourfold.longterm.retrieval import ScopeIndex, Weights, _blend_vectors, _neighbours
+from fourfold.stores.vector import NO_VECTOR, VectorRecord
+from fourfold.text import BM25Index, tokenize
+from fourfold.text.tokenize import tokenize_many
+
+EMBEDDER = HashEmbedder()
+WORDS = ["refund", "parcel", "invoice", "router", "the", "Maria's", "can't", "café", "ﬁle", "Ｆｕｌｌ", "2023", "x_y",
+         "refund refund", "parcel parcel parcel"]
+
+records_strategy = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join).filter(str.strip),
+        st.sampled_from([None, "t1", "t2"]),  # thread
+        st.sampled_from([None, "Ann", "Bob"]),  # speaker
+        st.sampled_from([0.0, 1.0, 600.0, 7200.0]),  # gap to the previous memory
+        st.sampled_from(["note", "doc"]),
+        st.sampled_from([None, "2023-05-07"]),  # the memory's own date
+    ),
+    min_size=1, max_size=25,
+)
+
+
+def _records(rows: list[tuple[str, str | None, str | None, float, str, str | None]]) -> list[VectorRecord]:
+    out, clock = [], 1000.0
+    for i, (text, thread, speaker, gap, kind, date) in enumerate(rows):
+        clock += gap
+        meta = {k: v for k, v in (("thread", thread), ("speaker", speaker), ("date", date)) if v is not None}
+        out.append(VectorRecord(f"r{i}", f"{text} {i}", EMBEDDER.embed(f"{text} {i}"), "s", kind, clock, meta, seq=i))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=8))
+def test_tokenize_many_is_tokenize_of_each_text(texts: list[str]) -> None:
+    assert tokenize_many(texts) == [tokenize(t) for t in texts]
+
+
+def test_tokenize_many_handles_the_separator_and_no_texts() -> None:
+    assert tokenize_many([]) == []
+    assert tokenize_many(["refund\x00parcel", "Maria's invoice"]) == [["refund", "parcel"], ["maria", "invoic"]]
+
+
+@settings(max_examples=120, deadline=None)
+@given(records_strategy, st.sampled_from([Weights(), Weights(context_decay=1.0), Weights(context_decay=1.3),
+                                          Weights(context=0.3, context_unthreaded=0.3, context_decay=0.9)]))
+def test_per_term_weights_equal_the_records_weighted_terms(
+    rows: list[tuple[str, str | None, str | None, float, str, str | None]], weights: Weights
+) -> None:
+    """Each term's weight in each record is the one the record's full weighted term map holds
+    (exactly), and BM25 scores equal those of a `BM25Index` over those maps."""
+    index = ScopeIndex(_records(rows), EMBEDDER.dimension, weights=weights)
+    full = BM25Index()
+    maps = [index.features(i)[1] for i in range(len(index))]
+    for i, term_map in enumerate(maps):
+        full.add_weighted(str(i), term_map)
+    terms = {t for term_map in maps for t in term_map} | {"absent"}
+    lexical = index._lexical
+    assert isinstance(lexical, ContextTerms)
+    sorted_sums = ContextTerms(index._token_lists, index._neighbours, dense_pairs=0,
+                               nearer_weighs_more=weights.context_decay <= 1)  # the path of large scopes
+    for term in terms:
+        assert sorted_sums.posting(term) == lexical.posting(term)
+        want = {str(i): w[term] for i, w in enumerate(maps) if term in w}
+        assert lexical.posting(term) == want
+        assert lexical.idf(term) == full.idf(term)
+    for query in (["refund", "parcel"], ["maria", "maria", "invoic"], ["absent"], sorted(terms)[:5]):
+        got, want = lexical.scores(query), full.scores(query)
+        assert got.keys() == want.keys()
+        assert [got[d] for d in want] == pytest.approx([want[d] for d in want], rel=1e-12)
+        assert lexical.best_possible(query) == pytest.approx(full.best_possible(query), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(records_strategy, st.sampled_from([Weights(), Weights(context_window=1), Weights(context=0.0, context_unthreaded=0.0)]))
+def test_context_vectors_are_bit_identical_to_one_row_at_a_time(
+    rows: list[tuple[str, str | None, str | None, float, str, str | None]], weights: Weights
+) -> None:
+    records = _records(rows)
+    own = np.stack([r.embedding for r in records]).astype(np.float32)
+    near = _neighbours(records, weights)
+    want = own.astype(np.float64)
+    for i in range(len(records)):  # the plain definition: a row and its neighbours, in order
+        for j, share in near[i]:
+            want[i] += share * own[j]
+    norms = np.linalg.norm(want, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    assert _blend_vectors(own, near).tobytes() == (want / norms).astype(np.float32).tobytes()
+    rows_wanted = list(range(len(records)))[::2]
+    assert _blend_vectors(own, near, rows=rows_wanted).tobytes() == (want / norms).astype(np.float32)[rows_wanted].tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(records_strategy)
+def test_an_index_of_a_scan_matrix_ranks_as_an_index_of_records(rows: list[tuple[str, str | None, str | None, float, str, str | None]]) -> None:
+    from dataclasses import replace
+
+    records = _records(rows)
+    plain = ScopeIndex(list(reversed(records)), EMBEDDER.dimension)  # sorted on the way in
+    matrix = np.stack([r.embedding for r in records])
+    scanned = ScopeIndex.of_scan([replace(r, embedding=NO_VECTOR) for r in records], matrix, EMBEDDER.dimension)
+    assert scanned.matrix.tobytes() == plain.matrix.tobytes()
+    for query in ("refund parcel", "Ann invoice 2023", "May 2023 router"):
+        vector = EMBEDDER.embed(query)
+        got = scanned.explain(vector, query, k=10, keep=lambda r: True)
+        want = plain.explain(vector, query, k=10, keep=lambda r: True)
+        assert [(r.id, p) for r, p in got] == [(r.id, p) for r, p in want]
+
+
+def test_an_empty_scan_is_an_empty_index() -> None:
+    index = ScopeIndex.of_scan([], np.zeros((0, 0), dtype=np.float32), EMBEDDER.dimension)
+    assert len(index) == 0 and index.matrix.shape == (0, EMBEDDER.dimension)
+    assert index.search(EMBEDDER.embed("anything"), "anything", k=3, keep=lambda r: True) == []
