@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm._terms import ContextTerms, neighbour_arrays
-from fourfold.ranking import Fusion, Parts, lexical_share, rank, typicality
+from fourfold.ranking import Fusion, Parts, evidence_of, lexical_share, rank, typicality
 from fourfold.stores.vector import DOC_KIND, VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.bm25 import CollectionStats
@@ -321,17 +321,17 @@ class ScopeIndex:
             signals.dense, signals.lexical, k=k, fusion=fusion, boost=signals.named,
             newer=signals.candidates.astype(np.float64), null=null, typical=signals.typical,
         )
+        evidence = evidence_of(signals.dense, signals.lexical, fusion, boost=signals.named, typical=signals.typical)
         out: list[tuple[VectorRecord, Parts]] = []
         for j, score in ranked:
             i = int(signals.candidates[j])
             boost = float(signals.named[j]) if signals.named is not None else 0.0
             dense, lexical = float(signals.dense[j]), float(signals.lexical[j])
             typical = float(signals.typical[j])
-            evidence = dense + fusion.lexical * lexical + fusion.boost * boost - fusion.typical * typical
             own = float(self._own[i] @ query_vector) if i < len(self._own) else dense
             parts = Parts(
                 dense=dense, own=own, lexical=lexical, date=self._date_share(i, signals, stats),
-                boost=boost, null=null, evidence=evidence, relevance=score, typical=typical,
+                boost=boost, null=null, evidence=float(evidence[j]), relevance=score, typical=typical,
             )
             out.append((self.records[i], parts))
         return out
