@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, is_dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -104,6 +104,11 @@ def _embedder() -> Embedder:
     from fourfold.embeddings.spec import embedder_from_spec
 
     return embedder_from_spec(state.embedder or "minilm")
+
+
+def _stamp(seconds: float) -> str:
+    """A time as every command prints it: UTC, to the minute."""
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def _out(value: Any, human: str | None = None) -> None:

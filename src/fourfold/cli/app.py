@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +22,7 @@ from fourfold.cli._common import (
     _model,
     _out,
     _selection,
+    _stamp,
     _store_url,
     _when,
     state,
@@ -212,10 +212,6 @@ def history(memory_id: str) -> None:
         f"{_stamp(v.valid_from)} .. {_stamp(v.valid_to) if v.valid_to is not None else 'now':<16}  {v.text}  ({v.id})"
         for v in versions
     ))
-
-
-def _stamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 @app.command()

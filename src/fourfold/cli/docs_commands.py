@@ -5,13 +5,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fourfold.cli._common import _memory, _out, state
+from fourfold.cli._common import _memory, _out, _stamp, state
 
 if TYPE_CHECKING:
     from fourfold.semantic.docs import Progress
@@ -78,7 +77,7 @@ def docs_list(scope: Annotated[str | None, typer.Option()] = None) -> None:
     with _memory() as mem:
         found = mem.docs.list(scope=scope)
     width = max((len(d.source) for d in found), default=0)
-    lines = [f"{d.source:<{width}}  {d.chunks:>4} chunks  {datetime.fromtimestamp(d.updated_at):%Y-%m-%d %H:%M}"
+    lines = [f"{d.source:<{width}}  {d.chunks:>4} chunks  {_stamp(d.updated_at)}"
              for d in found]
     _out(found, "\n".join(lines) or "(no documents)")
 

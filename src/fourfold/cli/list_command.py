@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import typer
 
 from fourfold.cli._common import (
@@ -15,6 +13,7 @@ from fourfold.cli._common import (
     _memory,
     _out,
     _selection,
+    _stamp,
 )
 
 __all__ = ["register"]
@@ -30,7 +29,7 @@ def list_memories(
     """Every current memory of a scope, oldest first (documents only with --kind doc)."""
     with _memory() as mem:
         found = mem.long_term.all(**_selection(scope, kind, where, as_of, all_versions))
-    lines = [f"{datetime.fromtimestamp(r.created_at, UTC):%Y-%m-%d %H:%M}  [{r.kind}] {r.text}  ({r.id})" for r in found]
+    lines = [f"{_stamp(r.created_at)}  [{r.kind}] {r.text}  ({r.id})" for r in found]
     _out(found, "\n".join(lines) or "(none)")
 
 

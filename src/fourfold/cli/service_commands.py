@@ -7,14 +7,22 @@ stays fast and works without them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from fourfold._extras import require
 from fourfold._manifest import MANIFEST
-from fourfold.cli._common import _embedder, _model, _out, _say_created, _store_url, _where, state
+from fourfold.cli._common import (
+    _embedder,
+    _model,
+    _out,
+    _say_created,
+    _stamp,
+    _store_url,
+    _where,
+    state,
+)
 from fourfold.errors import InvalidInput
 from fourfold.service.hosts import is_loopback
 
@@ -223,7 +231,7 @@ def _key_dict(k: ApiKey) -> dict[str, object]:
 
 
 def _key_line(k: ApiKey) -> str:
-    when = datetime.fromtimestamp(k.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M")
+    when = _stamp(k.created_at)
     state_text = "active" if k.active else "revoked"
     label = f"  {k.label}" if k.label else ""
     return f"{k.id}  {k.tenant:<20} {state_text:<8} {when}{label}"
