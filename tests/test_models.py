@@ -448,44 +448,30 @@ def test_default_model_follows_anthropic_api_key(monkeypatch: pytest.MonkeyPatch
 # -- model specs --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("spec", "parsed"),
-    [
-        ("offline", ("offline", "", None)),
-        ("anthropic", ("anthropic", "claude-sonnet-4-6", None)),
-        ("anthropic:claude-haiku-4-5", ("anthropic", "claude-haiku-4-5", None)),
-        ("openai:gpt-4.1-mini", ("openai", "gpt-4.1-mini", None)),
-        (
-            "openai-compatible:qwen3@http://gpu:8000/v1",
-            ("openai-compatible", "qwen3", "http://gpu:8000/v1"),
-        ),
-        ("ollama:llama3.1:8b", ("openai-compatible", "llama3.1:8b", "http://localhost:11434/v1")),
-        ("lmstudio:phi-4", ("openai-compatible", "phi-4", "http://localhost:1234/v1")),
-        (
-            "vllm:org/model@https://h.example/v1",
-            ("openai-compatible", "org/model", "https://h.example/v1"),
-        ),
-    ],
-)
+@pytest.mark.parametrize(("spec", "parsed"), [
+    ("offline", ("offline", "", None)),
+    ("anthropic", ("anthropic", "claude-sonnet-4-6", None)),
+    ("anthropic:claude-haiku-4-5", ("anthropic", "claude-haiku-4-5", None)),
+    ("openai:gpt-4.1-mini", ("openai", "gpt-4.1-mini", None)),
+    ("openai-compatible:qwen3@http://gpu:8000/v1", ("openai-compatible", "qwen3", "http://gpu:8000/v1")),
+    ("ollama:llama3.1:8b", ("openai-compatible", "llama3.1:8b", "http://localhost:11434/v1")),
+    ("lmstudio:phi-4", ("openai-compatible", "phi-4", "http://localhost:1234/v1")),
+    ("vllm:org/model@https://h.example/v1", ("openai-compatible", "org/model", "https://h.example/v1")),
+])
 def test_model_specs_parse(spec: str, parsed: tuple[str, str, str | None]) -> None:
     got = fourfold.models.parse_spec(spec)
     assert (got.provider, got.model, got.base_url) == parsed
     assert fourfold.models.parse_spec(str(got)) == got  # a spec prints back as itself
 
 
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ("", "an empty model spec"),
-        ("gpt5", "unknown model provider 'gpt5'"),
-        ("offline:x", "'offline' takes no model or URL"),
-        ("openai-compatible:qwen3", "needs a base URL"),
-        ("openai-compatible", "names no model"),
-    ],
-)
-def test_bad_model_specs_say_what_is_accepted(
-    spec: str, message: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.parametrize(("spec", "message"), [
+    ("", "an empty model spec"),
+    ("gpt5", "unknown model provider 'gpt5'"),
+    ("offline:x", "'offline' takes no model or URL"),
+    ("openai-compatible:qwen3", "needs a base URL"),
+    ("openai-compatible", "names no model"),
+])
+def test_bad_model_specs_say_what_is_accepted(spec: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(InvalidInput, match=message) as info:
         fourfold.models.parse_spec(spec)

@@ -48,9 +48,7 @@ class ChatResponse:
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
-    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "other"] = (
-        "end_turn"
-    )
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "other"] = "end_turn"
     usage: Usage = field(default_factory=Usage)
     model: str = ""
 
@@ -60,9 +58,7 @@ class ChatResponse:
         if self.text:
             blocks.append({"type": "text", "text": self.text})
         for call in self.tool_calls:
-            blocks.append(
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.input)}
-            )
+            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.input)})
         return {"role": "assistant", "content": blocks or self.text}
 
 
@@ -89,12 +85,7 @@ class ChatModel:
         """Answer one request. Implement this (or `chat`, which it calls then)."""
         if type(self).chat is ChatModel.chat:
             raise NotImplementedError(f"{type(self).__name__} implements neither complete nor chat")
-        return self.chat(
-            request.messages,
-            system=request.system,
-            tools=request.tools,
-            max_tokens=request.max_tokens,
-        )
+        return self.chat(request.messages, system=request.system, tools=request.tools, max_tokens=request.max_tokens)
 
     def token_counter(self) -> TokenCounter:
         """What counts this model's input tokens: the offline estimate, unless the model can do better."""
