@@ -174,14 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     print("The trade-off of the floor (on-topic hit@3 lost; off-topic left empty: all, unrelated, unanswerable):\n")
     print("| floor | " + " | ".join(f"{s} lost | {s} empty | {s} unrelated | {s} unanswerable" for s in SPLITS) + " |")
     print("|---|" + "---|---|---|---|" * len(SPLITS))
-    for floor in CURVE:
+    for floor in sorted({*CURVE, RELEVANCE_FLOOR}):
         cells = []
         for split in SPLITS:
             lost = [any(rel for rel, _ in scored[q]) and not any(rel and s >= floor for rel, s in scored[q]) for q in of(split, on)]
             kinds = {kind: [all(s < floor for _, s in scored[q]) for q in of(split, off) if kind in (q.kind, "all")]
                      for kind in ("all", "unrelated", "unanswerable")}
             cells += [f"{np.mean(lost):.4f}", *(f"{np.mean(v):.3f}" for v in kinds.values())]
-        print(f"| {floor} | " + " | ".join(cells) + " |")
+        print(f"| {f'**{floor}**' if floor == RELEVANCE_FLOOR else floor} | " + " | ".join(cells) + " |")
     print()
     for split in SPLITS:
         g = groups[split]

@@ -86,3 +86,13 @@ def test_cross_validation_folds_cover_the_dev_half_only() -> None:
     folds = data.dev_folds(5)
     assert all(folds) and set().union(*folds) == data.folds(2)[0]
     assert not set().union(*folds) & data.folds(2)[1]
+
+
+def test_the_hand_written_check_asks_of_real_types_in_texts_found_nowhere_it_could_have_been_tuned() -> None:
+    import _handwritten as hand
+    from fourfold._background import TEXTS
+
+    assert set(hand.ON_TOPIC) == {t.name for t in data.TYPES}
+    asked = {q for qs in hand.ON_TOPIC.values() for q in qs}
+    generated = {q for t in data.TYPES for q in t.questions} | set(data.OFF_TOPIC)
+    assert not (asked | set(hand.OFF_TOPIC)) & (generated | set(TEXTS))
