@@ -14,11 +14,12 @@ Every lever's setting is chosen by 5-fold cross-validation on the dev sets only 
 out LoCoMo dev's conversation i and the i-th fifth of the paraphrase dev half's attribute
 types); the test half is scored once, with the setting chosen on all of dev.
 
-    python benchmarks/recall_feedback.py [--a] [--b] [--c | --mmr --csls --clauses --store] [--misses]
+    python benchmarks/recall_feedback.py [--a] [--b] [--c | --mmr --csls --clauses --store --neighbours] [--misses]
 
 (c) is what the misses suggested: maximal marginal relevance (several near-alike order
 memories fill the top 3), hubness against the background texts (CSLS), a memory's best clause
-(the desk's framing dilutes its content), closeness to the whole store's centroid.
+(the desk's framing dilutes its content), closeness to the whole store's centroid, and what
+the memory's nearest memories in other scopes are about (document expansion).
 
 Reads private parts of `ScopeIndex` (it is a lab, not an API), on cached MiniLM vectors.
 """
@@ -231,6 +232,34 @@ def store_typical(w: float, *, scope: float = 0.2) -> Score:
     return score
 
 
+def with_store_neighbours(rows: Sequence[tuple[Any, Row]], ks: Sequence[int] = (3, 10)) -> None:
+    """Attach each memory's k nearest memories of *other* scopes (own vectors), as the unit mean
+    of their vectors: what memories like it elsewhere in the store are about (document
+    expansion by the cluster hypothesis)."""
+    scopes = {id(f["O"]): f["O"] for _, f in rows}
+    keys = list(scopes)
+    allv = np.concatenate([scopes[k] for k in keys]).astype(np.float32)
+    owner = np.concatenate([np.full(len(scopes[k]), i) for i, k in enumerate(keys)])
+    cents: dict[int, dict[int, Any]] = {k: {} for k in ks}
+    for i, key in enumerate(keys):
+        sims = scopes[key].astype(np.float32) @ allv.T
+        sims[:, owner == i] = -np.inf
+        order = np.argsort(-sims, axis=1)
+        for k in ks:
+            c = allv[order[:, :k]].mean(axis=1)
+            cents[k][key] = c / np.linalg.norm(c, axis=1, keepdims=True)
+    for _, f in rows:
+        for k in ks:
+            f[f"nb{k}"] = (cents[k][id(f["O"])] @ f["q"]).astype(np.float64)
+
+
+def store_neighbours(k: int, w: float) -> Score:
+    """The shipped sum plus w times the query's cosine to the memory's store neighbours (`with_store_neighbours`)."""
+    def score(f: Row) -> Any:
+        return shipped(f) + w * f[f"nb{k}"]
+    return score
+
+
 # -- cross-validation ----------------------------------------------------------------------------
 
 def cv(name: str, grid: dict[str, Score], desk: list[tuple[pdata.Question, Row]], loc: list[tuple[ldata.Question, Row]],
@@ -331,6 +360,12 @@ def main(argv: list[str] | None = None) -> int:
         grid = {"shipped": shipped} | {f"store centroid {w}, scope typicality {t}": store_typical(w, scope=t)
                                        for w in (0.1, 0.2, 0.3, 0.5) for t in (0.0, 0.2)}
         cv("closeness to the store's centroid", grid, desk, loc)
+    if want("c", "neighbours"):
+        with_store_neighbours(desk)
+        with_store_neighbours(loc)
+        grid = {"shipped": shipped} | {f"{k} store neighbours, weight {w}": store_neighbours(k, w)
+                                       for k in (3, 10) for w in (0.1, 0.2, 0.3, 0.5)}
+        cv("what memories like it in other scopes are about", grid, desk, loc)
     if not want("b"):
         return 0
     print("\n## (b) memory-side context (desk only: LoCoMo's turns are not preferences)")
