@@ -93,7 +93,8 @@ def top(scores: Any, k: int) -> Any:
 
 
 def desk_hits(rows: list[tuple[pdata.Question, Row]], score: Score) -> tuple[float, float, float]:
-    par, ovl = [], []
+    par: list[bool] = []
+    ovl: list[bool] = []
     for q, f in rows:
         hit = any(f["texts"][i] == q.answer for i in top(score(f), 3))
         (par if q.paraphrase else ovl).append(hit)
