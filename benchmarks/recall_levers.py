@@ -54,7 +54,8 @@ def _lexical(ix: Any, tokens: list[str], df: dict[str, float]) -> Any:
     return out / best if best > 0 else out
 
 
-def features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row:
+def base_features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row:
+    """The shipped ranker's inputs for one question in one scope, with the scope's vectors and texts."""
     ix = lt._index(scope)
     tokens = tokenize(text)
     by_doc = ix.bm25.scores(tokens)
@@ -62,6 +63,18 @@ def features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row:
     named = np.zeros(len(ix))
     for t in set(tokens):
         named[ix._by_speaker.get(t, [])] = 1.0
+    return {
+        "dense": (ix.matrix @ vector).astype(np.float64), "own": (ix._own @ vector).astype(np.float64),
+        "lex": lexical_share(raw, ix.bm25.best_possible(tokens)), "raw": raw, "named": named,
+        "q": vector, "M": ix.matrix, "O": ix._own, "typical": typicality(ix.matrix), "tokens": tokens,
+        "texts": [r.text for r in ix.records], "dia": [r.metadata.get("dia_id") for r in ix.records],
+    }
+
+
+def features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row:
+    """`base_features` and lexical shares under other document frequencies."""
+    out = base_features(lt, scope, text, vector)
+    ix = lt._index(scope)
     own_df: dict[str, float] = {}
     for tl in ix._token_lists:
         for t in set(tl):
@@ -70,13 +83,9 @@ def features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row:
     for i in range(len(ix)):
         for t, w in ix.bm25._doc_terms[str(i)].items():
             frac_df[t] = frac_df.get(t, 0.0) + min(1.0, w)
-    return {
-        "dense": (ix.matrix @ vector).astype(np.float64), "own": (ix._own @ vector).astype(np.float64),
-        "lex": lexical_share(raw, ix.bm25.best_possible(tokens)), "raw": raw, "named": named,
-        "lex_owndf": _lexical(ix, tokens, own_df), "lex_fracdf": _lexical(ix, tokens, frac_df),
-        "q": vector, "M": ix.matrix, "O": ix._own, "typical": typicality(ix.matrix),
-        "texts": [r.text for r in ix.records], "dia": [r.metadata.get("dia_id") for r in ix.records],
-    }
+    out["lex_owndf"] = _lexical(ix, out["tokens"], own_df)
+    out["lex_fracdf"] = _lexical(ix, out["tokens"], frac_df)
+    return out
 
 
 def top(scores: Any, k: int) -> Any:
@@ -84,7 +93,8 @@ def top(scores: Any, k: int) -> Any:
 
 
 def desk_hits(rows: list[tuple[pdata.Question, Row]], score: Score) -> tuple[float, float, float]:
-    par, ovl = [], []
+    par: list[bool] = []
+    ovl: list[bool] = []
     for q, f in rows:
         hit = any(f["texts"][i] == q.answer for i in top(score(f), 3))
         (par if q.paraphrase else ovl).append(hit)
@@ -200,25 +210,39 @@ def expanded(tau: float, gamma: float, m: int) -> Score:
     return score
 
 
-def main(argv: list[str] | None = None) -> int:
-    only = "--typicality-only" in (sys.argv[1:] if argv is None else argv)
+Features = Callable[[LongTermMemory, str, str, Any], Row]
+
+
+def dev_rows(
+    feature: Features, *, with_locomo: bool = True
+) -> tuple[list[tuple[pdata.Question, Row]], list[tuple[ldata.Question, Row]], CachedEmbedder, CachedEmbedder]:
+    """`feature` rows of the paraphrase set's on-topic questions (one scope per customer) and of
+    LoCoMo dev's questions of categories 1-4 (none without `with_locomo`), with the two cached
+    embedders (saved)."""
     emb = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
     dataset = pdata.build()
     lt = LongTermMemory(InMemoryVectorStore(embedder_identity=emb.identity), emb)
     for c in dataset.customers:
         lt.remember_many([{"text": t, "scope": c.id} for t in c.memories])
     on = dataset.on_topic()
-    desk = [(q, features(lt, q.customer, q.text, v)) for q, v in zip(on, emb.embed_many([q.text for q in on]), strict=True)]
+    desk = [(q, feature(lt, q.customer, q.text, v)) for q, v in zip(on, emb.embed_many([q.text for q in on]), strict=True)]
     emb.save()
     lemb = CachedEmbedder(CACHE_DIR / "locomo-lab-minilm.npz")
     llt = LongTermMemory(InMemoryVectorStore(embedder_identity=lemb.identity), lemb)
     loc: list[tuple[ldata.Question, Row]] = []
-    for conv in ldata.load(locomo.default_data_path()).conversations:
+    for conv in ldata.load(locomo.default_data_path()).conversations if with_locomo else ():
         locomo.remember_conversation(llt, conv, {})
         qs = [q for q in conv.questions if q.category != 5 and q.evidence]
         vs = lemb.embed_many([q.question for q in qs])
-        loc += [(q, features(llt, conv.sample_id, q.question, v)) for q, v in zip(qs, vs, strict=True)]
+        loc += [(q, feature(llt, conv.sample_id, q.question, v)) for q, v in zip(qs, vs, strict=True)]
     lemb.save()
+    return desk, loc, emb, lemb
+
+
+def main(argv: list[str] | None = None) -> int:
+    only = "--typicality-only" in (sys.argv[1:] if argv is None else argv)
+    desk, loc, emb, _ = dev_rows(features)
+    on = [q for q, _ in desk]
     typicality_cv(desk, loc)
     if only:
         return 0
