@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr
 
 from fourfold.serialize import to_json
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
@@ -115,7 +115,8 @@ Where = Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)]
 Goal = Annotated[StrictStr, Field(description="What was being attempted.")]
 Actions = Annotated[list[StrictStr], Field(description="The steps taken, in order.")]
 Outcome = Annotated[StrictStr, Field(description="How it ended.")]
-Success = Annotated[StrictBool, Field(description="True if the goal was reached.")]
+#: Lax, for the tools: MCP clients often send a boolean as "true" (the REST body takes it strict).
+Success = Annotated[bool, Field(description="True if the goal was reached.")]
 Situation = Annotated[StrictStr, Field(description="The task or problem at hand.")]
 DocText = Annotated[
     StrictStr, Field(description="The document's full text (Markdown is fine); never a path: the service reads no files.")
@@ -238,7 +239,7 @@ class EpisodeIn(RequestBody):
     goal: Goal
     actions: Actions
     outcome: Outcome
-    success: Success
+    success: Annotated[Success, Strict()]
     scope: Scope = None
     tags: list[StrictStr] = Field(default_factory=list)
 
