@@ -99,6 +99,7 @@ def test_an_unreadable_or_wrong_answer_falls_back_to_the_similarity_rule(
     assert [m.text for m in lt.all(scope=S)] == ["Prefers email, always"]
 
 
+@pytest.mark.slow
 def test_the_learning_benchmark_runs_short_and_prints_its_line() -> None:
     import re
     import subprocess

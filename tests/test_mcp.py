@@ -130,6 +130,21 @@ def test_every_tool_makes_its_library_call(memory: Memory) -> None:
     anyio.run(main)
 
 
+def test_arguments_sent_as_json_text_are_read_as_their_values(memory: Memory) -> None:
+    # MCP clients (Claude Desktop) often send a list or a boolean as JSON text; the REST API
+    # shares these fields but stays strict.
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory)) as client:
+            ep = structured(await client.call_tool("record_episode", {
+                "goal": "reset router", "actions": '["unplug it", "wait 30 s"]', "outcome": "online", "success": "true"}))
+            assert (ep["actions"], ep["success"]) == (["unplug it", "wait 30 s"], True)
+            assert memory.episodes.get(ep["id"]).success is True
+            refused = await client.call_tool("record_episode", {"goal": 5, "actions": [], "outcome": "o", "success": True})
+            assert refused.is_error and "goal" in text(refused)
+
+    anyio.run(main)
+
+
 def test_library_errors_are_tool_errors_with_their_code(memory: Memory) -> None:
     async def main() -> None:
         async with Client(build_mcp_server(lambda _r: memory)) as client:

@@ -13,6 +13,7 @@ import pytest
 
 from fourfold.testing import reliability as rel
 
+pytestmark = pytest.mark.slow  # 50 writer processes killed in turn: about a minute
 CYCLES = 50
 
 

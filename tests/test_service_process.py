@@ -12,6 +12,7 @@ from fourfold.remote import Unauthorized, connect
 from fourfold.service.testing import LiveService, cli_command
 
 
+@pytest.mark.slow
 def test_serve_answers_healthz_and_serves_the_api_with_keys(tmp_path: Path) -> None:
     with LiveService(tmp_path, keys={"acme": 1}) as live:
         assert httpx.get(f"{live.url}/healthz").json() == {"status": "ok"}
@@ -93,6 +94,7 @@ def test_fourfold_help_does_not_import_the_service_stack() -> None:
     assert out.stdout.strip().endswith("heavy: []"), out.stdout[-300:]
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs_short_and_loses_nothing() -> None:
     import sys
 

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -495,6 +496,7 @@ class _Opaque:
         return self.inner.count(messages, system=system)
 
 
+@pytest.mark.slow  # 60 searched conversation sets: the fast loop's slowest test
 @given(st.lists(conversations(), min_size=1, max_size=12), st.integers(1, 40), st.integers(150, 3000))
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 def test_tail_shortcuts_match_the_full_computation(

@@ -15,6 +15,8 @@ import pytest
 
 from fourfold.service.testing import LiveService
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:

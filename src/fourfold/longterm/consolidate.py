@@ -25,7 +25,7 @@ import json
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Literal
 
 from fourfold.embeddings.base import Vectors
@@ -122,6 +122,7 @@ class Consolidator(ABC):
         """One judgement per candidate, in order; a target must be one of its `similar` ids."""
 
 
+@dataclass(eq=False)
 class SimilarityConsolidator(Consolidator):
     """Offline: a new memory at least `threshold` similar to a current one updates it; a
     preference that signals a change does from `change_threshold` (None: never).
@@ -133,19 +134,17 @@ class SimilarityConsolidator(Consolidator):
     replaces it from `slot_threshold` too. `slot_threshold=None` turns slots off.
     """
 
-    def __init__(
-        self, threshold: float = DEFAULT_THRESHOLD, *, change_threshold: float | None = CHANGE_THRESHOLD,
-        reword_threshold: float | None = REWORD_THRESHOLD, reword_difference: float = REWORD_DIFFERENCE,
-        slot_threshold: float | None = SLOT_THRESHOLD,
-    ) -> None:
-        self.threshold = threshold
-        self.change_threshold = change_threshold
-        #: from this similarity, a memory whose differing words are `reword_difference` close
-        #: restates the other (None: similarity alone decides)
-        self.reword_threshold = reword_threshold
-        self.reword_difference = reword_difference
-        self.difference_from = reword_threshold
-        self.slot_threshold = slot_threshold
+    threshold: float = DEFAULT_THRESHOLD
+    _: KW_ONLY
+    change_threshold: float | None = CHANGE_THRESHOLD
+    #: from this similarity, a memory whose differing words are `reword_difference` close
+    #: restates the other (None: similarity alone decides)
+    reword_threshold: float | None = REWORD_THRESHOLD
+    reword_difference: float = REWORD_DIFFERENCE
+    slot_threshold: float | None = SLOT_THRESHOLD
+
+    def __post_init__(self) -> None:
+        self.difference_from = self.reword_threshold
 
     def judge(self, candidates: Sequence[Candidate]) -> list[Judgement]:
         out = []

@@ -296,16 +296,9 @@ class ScopeIndex:
         hits = self.explain(query_vector, query_text, k=k, keep=keep, weights=weights, stats=stats, null=null)
         return [(record, parts.relevance) for record, parts in hits]
 
-    def explain(
-        self,
-        query_vector: Vectors,
-        query_text: str,
-        *,
-        k: int,
-        keep: Callable[[VectorRecord], bool],
-        weights: Weights | None = None,
-        stats: CollectionStats | None = None,
-        null: float = 0.0,
+    def explain(  # search's parameters
+        self, query_vector: Vectors, query_text: str, *, k: int, keep: Callable[[VectorRecord], bool],
+        weights: Weights | None = None, stats: CollectionStats | None = None, null: float = 0.0,
     ) -> list[tuple[VectorRecord, Parts]]:
         """What `search` returns, each result with the parts of its relevance (`Parts`).
 

@@ -465,16 +465,9 @@ class LongTermMemory:
         )
         return [recalled for recalled, _ in hits]
 
-    def explain(
-        self,
-        query: str,
-        *,
-        scope: str | None = None,
-        k: int = 3,
-        kinds: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
-        min_score: float | None = None,
-        as_of: When | None = None,
+    def explain(  # recall's parameters
+        self, query: str, *, scope: str | None = None, k: int = 3, kinds: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None, min_score: float | None = None, as_of: When | None = None,
         include_superseded: bool = False,
     ) -> list[tuple[Recalled, Parts]]:
         """What `recall` returns, each result with the parts of its score (`fourfold.ranking.Parts`:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from fourfold.agent.deidentify import Ticket
 from fourfold.memory import Memory
@@ -23,11 +23,7 @@ from fourfold.service import schemas as s
 __all__ = ["CaseIn", "CaseOut", "CasesSimilarIn", "install_case_routes"]
 
 
-_IN = ConfigDict(extra="forbid")
-
-
-class CaseIn(BaseModel):
-    model_config = _IN
+class CaseIn(s.RequestBody):
     goal: StrictStr = Field(description="The ticket's problem, as the customer first put it.")
     messages: list[StrictStr] = Field(default_factory=list, description="The customer's own messages.")
     actions: list[StrictStr] = Field(default_factory=list, description="What was tried (tool calls).")
@@ -39,8 +35,7 @@ class CaseOut(BaseModel):
     case: s.EpisodeOut | None = Field(description="The de-identified case; null when nothing generic was left.")
 
 
-class CasesSimilarIn(BaseModel):
-    model_config = _IN
+class CasesSimilarIn(s.RequestBody):
     situation: StrictStr
     k: StrictInt = 2
     exclude_source: StrictStr | None = Field(None, description="Leave out the cases made from this scope's tickets.")

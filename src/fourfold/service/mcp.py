@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,7 +20,24 @@ from fourfold.longterm.store import MemoryId
 from fourfold.memory import Memory
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 from fourfold.service.errors import one_line
-from fourfold.service.schemas import WHERE_HELP, doc_hit_out, episode_out, memory_out
+from fourfold.service.schemas import (
+    Actions,
+    DocName,
+    DocText,
+    Goal,
+    Key,
+    Kind,
+    MemoryText,
+    NewText,
+    Outcome,
+    Query,
+    Situation,
+    Success,
+    Where,
+    doc_hit_out,
+    episode_out,
+    memory_out,
+)
 
 __all__ = ["INSTRUCTIONS", "MemoryFor", "bounded_scope", "build_mcp_server"]
 
@@ -74,13 +91,14 @@ class _FourfoldMCP(MCPServer[Any]):
         return result
 
 
-# Appended to the operator's description: how the answers of this tool are to be used.
-#: The tools' shared parameter types (their descriptions are what a model reads).
+#: The tools' own parameter types (their descriptions are what a model reads); the fields
+#: they share with the HTTP API are declared in `fourfold.service.schemas`.
 ScopeArg = Annotated[str | None, Field(description=_SCOPE_HELP)]
 MemoryIdArg = Annotated[str, Field(description="The id of the memory (any of its versions).")]
-WhereArg = Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)]
 Ctx = Context[Any, Any]
+_Tool = TypeVar("_Tool", bound=Callable[..., Any])
 
+# Appended to the operator's description: how the answers of this tool are to be used.
 _POLICY_PROTOCOL = (
     " The key must be one of the listed keys; the answer is the value as "
     "text, or UNKNOWN (then say you do not know and escalate; never guess a policy)."
@@ -107,119 +125,95 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
                 raise NotFound(f"no memory with id {memory_id!r}") from None
         return memory
 
-    @server.tool(description=(
-        "Store one durable memory: a preference, fact, resolution or lesson worth knowing in a "
-        "later conversation. Write it as one self-contained sentence ('Prefers email over "
-        "phone'), not chit-chat. Secrets are redacted before storage. Returns the memory id."
-    ))
+    def tool(fn: _Tool) -> _Tool:
+        """Register `fn` as a tool; its docstring, on one line, is the description a model reads."""
+        return server.tool(description=" ".join((fn.__doc__ or "").split()))(fn)
+
+    @tool
     def remember(
-        text: Annotated[str, Field(description="The memory, one self-contained sentence.")],
-        ctx: Ctx,
-        scope: ScopeArg = scope,
-        kind: Annotated[str, Field(description="preference, fact, resolution, lesson or note.")] = "note",
-        key: Annotated[str | None, Field(description=(
-            "For a single-valued attribute (contact_channel, language...): the new memory replaces "
-            "the scope's current one with this key, which stays in its history."
-        ))] = None,
+        text: MemoryText, ctx: Ctx, scope: ScopeArg = scope, kind: Kind = "note", key: Key = None
     ) -> dict[str, Any]:
+        """Store one durable memory: a preference, fact, resolution or lesson worth knowing in a
+        later conversation. Write it as one self-contained sentence ('Prefers email over
+        phone'), not chit-chat. Secrets are redacted before storage. Returns the memory id."""
         with _tool_errors():
             mid = mem(ctx).long_term.remember(text, scope=bounded_scope(scope, server_scope), kind=kind, key=key)
         return _written(mid)
 
-    @server.tool(description=(
-        "Keep what a conversation says that is worth remembering about the user: their stated "
-        "preferences (a changed one replaces the old) and lasting facts about them. Pass the "
-        "user's messages; questions, requests and small talk are not kept. Returns what was kept."
-    ))
+    @tool
     def remember_conversation(
         messages: Annotated[list[str], Field(description="The user's messages, oldest first.")],
         ctx: Ctx,
         scope: ScopeArg = scope,
     ) -> list[dict[str, Any]]:
+        """Keep what a conversation says that is worth remembering about the user: their stated
+        preferences (a changed one replaces the old) and lasting facts about them. Pass the
+        user's messages; questions, requests and small talk are not kept. Returns what was kept."""
         with _tool_errors():
             done = mem(ctx).add(messages, scope=bounded_scope(scope, server_scope))
         return [{"id": r.id, "text": r.text, "created": r.created, "supersedes": list(r.supersedes)} for r in done]
 
-    @server.tool(description=(
-        "Correct a memory: store a new version of it with another text. The version current until "
-        "now stays in its history (see `history`) but is no longer recalled. Use it when the user "
-        "says something known about them has changed."
-    ))
-    def update(
-        memory_id: MemoryIdArg,
-        text: Annotated[str, Field(description="The new version, one self-contained sentence.")],
-        ctx: Ctx,
-    ) -> dict[str, Any]:
+    @tool
+    def update(memory_id: MemoryIdArg, text: NewText, ctx: Ctx) -> dict[str, Any]:
+        """Correct a memory: store a new version of it with another text. The version current until
+        now stays in its history (see `history`) but is no longer recalled. Use it when the user
+        says something known about them has changed."""
         with _tool_errors():
             return _written(owning(ctx, memory_id).long_term.update(memory_id, text))
 
-    @server.tool(description=(
-        "Every version of a memory, oldest first, each with when it became true (valid_from) and "
-        "when a newer one replaced it (valid_to, null for the current one)."
-    ))
-    def history(
-        memory_id: MemoryIdArg,
-        ctx: Ctx,
-    ) -> list[dict[str, Any]]:
+    @tool
+    def history(memory_id: MemoryIdArg, ctx: Ctx) -> list[dict[str, Any]]:
+        """Every version of a memory, oldest first, each with when it became true (valid_from) and
+        when a newer one replaced it (valid_to, null for the current one)."""
         with _tool_errors():
             return [memory_out(r) for r in owning(ctx, memory_id).long_term.history(memory_id)]
 
-    @server.tool(description=(
-        "Recall the memories most relevant to a query, best first, from one scope. Use it "
-        "before answering to bring back what is known about the user or topic. Each result has "
-        "an id (for `forget`), the text, its kind and a relevance score."
-    ))
+    @tool
     def recall(
-        query: Annotated[str, Field(description="What you want to know, in plain words.")],
+        query: Query,
         ctx: Ctx,
         scope: ScopeArg = scope,
         k: Annotated[int, Field(description="How many memories to return (1-50).", ge=1, le=50)] = 5,
-        where: WhereArg = None,
+        where: Where = None,
     ) -> list[dict[str, Any]]:
+        """Recall the memories most relevant to a query, best first, from one scope. Use it
+        before answering to bring back what is known about the user or topic. Each result has
+        an id (for `forget`), the text, its kind and a relevance score."""
         with _tool_errors():
             hits = mem(ctx).long_term.recall(query, scope=bounded_scope(scope, server_scope), k=k, where=where)
         return [memory_out(h) for h in hits]
 
-    @server.tool(description=(
-        "List the memories of one scope, oldest first, without a query: to review or audit what "
-        "is known about a user, or find one to `forget`. Returns the most recent `limit` of them; "
-        "`where` narrows them down by metadata or date."
-    ))
+    @tool
     def list_memories(
         ctx: Ctx,
         scope: ScopeArg = scope,
-        where: WhereArg = None,
+        where: Where = None,
         limit: Annotated[int, Field(description="At most this many, the most recent (1-500).", ge=1, le=500)] = 100,
     ) -> list[dict[str, Any]]:
+        """List the memories of one scope, oldest first, without a query: to review or audit what
+        is known about a user, or find one to `forget`. Returns the most recent `limit` of them;
+        `where` narrows them down by metadata or date."""
         with _tool_errors():
             found = mem(ctx).long_term.all(scope=bounded_scope(scope, server_scope), where=where)
         return [memory_out(r) for r in found[-limit:]]
 
-    @server.tool(description=(
-        "Delete one memory by the id that `remember` or `recall` gave. Use it when the user asks "
-        "you to forget something or a memory turned out to be wrong."
-    ))
+    @tool
     def forget(
-        memory_id: Annotated[str, Field(description="The id of the memory, e.g. mem_3f2a...")],
-        ctx: Ctx,
+        memory_id: Annotated[str, Field(description="The id of the memory, e.g. mem_3f2a...")], ctx: Ctx
     ) -> str:
+        """Delete one memory by the id that `remember` or `recall` gave. Use it when the user asks
+        you to forget something or a memory turned out to be wrong."""
         with _tool_errors():
             owning(ctx, memory_id).long_term.forget(memory_id)
         return f"forgot {memory_id}"
 
-    @server.tool(description=(
-        "Record how a task went, once it is finished: the goal, the steps taken, the outcome, "
-        "and whether it succeeded. Successful episodes come back from `similar_successes` the "
-        "next time a similar task starts."
-    ))
+    @tool
     def record_episode(
-        goal: Annotated[str, Field(description="What was being attempted.")],
-        actions: Annotated[list[str], Field(description="The steps taken, in order.")],
-        outcome: Annotated[str, Field(description="How it ended.")],
-        success: Annotated[bool, Field(description="True if the goal was reached.")],
-        ctx: Ctx,
-        scope: ScopeArg = scope,
+        goal: Goal, actions: Actions, outcome: Outcome, success: Success, ctx: Ctx, scope: ScopeArg = scope
     ) -> dict[str, Any]:
+        """Record how a task went, once it is finished: the goal, the steps taken, the outcome,
+        and whether it succeeded. Successful episodes come back from `similar_successes` the
+        next time a similar task starts."""
         with _tool_errors():
             ep = mem(ctx).episodes.record(
                 goal=goal, actions=actions, outcome=outcome, success=success,
@@ -227,17 +221,16 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
             )
         return episode_out(ep)
 
-    @server.tool(description=(
-        "Past successful episodes of one scope most similar to the current situation, best "
-        "first: worked examples of what was done before and how it ended. Call it at the start "
-        "of a task."
-    ))
+    @tool
     def similar_successes(
-        situation: Annotated[str, Field(description="The task or problem at hand.")],
+        situation: Situation,
         ctx: Ctx,
         k: Annotated[int, Field(description="How many episodes (1-20).", ge=1, le=20)] = 3,
         scope: ScopeArg = scope,
     ) -> list[dict[str, Any]]:
+        """Past successful episodes of one scope most similar to the current situation, best
+        first: worked examples of what was done before and how it ended. Call it at the start
+        of a task."""
         # Only the scope's own episodes: unscoped ones are written unvetted by any client.
         with _tool_errors():
             episodes = mem(ctx).episodes.similar_successes(
@@ -246,35 +239,26 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         return [episode_out(ep) for ep in episodes]
 
     @server.tool(description=_POLICY_DESCRIPTION)
-    def lookup_policy(
-        key: Annotated[str, Field(description="Which policy value to return.")],
-        ctx: Ctx,
-    ) -> str:
+    def lookup_policy(key: Annotated[str, Field(description="Which policy value to return.")], ctx: Ctx) -> str:
         with _tool_errors():
             return mem(ctx).facts.lookup(key)
 
-    @server.tool(description=(
-        "Add a document (a manual page, a policy, a wiki article) to the searchable "
-        "documentation. It is split into chunks; ingesting the same text again changes nothing."
-    ))
-    def ingest_doc(
-        text: Annotated[str, Field(description="The document's full text (Markdown is fine).")],
-        source: Annotated[str, Field(description="Its name, e.g. 'refund-policy.md'.")],
-        ctx: Ctx,
-    ) -> dict[str, Any]:
+    @tool
+    def ingest_doc(text: DocText, source: DocName, ctx: Ctx) -> dict[str, Any]:
+        """Add a document (a manual page, a policy, a wiki article) to the searchable
+        documentation. It is split into chunks; ingesting the same text again changes nothing."""
         with _tool_errors():
             ids = mem(ctx).docs.ingest_text(text, source=source, scope=scope)
         return {"chunks": len(ids), "ids": ids}
 
-    @server.tool(description=(
-        "Search the documentation for passages relevant to a question, best first. Each hit "
-        "names its source and heading; quote or summarise it rather than guessing."
-    ))
+    @tool
     def search_docs(
-        query: Annotated[str, Field(description="The question, in plain words.")],
+        query: Query,
         ctx: Ctx,
         k: Annotated[int, Field(description="How many passages (1-20).", ge=1, le=20)] = 5,
     ) -> list[dict[str, Any]]:
+        """Search the documentation for passages relevant to a question, best first. Each hit
+        names its source and heading; quote or summarise it rather than guessing."""
         with _tool_errors():
             hits = mem(ctx).docs.search(query, k=k, scope=scope)
         return [doc_hit_out(h) for h in hits]

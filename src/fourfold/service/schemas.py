@@ -7,9 +7,9 @@ not a k, `42` is not a text) instead of quietly coercing it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr
 
 from fourfold.serialize import to_json
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
@@ -17,13 +17,16 @@ from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembere
 __all__ = [
     "MAX_BATCH",
     "WHERE_HELP",
+    "Actions",
     "AddIn",
     "DeletedCount",
     "DeletedOut",
     "DocHitOut",
     "DocHitsOut",
     "DocIn",
+    "DocName",
     "DocSearchIn",
+    "DocText",
     "EpisodeIn",
     "EpisodeOut",
     "EpisodesIn",
@@ -33,27 +36,38 @@ __all__ = [
     "FactIn",
     "FactOut",
     "FactsOut",
+    "Goal",
     "HistoryOut",
     "IngestOut",
+    "Key",
+    "Kind",
     "LookupIn",
     "LookupOut",
     "MemoriesIn",
     "MemoriesOut",
     "MemoryOut",
+    "MemoryText",
+    "NewText",
+    "Outcome",
+    "Query",
     "RememberIn",
     "RememberedManyOut",
     "RememberedOut",
+    "RequestBody",
     "ResolveIn",
     "ResolveOut",
     "ScopeCounts",
     "SearchIn",
     "SimilarIn",
+    "Situation",
     "SourcesOut",
+    "Success",
     "ToolDescriptionIn",
     "ToolDescriptionOut",
     "TurnIn",
     "TurnOut",
     "UpdateIn",
+    "Where",
     "WhoAmIOut",
     "doc_hit_out",
     "episode_out",
@@ -70,11 +84,46 @@ WHERE_HELP = (
     "{\"tier\": {\"$in\": [\"gold\", \"silver\"]}}, {\"$or\": [...]}, "
     "{\"created_at\": {\"$gte\": \"2026-11-01\"}}. Operators: $eq $ne $in $nin $gt $gte $lt $lte $and $or."
 )
-_IN = ConfigDict(extra="forbid")
-
 
 #: Items in one batch request; a larger batch is refused with 422 (send several).
 MAX_BATCH = 1000
+
+
+class RequestBody(BaseModel):
+    """A request's JSON body: a field it does not declare is refused (422), not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- fields -------------------------------------------------------------------------------
+# The fields the HTTP API and the MCP tools share, declared once: a field tells a developer
+# (the OpenAPI page) and a model (the tool's schema) the same, and both refuse the same input.
+
+MemoryText = Annotated[
+    StrictStr, Field(description="The memory, one self-contained sentence; secrets are redacted before storage.")
+]
+NewText = Annotated[
+    StrictStr, Field(description="The new version, one self-contained sentence; the current version ends now.")
+]
+Kind = Annotated[StrictStr, Field(description="preference, fact, resolution, lesson or note (any lowercase identifier).")]
+Key = Annotated[StrictStr | None, Field(description=(
+    "For a single-valued attribute (contact_channel, language...): the new memory replaces "
+    "the scope's current one with this key, which stays in its history."
+))]
+Query = Annotated[StrictStr, Field(description="What you want to know, in plain words.")]
+Where = Annotated[dict[str, Any] | None, Field(description=WHERE_HELP)]
+Goal = Annotated[StrictStr, Field(description="What was being attempted.")]
+Actions = Annotated[list[StrictStr], Field(description="The steps taken, in order.")]
+Outcome = Annotated[StrictStr, Field(description="How it ended.")]
+#: Lax, for the tools: MCP clients often send a boolean as "true" (the REST body takes it strict).
+Success = Annotated[bool, Field(description="True if the goal was reached.")]
+Situation = Annotated[StrictStr, Field(description="The task or problem at hand.")]
+DocText = Annotated[
+    StrictStr, Field(description="The document's full text (Markdown is fine); never a path: the service reads no files.")
+]
+DocName = Annotated[
+    StrictStr, Field(description="Its name, e.g. 'refund-policy.md'; the same text under it again changes nothing.")
+]
 
 
 class ErrorBody(BaseModel):
@@ -89,22 +138,18 @@ class ErrorOut(BaseModel):
 # -- long-term ---------------------------------------------------------------------------
 
 
-class RememberIn(BaseModel):
-    model_config = _IN
-    text: StrictStr = Field(description="The memory; secrets are redacted before storage.")
+class RememberIn(RequestBody):
+    text: MemoryText
     scope: Scope = Field(None, description="Who it belongs to, e.g. customer:42; null is your unscoped space.")
-    kind: StrictStr = Field("note", description="preference, fact, resolution, lesson, note...")
+    kind: Kind = "note"
     metadata: dict[str, Any] | None = None
-    key: StrictStr | None = Field(
-        None, description="A new version of the scope's memory with this key replaces it (e.g. contact_channel)."
-    )
+    key: Key = None
     valid_from: datetime | None = Field(
         None, description="When it became true (ISO 8601 or unix seconds); default: metadata occurred_at, else now."
     )
 
 
-class AddIn(BaseModel):
-    model_config = _IN
+class AddIn(RequestBody):
     messages: list[dict[str, Any] | StrictStr] = Field(
         max_length=MAX_BATCH,
         description='Chat messages ({"role": "user", "content": "..."}) or plain user texts; only the user\'s are read.',
@@ -112,16 +157,14 @@ class AddIn(BaseModel):
     scope: Scope = Field(None, description="Whose memory this is, e.g. customer:42.")
 
 
-class UpdateIn(BaseModel):
-    model_config = _IN
-    text: StrictStr = Field(description="The new version's text; the memory's current version ends now.")
+class UpdateIn(RequestBody):
+    text: NewText
     kind: StrictStr | None = Field(None, description="Default: the memory's kind.")
     metadata: dict[str, Any] | None = Field(None, description="Default: the memory's metadata.")
     valid_from: datetime | None = Field(None, description="When it became true; default: now.")
 
 
-class MemoriesIn(BaseModel):
-    model_config = _IN
+class MemoriesIn(RequestBody):
     items: list[RememberIn] = Field(
         max_length=MAX_BATCH, description=f"Written all or nothing: one invalid item refuses the batch. At most {MAX_BATCH}."
     )
@@ -146,13 +189,12 @@ class RememberedManyOut(BaseModel):
     results: list[RememberedOut]
 
 
-class SearchIn(BaseModel):
-    model_config = _IN
-    query: StrictStr
+class SearchIn(RequestBody):
+    query: Query
     scope: Scope = None
     k: StrictInt = 3
     kinds: list[StrictStr] | None = Field(None, description="Only these kinds; documents only when 'doc' is named.")
-    where: dict[str, Any] | None = Field(None, description=WHERE_HELP)
+    where: Where = None
     min_score: float | None = None
     as_of: datetime | None = Field(None, description="Search the versions current then (ISO 8601 or unix seconds).")
     include_superseded: StrictBool = Field(False, description="Search every version, not only current ones.")
@@ -193,24 +235,21 @@ class ScopeCounts(BaseModel):
 # -- episodes ----------------------------------------------------------------------------
 
 
-class EpisodeIn(BaseModel):
-    model_config = _IN
-    goal: StrictStr
-    actions: list[StrictStr]
-    outcome: StrictStr
-    success: StrictBool
+class EpisodeIn(RequestBody):
+    goal: Goal
+    actions: Actions
+    outcome: Outcome
+    success: Annotated[Success, Strict()]
     scope: Scope = None
     tags: list[StrictStr] = Field(default_factory=list)
 
 
-class EpisodesIn(BaseModel):
-    model_config = _IN
+class EpisodesIn(RequestBody):
     items: list[EpisodeIn] = Field(max_length=MAX_BATCH, description=f"At most {MAX_BATCH} episodes.")
 
 
-class SimilarIn(BaseModel):
-    model_config = _IN
-    situation: StrictStr
+class SimilarIn(RequestBody):
+    situation: Situation
     k: StrictInt = 3
     scope: Scope = Field(None, description="This scope's successes plus your unscoped, shared ones.")
     include_unscoped: StrictBool = Field(True, description="False keeps to the scope's own episodes.")
@@ -235,8 +274,7 @@ class EpisodesOut(BaseModel):
 # -- facts -------------------------------------------------------------------------------
 
 
-class FactIn(BaseModel):
-    model_config = _IN
+class FactIn(RequestBody):
     value: Any = Field(description="Any JSON value.")
     description: StrictStr | None = Field(None, description="null keeps the current description.")
 
@@ -252,8 +290,7 @@ class FactsOut(BaseModel):
     facts: list[FactOut]
 
 
-class ToolDescriptionIn(BaseModel):
-    model_config = _IN
+class ToolDescriptionIn(RequestBody):
     description: StrictStr | None = Field(description="What the lookup_policy tool is for; null restores the default.")
 
 
@@ -270,8 +307,7 @@ class HistoryOut(BaseModel):
     history: list[HistoryEntry]
 
 
-class LookupIn(BaseModel):
-    model_config = _IN
+class LookupIn(RequestBody):
     key: Any = Field(description="Anything: an unknown or invalid key answers UNKNOWN, not an error.")
 
 
@@ -282,10 +318,9 @@ class LookupOut(BaseModel):
 # -- documents ---------------------------------------------------------------------------
 
 
-class DocIn(BaseModel):
-    model_config = _IN
-    text: StrictStr = Field(description="The document's text (never a path: the service reads no files).")
-    source: StrictStr = Field(description="Its name, e.g. refund-policy.md; re-ingesting is idempotent.")
+class DocIn(RequestBody):
+    text: DocText
+    source: DocName
     scope: Scope = None
 
 
@@ -294,9 +329,8 @@ class IngestOut(BaseModel):
     chunks: int
 
 
-class DocSearchIn(BaseModel):
-    model_config = _IN
-    query: StrictStr
+class DocSearchIn(RequestBody):
+    query: Query
     k: StrictInt = 5
     scope: Scope = None
     source: StrictStr | None = None
@@ -323,8 +357,7 @@ class SourcesOut(BaseModel):
 # -- agent -------------------------------------------------------------------------------
 
 
-class TurnIn(BaseModel):
-    model_config = _IN
+class TurnIn(RequestBody):
     customer_id: StrictStr
     message: StrictStr
 
@@ -353,8 +386,7 @@ class TurnOut(BaseModel):
     report: ReportOut
 
 
-class ResolveIn(BaseModel):
-    model_config = _IN
+class ResolveIn(RequestBody):
     customer_id: StrictStr
     outcome: StrictStr
     success: StrictBool = True

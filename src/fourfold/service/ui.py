@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Security
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from fourfold.agent.cases import CaseBase
 from fourfold.agent.support import OpenTicket
@@ -189,25 +189,20 @@ def _host_name(host: str) -> str:
 
 # -- the routes the page needs beside the REST API ------------------------------------------
 
-_IN = ConfigDict(extra="forbid")
 
-
-class ExplainIn(BaseModel):
-    model_config = _IN
+class ExplainIn(s.RequestBody):
     query: StrictStr = Field(description="The query (or, for episodes, the situation).")
     scope: StrictStr | None = None
     k: StrictInt = Field(5, ge=1, le=50)
     source: StrictStr | None = Field(None, description="Documents only: one source.")
 
 
-class ReplayIn(BaseModel):
-    model_config = _IN
+class ReplayIn(s.RequestBody):
     customer_id: StrictStr
     message: StrictStr
 
 
-class CaseReviewIn(BaseModel):
-    model_config = _IN
+class CaseReviewIn(s.RequestBody):
     approve: StrictBool = Field(description="True shares the case with every customer; false erases it.")
 
 
