@@ -11,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -204,7 +205,7 @@ def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: s
 def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgres_url: str) -> None:
     """A filter that few records of a large scope pass, none of them near the query, still
     returns them all (up to k), ranked as an exact search over the scope's matches ranks them."""
-    from fourfold.longterm import LongTermMemory, Weights
+    from fourfold.longterm import LongTermMemory
     from fourfold.longterm.retrieval import ScopeIndex
     from fourfold.longterm.where import compile_where, fields_of
     from fourfold.ranking import Background
@@ -223,9 +224,7 @@ def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgr
                                        "scope": "shared", "metadata": {"product": "airship", "rank": j}})
         memory.remember_many(items)
         assert store.is_large("shared")
-        # a large scope's candidates carry no whole-scope vector sum yet, so they rank without
-        # typicality (`ScopeIndex.of_features`): the exact search to agree with does the same
-        exact = ScopeIndex(store.scan("shared"), embedder.dimension, weights=Weights(typical=0.0))
+        exact = ScopeIndex(store.scan("shared"), embedder.dimension)  # typicality with the scope's kept vector sum
         query = "customer asked about the refund"
         vector = embedder.embed(query)
         null = Background.of(embedder).null(vector)
@@ -317,6 +316,16 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
         with db.read() as conn:  # BM25's mean length, kept at write time, is the mean over the rows
             mean = conn.execute("SELECT avg(length) FROM memories WHERE scope = 'shared'").fetchone()[0]
         assert other.mean_length("shared") == pytest.approx(mean, rel=1e-9)
+        # the sum of the blended vectors (typicality's), kept at write time, is the sum over the rows
+        with db.read() as conn:
+            stored = [np.frombuffer(row[0], dtype=">f4", offset=4) for row in conn.execute(
+                "SELECT ann FROM memories WHERE scope = 'shared'")]
+        summed = np.sum(stored, axis=0, dtype=np.float64)
+        assert other.vector_total("shared") == pytest.approx(summed, abs=1e-9)
+        with db.write() as conn:  # as a store promoted before the sum was kept: summed when opened
+            conn.execute("ALTER TABLE large_scopes DROP COLUMN total_ann")
+        reopened = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
+        assert reopened.vector_total("shared") == pytest.approx(summed, abs=1e-4)
         assert store.document_frequencies("small", terms) == dict.fromkeys(terms, 0.0)  # small scopes keep none
         memory.forget_scope("shared")
         assert store.document_frequencies("shared", terms) == dict.fromkeys(terms, 0.0)

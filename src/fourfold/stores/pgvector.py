@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
 from fourfold.errors import StoreUnavailable
@@ -41,6 +42,7 @@ from fourfold.text.bm25 import bm25_idf
 __all__ = ["LARGE_AT", "PostgresVectorStore"]
 
 log = logging.getLogger("fourfold.stores")
+Floats = npt.NDArray[np.float64]
 
 #: Records from which a scope is searched through its candidates rather than read whole: a
 #: scope this large no longer fits the reader's cache (`LongTermMemory.max_cached_records`).
@@ -92,6 +94,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             if {"ann", "terms", "context", "length", "own_terms"} <= columns:
                 self._prepare_terms(conn)
                 self._prepare_lengths(conn)
+                self._prepare_totals(conn)
                 return True
             stale = "ann" in columns  # promoted before own_terms existed: promoted again below
             if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
@@ -108,7 +111,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS length DOUBLE PRECISION")
             conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS own_terms tsvector")
             conn.execute("CREATE TABLE IF NOT EXISTS large_scopes (scope TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL,"
-                         " total_length DOUBLE PRECISION)")
+                         " total_length DOUBLE PRECISION, total_ann DOUBLE PRECISION[])")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_ann ON memories USING hnsw (ann vector_cosine_ops)")
             conn.execute("CREATE INDEX IF NOT EXISTS memories_terms ON memories USING gin (terms) WHERE terms IS NOT NULL")
             conn.execute(
@@ -116,6 +119,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             )
             self._prepare_terms(conn)
             self._prepare_lengths(conn)
+            self._prepare_totals(conn)
             large = [r[0] for r in conn.execute("SELECT scope FROM large_scopes")] if stale else []
         for key in large:
             self._promote_key(key)
@@ -150,6 +154,25 @@ class PostgresVectorStore(SQLiteVectorStore):
             conn.execute("UPDATE large_scopes AS l SET total_length = (SELECT coalesce(sum(length), 0) FROM memories AS m"
                          " WHERE m.scope = l.scope)")
 
+    def _prepare_totals(self, conn: Any) -> None:
+        """Each large scope's sum of blended vectors (what typicality needs), kept at write time;
+        a database whose large scopes predate it gets it summed once (as the mean of the rows'
+        vectors, accumulated in double precision by pgvector, times their number)."""
+        exists = conn.execute(
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'large_scopes'"
+            " AND column_name = 'total_ann'", (self.pg.schema,),
+        ).fetchone()
+        if exists:
+            return
+        conn.execute("ALTER TABLE large_scopes ADD COLUMN total_ann DOUBLE PRECISION[]")
+        for key, mean, n in conn.execute(
+            "SELECT scope, avg(ann), count(*) FROM memories WHERE ann IS NOT NULL AND scope IN (SELECT scope FROM"
+            " large_scopes) GROUP BY scope"
+        ).fetchall():
+            total = _vector_of(mean) * n
+            conn.execute("UPDATE large_scopes SET total_ann = ? WHERE scope = ?", (total.tolist(), key))
+        conn.execute("UPDATE large_scopes SET total_ann = ? WHERE total_ann IS NULL", ([0.0] * self.dimension,))
+
     # -- writing ------------------------------------------------------------------------------
 
     def add(self, records: Sequence[VectorRecord]) -> None:
@@ -167,15 +190,19 @@ class PostgresVectorStore(SQLiteVectorStore):
                     near = {r.id for r in self._windows(conn, key, added, span=WINDOW)}
                     self._index_rows(conn, self._windows(conn, key, sorted(near), span=WINDOW), near)
 
-    def _index_rows(self, conn: Any, window: Sequence[VectorRecord], targets: set[str]) -> None:
+    def _index_rows(self, conn: Any, window: Sequence[VectorRecord], targets: set[str]) -> dict[str, Floats]:
         """Store the ranking features of the `targets` among `window` (which holds their neighbours),
-        and move the scope's document frequencies by the terms they gained and lost."""
+        move the scope's document frequencies by the terms they gained and lost and its totals
+        (length, blended vectors) by what they gained; give each scope's sum of the targets'
+        new blended vectors (what a promotion totals)."""
         index = ScopeIndex(window, self.dimension)
         rows = []
         delta: dict[tuple[str, str], int] = {}
         grown: dict[str, float] = {}  # scope -> how much its total length moved
-        before = {r[0]: (r[1], r[2] or (), r[3] or 0.0) for r in conn.execute(
-            "SELECT id, scope, (SELECT array_agg(k) FROM jsonb_object_keys(context) AS k), length FROM memories"
+        moved: dict[str, Floats] = {}  # scope -> how much its sum of blended vectors moved
+        summed: dict[str, Floats] = {}  # scope -> the sum of the targets' new blended vectors
+        before = {r[0]: (r[1], r[2] or (), r[3] or 0.0, r[4]) for r in conn.execute(
+            "SELECT id, scope, (SELECT array_agg(k) FROM jsonb_object_keys(context) AS k), length, ann FROM memories"
             " WHERE id = ANY(CAST(? AS text[]))", (sorted(targets),),
         )}
         for i, record in enumerate(index.records):
@@ -184,19 +211,25 @@ class PostgresVectorStore(SQLiteVectorStore):
                 # The terms as lexemes verbatim: a query names them exactly (no parser in between).
                 rows.append((_vector_text(blended), list(counts), _own_words(record), json.dumps(counts),
                              sum(counts.values()), record.id))
-                key, old, old_length = before[record.id]
+                key, old, old_length, old_ann = before[record.id]
                 grown[key] = grown.get(key, 0.0) + sum(counts.values()) - old_length
+                added = summed.setdefault(key, np.zeros(self.dimension, dtype=np.float64))
+                added += blended
+                shift = moved.setdefault(key, np.zeros(self.dimension, dtype=np.float64))
+                shift += blended
+                if old_ann is not None:
+                    shift -= _vector_of(old_ann)
                 for term in set(counts).symmetric_difference(old):
                     delta[key, term] = delta.get((key, term), 0) + (1 if term in counts else -1)
         self._move_frequencies(conn, delta)
-        self._move_lengths(conn, grown)
+        self._move_totals(conn, grown, moved)
         if len(rows) < 100:
             conn.executemany(
                 "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])),"
                 " own_terms = array_to_tsvector(CAST(? AS text[])), context = CAST(? AS jsonb), length = ? WHERE id = ?",
                 rows,
             )
-            return
+            return summed
         # Many rows (a promotion): COPY them into a temporary table and update in one statement.
         conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], own TEXT[],"
                      " context TEXT, length DOUBLE PRECISION, id TEXT) ON COMMIT DELETE ROWS")
@@ -208,6 +241,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             " own_terms = array_to_tsvector(p.own), context = CAST(p.context AS jsonb), length = p.length"
             " FROM promoted AS p WHERE m.id = p.id"
         )
+        return summed
 
     @staticmethod
     def _move_frequencies(conn: Any, delta: dict[tuple[str, str], int]) -> None:
@@ -222,12 +256,17 @@ class PostgresVectorStore(SQLiteVectorStore):
         )
 
     @staticmethod
-    def _move_lengths(conn: Any, grown: dict[str, float]) -> None:
-        """Add to large scopes' total lengths (a scope being promoted has no row yet: its
-        promotion sums its rows' lengths when it ends)."""
-        for key, by in sorted(grown.items()):
-            if by:
-                conn.execute("UPDATE large_scopes SET total_length = total_length + ? WHERE scope = ?", (by, key))
+    def _move_totals(conn: Any, grown: dict[str, float], moved: dict[str, Floats]) -> None:
+        """Add to large scopes' total lengths and sums of blended vectors (a scope being promoted
+        has no row yet: its promotion writes both when it ends)."""
+        for key in sorted(set(grown) | set(moved)):
+            shift = moved.get(key)
+            conn.execute(
+                "UPDATE large_scopes SET total_length = total_length + ?, total_ann = CASE WHEN CAST(? AS float8[])"
+                " IS NULL THEN total_ann ELSE (SELECT array_agg(t + d ORDER BY i) FROM unnest(total_ann,"
+                " CAST(? AS float8[])) WITH ORDINALITY AS u(t, d, i)) END WHERE scope = ?",
+                (grown.get(key, 0.0), *([shift.tolist()] * 2 if shift is not None else [None, None]), key),
+            )
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids or not self.ann:
@@ -240,13 +279,17 @@ class PostgresVectorStore(SQLiteVectorStore):
                 " WHERE m.id = ANY(CAST(? AS text[])) AND m.context IS NOT NULL", (list(ids),),
             ):
                 delta[scope, term] = delta.get((scope, term), 0) - 1
-            shrunk = dict(conn.execute(
-                "SELECT scope, -sum(length) FROM memories WHERE id = ANY(CAST(? AS text[])) AND length IS NOT NULL"
-                " GROUP BY scope", (list(ids),),
-            ).fetchall())
+            shrunk: dict[str, float] = {}
+            moved: dict[str, Floats] = {}
+            for key, length, ann in conn.execute(
+                "SELECT scope, length, ann FROM memories WHERE id = ANY(CAST(? AS text[])) AND ann IS NOT NULL",
+                (list(ids),),
+            ):
+                shrunk[key] = shrunk.get(key, 0.0) - float(length or 0.0)
+                moved[key] = moved.get(key, np.zeros(self.dimension, dtype=np.float64)) - _vector_of(ann)
             super().delete(ids)
             self._move_frequencies(conn, delta)
-            self._move_lengths(conn, shrunk)
+            self._move_totals(conn, shrunk, moved)
 
     def delete_scope(self, scope: str) -> int:
         with self.writing(), self.db.write() as conn:
@@ -292,6 +335,7 @@ class PostgresVectorStore(SQLiteVectorStore):
 
     def _promote_key(self, key: str) -> None:
         after: tuple[float, int] = (float("-inf"), -1)
+        total = np.zeros(self.dimension, dtype=np.float64)  # the sum of the scope's blended vectors
         while True:
             with self.db.write() as conn:
                 batch = self._records(conn.execute(
@@ -300,14 +344,15 @@ class PostgresVectorStore(SQLiteVectorStore):
                 ).fetchall())
                 if not batch:  # done: from now on, writes index their own rows
                     conn.execute(
-                        "INSERT INTO large_scopes (scope, since, total_length) VALUES (?, ?, (SELECT"
-                        " coalesce(sum(length), 0) FROM memories WHERE scope = ?)) ON CONFLICT (scope) DO NOTHING",
-                        (key, time.time(), key),
+                        "INSERT INTO large_scopes (scope, since, total_length, total_ann) VALUES (?, ?, (SELECT"
+                        " coalesce(sum(length), 0) FROM memories WHERE scope = ?), ?) ON CONFLICT (scope) DO NOTHING",
+                        (key, time.time(), key, total.tolist()),
                     )
                     return
                 ends = [batch[0].id, batch[-1].id]
                 window = {r.id: r for r in [*self._windows(conn, key, ends, span=WINDOW), *batch]}
-                self._index_rows(conn, list(window.values()), {r.id for r in batch})
+                summed = self._index_rows(conn, list(window.values()), {r.id for r in batch})
+                total += summed.get(key, 0.0)
                 after = (batch[-1].created_at, batch[-1].seq)
 
     def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
@@ -316,16 +361,26 @@ class PostgresVectorStore(SQLiteVectorStore):
         with self.db.read() as conn:
             return self._frequencies(conn, scope, terms)
 
-    def _statistics(self, conn: Any, scope: str | None, terms: Sequence[str]) -> tuple[dict[str, float], float]:
-        """How many records of a large scope hold each term, and its total length: one read."""
+    def _statistics(
+        self, conn: Any, scope: str | None, terms: Sequence[str]
+    ) -> tuple[dict[str, float], float, Vectors | None]:
+        """How many records of a large scope hold each term, its total length and its sum of
+        blended vectors: one read."""
         rows = conn.execute(
-            "SELECT term, CAST(df AS float8) FROM large_terms WHERE scope = ? AND term = ANY(CAST(? AS text[]))"
-            " UNION ALL SELECT NULL, total_length FROM large_scopes WHERE scope = ?",
+            "SELECT term, CAST(df AS float8), NULL FROM large_terms WHERE scope = ? AND term = ANY(CAST(? AS text[]))"
+            " UNION ALL SELECT NULL, total_length, total_ann FROM large_scopes WHERE scope = ?",
             (scope_key(scope), sorted(set(terms)), scope_key(scope)),
         ).fetchall()
-        found = {term: value for term, value in rows if term is not None}
-        total = next((value for term, value in rows if term is None), None)
-        return {term: float(found.get(term, 0)) for term in terms}, float(total or 0.0)
+        found = {term: value for term, value, _ in rows if term is not None}
+        length, ann = next(((value, ann) for term, value, ann in rows if term is None), (None, None))
+        # float32, as typicality multiplies the rows by it (its float64 sum only moved its mean, by ~1e-8)
+        total = np.asarray(ann, dtype=np.float32) if ann is not None else None
+        return {term: float(found.get(term, 0)) for term in terms}, float(length or 0.0), total
+
+    def vector_total(self, scope: str | None) -> Vectors | None:
+        """The sum of a large scope's blended vectors (kept at write time), for typicality."""
+        with self.db.read() as conn:
+            return self._statistics(conn, scope, [])[2]
 
     @staticmethod
     def _frequencies(conn: Any, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
@@ -365,7 +420,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             # Three settings in one round trip (a text query without parameters may hold several).
             conn.raw.execute(f"SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = {ef};"
                              " SET LOCAL hnsw.iterative_scan = relaxed_order")
-            df, total = self._statistics(conn, scope, tokens)
+            df, total, ann_total = self._statistics(conn, scope, tokens)
             n = max(self.scope_size(scope), 1)
             present = {w: bm25_idf(n, df[w]) for w in dict.fromkeys(tokens) if df[w] > 0}
             parts = [("SELECT id FROM memories WHERE scope = ? AND ann IS NOT NULL ORDER BY ann <=> CAST(? AS vector)"
@@ -382,7 +437,7 @@ class PostgresVectorStore(SQLiteVectorStore):
             # One statement: the candidates' ids and their features in one round trip.
             among = " UNION ".join(f"SELECT id FROM ({sql}) AS c{i}" for i, (sql, _) in enumerate(parts))
             found = self._features(conn, among, [v for _, params in parts for v in params], sorted(set(tokens)))
-        return Candidates(*found, df=df, mean_length=total / n if total else 1.0)
+        return Candidates(*found, df=df, mean_length=total / n if total else 1.0, total=ann_total)
 
     def matching(
         self, scope: str | None, keep: Callable[[VectorRecord], bool], query_text: str
@@ -519,6 +574,11 @@ def _coordination(words: Sequence[str]) -> str:
 def _lexeme(term: str) -> str:
     """A term as a tsquery lexeme (quoted, so no character of it is read as an operator)."""
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _vector_of(binary: bytes) -> Floats:
+    """A vector from pgvector's binary form (a header of 4 bytes, then big-endian floats)."""
+    return np.frombuffer(binary, dtype=">f4", offset=4).astype(np.float64)
 
 
 def _vector_text(vector: Vectors) -> str:
