@@ -321,7 +321,7 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
             stored = [np.frombuffer(row[0], dtype=">f4", offset=4) for row in conn.execute(
                 "SELECT ann FROM memories WHERE scope = 'shared'")]
         summed = np.sum(stored, axis=0, dtype=np.float64)
-        assert other.vector_total("shared") == pytest.approx(summed, abs=1e-9)
+        assert other.vector_total("shared") == pytest.approx(summed, rel=1e-6, abs=1e-5)
         with db.write() as conn:  # as a store promoted before the sum was kept: summed when opened
             conn.execute("ALTER TABLE large_scopes DROP COLUMN total_ann")
         reopened = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
@@ -381,3 +381,42 @@ def test_a_reader_on_a_mistyped_schema_is_an_error_and_creates_nothing(
         mem.long_term.remember("Prefers email", scope="customer:1")
     with Memory.open(typo, embedder=HashEmbedder(), create=False) as mem:
         assert [r.text for r in mem.long_term.all(scope="customer:1")] == ["Prefers email"]
+
+
+def test_a_large_scopes_term_weights_stay_uncompressed_in_the_row(postgres_url: str) -> None:
+    """A query reads a few term weights from each candidate: they are kept in the row without
+    compression (a compressed value was decompressed once per query word), also in a store
+    made before, once it is opened again and its rows are written."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.stores.pgvector import PostgresVectorStore
+
+    embedder = HashEmbedder()
+    db = PostgresDatabase(postgres_url)
+
+    def inline() -> list[tuple[int, bool]]:
+        with db.read() as conn:
+            return [(int(size), bool(same)) for size, same in conn.execute(
+                "SELECT pg_column_size(context), pg_column_size(context) = pg_column_size(context || '{}'::jsonb)"
+                " FROM memories WHERE scope = 'shared' AND context IS NOT NULL"
+            )]
+
+    try:
+        store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=40)
+        memory = LongTermMemory(store, embedder)
+        # ~30 distinct words a memory, ~9 memories' words a row: weights of ~2.5 KB, past the 2 KB
+        # from which PostgreSQL compresses a row's long values by default
+        words = [f"w{i}x{j}" for i in range(60) for j in range(30)]
+        memory.remember_many([{"text": " ".join(words[30 * i:30 * i + 30]), "scope": "shared"} for i in range(60)])
+        assert store.is_large("shared")
+        rows = inline()
+        assert len(rows) == 60 and all(same for _, same in rows) and max(size for size, _ in rows) > 2100
+        with db.write() as conn:  # as a store made before: compressed weights
+            conn.execute("ALTER TABLE memories ALTER COLUMN context SET STORAGE EXTENDED")
+            conn.execute("ALTER TABLE memories RESET (toast_tuple_target)")
+            conn.execute("UPDATE memories SET context = context || '{}'::jsonb WHERE scope = 'shared'")
+        assert not all(same for _, same in inline())
+        PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=40)
+        store.promote("shared")  # the rows written again
+        assert all(same for _, same in inline())
+    finally:
+        db.close()
