@@ -242,7 +242,7 @@ def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgr
 
 def test_records_holding_every_common_query_word_are_candidates(postgres_url: str) -> None:
     """When every query word is too common to rank its records (all exceed `lexical_rows`), the
-    records whose own words hold all of them (or all but one) are still offered by words,
+    records whose own words hold all of them (and, when asked, all but one) are still offered by words,
     even with no nearest vectors asked for; a store promoted before those own words were kept
     gets them when it is opened."""
     from fourfold.longterm import LongTermMemory
@@ -256,11 +256,13 @@ def test_records_holding_every_common_query_word_are_candidates(postgres_url: st
         items: list[dict[str, object]] = [{"text": _topic_text(i), "scope": "shared"} for i in range(360)]
         needles = {3: "the courier lost the parcel and owes a refund", 150: "a refund for the parcel the courier broke",
                    300: "courier and parcel, no refund asked"}
-        for at, text in sorted(needles.items(), reverse=True):
+        partial = "the courier brought the parcel"  # two of the query's three words
+        for at, text in sorted({**needles, 200: partial}.items(), reverse=True):
             items.insert(at, {"text": text, "scope": "shared"})
         written = memory.remember_many(items)
         assert store.is_large("shared")
         wanted = {r.id for r in written if r.text in needles.values()}
+        near = next(r.id for r in written if r.text == partial)
         store.lexical_rows = 10  # each of the query's words is held by more records than this
         query = "courier parcel refund"
 
@@ -268,9 +270,12 @@ def test_records_holding_every_common_query_word_are_candidates(postgres_url: st
             return {r.id for r in s.candidates("shared", embedder.embed(query), query, dense=0, lexical=50)[0]}
 
         found = offered(store)
-        assert wanted <= found
-        assert all(sum(w in r.text for w in ("courier", "parcel", "refund")) >= 2 for r in store.scan("shared")
-                   if r.id in found)
+        assert wanted <= found and near not in found
+        held = {r.id: sum(w in r.text for w in ("courier", "parcel", "refund")) for r in store.scan("shared")}
+        assert all(held[i] == 3 for i in found)
+        store.partial_rows = 100  # and those holding all but one
+        assert wanted | {near} <= offered(store) and all(held[i] >= 2 for i in offered(store))
+        store.partial_rows = 0
         with db.write() as conn:  # as a store promoted before own_terms existed
             conn.execute("DROP INDEX memories_own_terms")
             conn.execute("ALTER TABLE memories DROP COLUMN own_terms")
