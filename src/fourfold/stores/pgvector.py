@@ -4,7 +4,7 @@ Small scopes are read whole and ranked exactly by fourfold (`ScopeIndex`), as on
 scope that reaches `large_at` records is *promoted*: each of its rows gets the features
 fourfold ranks it by, computed among its neighbours in the scope (`ScopeIndex.features`): its
 vector blended with its neighbours' (`ann`, pgvector, in an HNSW index), its weighted terms
-(`context`, JSONB), those terms as full text (`terms`, in a GIN index) and its own words
+(`context`, JSONB, kept uncompressed in the row: a query reads a few from each candidate), those terms as full text (`terms`, in a GIN index) and its own words
 without its neighbours' (`own_terms`, GIN). Only promoted rows are in those indexes, so small
 scopes' writes never pay for them; a write to a large scope recomputes the features of the
 rows it becomes a neighbour of. A recall in a large scope then reads candidates, not the
@@ -12,9 +12,10 @@ scope, in one statement: the nearest blended vectors (HNSW with the scope as a f
 iterative scans), the records whose own words hold all of the query's words (and optionally
 those holding all but one), and the best matches of its rarest words, which `fourfold.longterm.large`
 ranks with the scope's statistics. Each large scope's document frequencies (how many of its
-rows hold each term in their features) are kept in `large_terms` and its total length in
-`large_scopes`, updated in the transaction that changes the features, so a query reads BM25's
-statistics exactly with one indexed lookup instead of counting or sampling.
+rows hold each term in their features) are kept in `large_terms`, its total length and its sum
+of blended vectors (typicality's) in `large_scopes`, updated in the transaction that changes
+the features, so a query reads the ranker's statistics exactly with one indexed lookup
+instead of counting or sampling.
 """
 
 from __future__ import annotations
