@@ -11,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -204,7 +205,7 @@ def test_a_large_scope_ranks_candidates_as_the_whole_scope_would(postgres_url: s
 def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgres_url: str) -> None:
     """A filter that few records of a large scope pass, none of them near the query, still
     returns them all (up to k), ranked as an exact search over the scope's matches ranks them."""
-    from fourfold.longterm import LongTermMemory, Weights
+    from fourfold.longterm import LongTermMemory
     from fourfold.longterm.retrieval import ScopeIndex
     from fourfold.longterm.where import compile_where, fields_of
     from fourfold.ranking import Background
@@ -223,9 +224,7 @@ def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgr
                                        "scope": "shared", "metadata": {"product": "airship", "rank": j}})
         memory.remember_many(items)
         assert store.is_large("shared")
-        # a large scope's candidates carry no whole-scope vector sum yet, so they rank without
-        # typicality (`ScopeIndex.of_features`): the exact search to agree with does the same
-        exact = ScopeIndex(store.scan("shared"), embedder.dimension, weights=Weights(typical=0.0))
+        exact = ScopeIndex(store.scan("shared"), embedder.dimension)  # typicality with the scope's kept vector sum
         query = "customer asked about the refund"
         vector = embedder.embed(query)
         null = Background.of(embedder).null(vector)
@@ -243,7 +242,7 @@ def test_a_narrow_where_on_a_large_scope_finds_every_match_in_exact_order(postgr
 
 def test_records_holding_every_common_query_word_are_candidates(postgres_url: str) -> None:
     """When every query word is too common to rank its records (all exceed `lexical_rows`), the
-    records whose own words hold all of them (or all but one) are still offered by words,
+    records whose own words hold all of them (and, when asked, all but one) are still offered by words,
     even with no nearest vectors asked for; a store promoted before those own words were kept
     gets them when it is opened."""
     from fourfold.longterm import LongTermMemory
@@ -257,11 +256,13 @@ def test_records_holding_every_common_query_word_are_candidates(postgres_url: st
         items: list[dict[str, object]] = [{"text": _topic_text(i), "scope": "shared"} for i in range(360)]
         needles = {3: "the courier lost the parcel and owes a refund", 150: "a refund for the parcel the courier broke",
                    300: "courier and parcel, no refund asked"}
-        for at, text in sorted(needles.items(), reverse=True):
+        partial = "the courier brought the parcel"  # two of the query's three words
+        for at, text in sorted({**needles, 200: partial}.items(), reverse=True):
             items.insert(at, {"text": text, "scope": "shared"})
         written = memory.remember_many(items)
         assert store.is_large("shared")
         wanted = {r.id for r in written if r.text in needles.values()}
+        near = next(r.id for r in written if r.text == partial)
         store.lexical_rows = 10  # each of the query's words is held by more records than this
         query = "courier parcel refund"
 
@@ -269,9 +270,12 @@ def test_records_holding_every_common_query_word_are_candidates(postgres_url: st
             return {r.id for r in s.candidates("shared", embedder.embed(query), query, dense=0, lexical=50)[0]}
 
         found = offered(store)
-        assert wanted <= found
-        assert all(sum(w in r.text for w in ("courier", "parcel", "refund")) >= 2 for r in store.scan("shared")
-                   if r.id in found)
+        assert wanted <= found and near not in found
+        held = {r.id: sum(w in r.text for w in ("courier", "parcel", "refund")) for r in store.scan("shared")}
+        assert all(held[i] == 3 for i in found)
+        store.partial_rows = 100  # and those holding all but one
+        assert wanted | {near} <= offered(store) and all(held[i] >= 2 for i in offered(store))
+        store.partial_rows = 0
         with db.write() as conn:  # as a store promoted before own_terms existed
             conn.execute("DROP INDEX memories_own_terms")
             conn.execute("ALTER TABLE memories DROP COLUMN own_terms")
@@ -317,6 +321,16 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
         with db.read() as conn:  # BM25's mean length, kept at write time, is the mean over the rows
             mean = conn.execute("SELECT avg(length) FROM memories WHERE scope = 'shared'").fetchone()[0]
         assert other.mean_length("shared") == pytest.approx(mean, rel=1e-9)
+        # the sum of the blended vectors (typicality's), kept at write time, is the sum over the rows
+        with db.read() as conn:
+            stored = [np.frombuffer(row[0], dtype=">f4", offset=4) for row in conn.execute(
+                "SELECT ann FROM memories WHERE scope = 'shared'")]
+        summed = np.sum(stored, axis=0, dtype=np.float64)
+        assert other.vector_total("shared") == pytest.approx(summed, rel=1e-6, abs=1e-5)
+        with db.write() as conn:  # as a store promoted before the sum was kept: summed when opened
+            conn.execute("ALTER TABLE large_scopes DROP COLUMN total_ann")
+        reopened = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
+        assert reopened.vector_total("shared") == pytest.approx(summed, abs=1e-4)
         assert store.document_frequencies("small", terms) == dict.fromkeys(terms, 0.0)  # small scopes keep none
         memory.forget_scope("shared")
         assert store.document_frequencies("shared", terms) == dict.fromkeys(terms, 0.0)
@@ -372,3 +386,42 @@ def test_a_reader_on_a_mistyped_schema_is_an_error_and_creates_nothing(
         mem.long_term.remember("Prefers email", scope="customer:1")
     with Memory.open(typo, embedder=HashEmbedder(), create=False) as mem:
         assert [r.text for r in mem.long_term.all(scope="customer:1")] == ["Prefers email"]
+
+
+def test_a_large_scopes_term_weights_stay_uncompressed_in_the_row(postgres_url: str) -> None:
+    """A query reads a few term weights from each candidate: they are kept in the row without
+    compression (a compressed value was decompressed once per query word), also in a store
+    made before, once it is opened again and its rows are written."""
+    from fourfold.longterm import LongTermMemory
+    from fourfold.stores.pgvector import PostgresVectorStore
+
+    embedder = HashEmbedder()
+    db = PostgresDatabase(postgres_url)
+
+    def inline() -> list[tuple[int, bool]]:
+        with db.read() as conn:
+            return [(int(size), bool(same)) for size, same in conn.execute(
+                "SELECT pg_column_size(context), pg_column_size(context) = pg_column_size(context || '{}'::jsonb)"
+                " FROM memories WHERE scope = 'shared' AND context IS NOT NULL"
+            )]
+
+    try:
+        store = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=40)
+        memory = LongTermMemory(store, embedder)
+        # ~30 distinct words a memory, ~9 memories' words a row: weights of ~2.5 KB, past the 2 KB
+        # from which PostgreSQL compresses a row's long values by default
+        words = [f"w{i}x{j}" for i in range(60) for j in range(30)]
+        memory.remember_many([{"text": " ".join(words[30 * i:30 * i + 30]), "scope": "shared"} for i in range(60)])
+        assert store.is_large("shared")
+        rows = inline()
+        assert len(rows) == 60 and all(same for _, same in rows) and max(size for size, _ in rows) > 2100
+        with db.write() as conn:  # as a store made before: compressed weights
+            conn.execute("ALTER TABLE memories ALTER COLUMN context SET STORAGE EXTENDED")
+            conn.execute("ALTER TABLE memories RESET (toast_tuple_target)")
+            conn.execute("UPDATE memories SET context = context || '{}'::jsonb WHERE scope = 'shared'")
+        assert not all(same for _, same in inline())
+        PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=40)
+        store.promote("shared")  # the rows written again
+        assert all(same for _, same in inline())
+    finally:
+        db.close()

@@ -48,6 +48,9 @@ class CandidateStore(Protocol):
     ) -> Iterator[Features]:
         """The scope's records that pass `keep`, with their features, a batch at a time in write order."""
 
+    def vector_total(self, scope: str | None) -> Vectors | None:
+        """The sum of the scope's blended vectors (its records' typicality needs it), if kept."""
+
 
 #: Records, their blended vectors, their weights of the query's terms, and their lengths (the
 #: sum of all their term weights; see `ScopeIndex.features`).
@@ -64,6 +67,8 @@ class Candidates(NamedTuple):
     df: dict[str, float]
     #: The scope's mean record length (BM25's avgdl), read with `df`.
     mean_length: float
+    #: The sum of the scope's blended vectors, read with `df` (None: typicality is not taken off).
+    total: Vectors | None = None
 
 
 #: A term no query can hold: it carries the rest of a record's length, so BM25's length
@@ -84,13 +89,15 @@ class LargeScopes:
         """An index of the query's candidates in a large scope, with the scope's statistics to
         score them as in an index of the whole scope; None when there is no candidate."""
         size = self.store.scope_size(scope)
-        records, matrix, counts, lengths, df, mean_length = self.store.candidates(
+        records, matrix, counts, lengths, df, mean_length, total = self.store.candidates(
             scope, query_vector, query_text, dense=self.dense, lexical=self.lexical
         )
         if not records:
             return None
         stats = CollectionStats(n_docs=size, avgdl=mean_length, df=df)
-        return ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights), stats
+        index = ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights,
+                                       scope_total=total, scope_size=size)
+        return index, stats
 
     def matching_index(
         self, scope: str | None, query_vector: Vectors, query_text: str, *,
@@ -105,6 +112,7 @@ class LargeScopes:
         come in write order (ties go to the later record), so this is the ranking an index of
         every passing record would give.
         """
+        total = self.store.vector_total(scope)
         records: list[VectorRecord] = []
         matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
         counts: list[dict[str, float]] = []
@@ -112,14 +120,16 @@ class LargeScopes:
         for more, more_matrix, more_counts, more_lengths in self.store.matching(scope, keep, query_text):
             records, counts, lengths = [*records, *more], [*counts, *more_counts], [*lengths, *more_lengths]
             matrix = np.concatenate([matrix, more_matrix]) if len(matrix) else more_matrix
-            index = ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights)
+            index = ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights,
+                                           scope_total=total, scope_size=stats.n_docs)
             best = {r.id for r, _ in index.search(query_vector, query_text, k=k, keep=_everything, stats=stats)}
             chosen = [i for i, r in enumerate(records) if r.id in best]  # still in write order
             records, counts, lengths = [records[i] for i in chosen], [counts[i] for i in chosen], [lengths[i] for i in chosen]
             matrix = matrix[chosen]
         if not records:
             return None
-        return ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights)
+        return ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights,
+                                      scope_total=total, scope_size=stats.n_docs)
 
 
 def _weighted(counts: Sequence[dict[str, float]], lengths: Sequence[float]) -> list[dict[str, float]]:
