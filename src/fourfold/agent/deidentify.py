@@ -159,7 +159,7 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | 
     """
     redacted, found = redact(text, policy="personal")
     redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted))
-    start, end = _statement(redacted, own) if ordinary is not None else (0, 0)
+    start, end = _statement(redacted, own, company) if ordinary is not None else (0, 0)
     candidates = [(a, b) for a, b, _ in known_words(redacted)] if company is not None and allowed is not None else []
 
     def keep(word: str, at: int) -> bool:
@@ -281,12 +281,15 @@ def _informative(text: str) -> str:
     return " ".join(kept or pool) or text
 
 
-def _statement(text: str, own: frozenset[str] = frozenset()) -> tuple[int, int]:
-    """Where the problem is stated: the first sentence of a redacted text that holds no
-    personal detail, is not mostly the customer's `own` words (an introduction: "hi, maria
-    baker here from reading"), says something (two words or more), is short and is no
-    directive (`_DIRECTIVE`); (0, 0) if none is."""
+def _statement(text: str, own: frozenset[str] = frozenset(),
+               company: Callable[[str], bool] | None = None) -> tuple[int, int]:
+    """Where the problem is stated: of the sentences of a redacted text that hold no personal
+    detail, are not mostly the customer's `own` words (an introduction: "hi, maria baker here
+    from reading"), say something (two words or more), are short and are no directive
+    (`_DIRECTIVE`), the one with the most `company` words (the fix's, the documents'), else
+    the first; (0, 0) if none is."""
     pos = 0
+    best, best_score = (0, 0), -1
     for sentence in _SENTENCE.split(text):
         start = text.index(sentence, pos)
         pos = start + len(sentence)
@@ -296,8 +299,12 @@ def _statement(text: str, own: frozenset[str] = frozenset()) -> tuple[int, int]:
         if (not _PLACEHOLDER.search(sentence) and not _DIRECTIVE.search(sentence)
                 and 3 * sum(w.lower() in own for w in content) < max(len(content), 1)
                 and len(tokenize(sentence)) >= 2 and words <= MAX_STATEMENT_WORDS):
-            return start, pos
-    return 0, 0
+            if company is None:
+                return start, pos
+            score = len({s for s in tokenize(sentence) if company(s)})
+            if score > best_score:
+                best, best_score = (start, pos), score
+    return best
 
 
 def problem_query(message: str) -> str:
