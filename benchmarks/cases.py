@@ -288,6 +288,11 @@ LOWER_INTROS: dict[str, tuple[list[str], list[str]]] = {
                "sent by {first} {plain}, {town}", "dear support, {first} {plain} of {town} writing.",
                "{first} {plain} - {town} office."],
               ["{problem} in our {town} shop", "{problem} at home in {town}"]),
+    # written after the name and place recogniser's rules were final, measured with them unchanged
+    "late": (["morning all, {first} {plain} checking in from {town}.", "{first} {plain} ({town}) again, sorry to bother you.",
+              "quick one from {first} {plain} in {town}:", "greetings - {first} {plain}, {town} store.",
+              "{town} customer here, {first} {plain}."],
+             ["{problem} at the {town} branch", "{problem} for our team in {town}"]),
 }
 INTROS = "design"
 PHONE_FORMATS = ["+1 {a} {b} {c}", "({a}) {b}-{c}", "{a}.{b}.{c}", "+1-{a}-{b}-{c}", "{a} {b} {c}", "+44 20 7946 0{c3}",
