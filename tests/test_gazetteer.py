@@ -101,3 +101,15 @@ def test_the_statement_is_the_sentence_that_shares_the_fixs_words_not_an_introdu
     problem = extract_case(ticket, shared=lambda stem: False, company=lambda stem: False).problem
     assert "SMS are not being delivered" in problem  # "delivered": ordinary, in the statement
     assert [w for w in ("ambrose", "treasure", "wool") if w in problem] == []
+
+
+def test_a_word_one_customer_gives_as_their_town_is_no_ordinary_word_in_anothers_case(mem: Memory) -> None:
+    """"sandwich" is in no list; one customer's "greetings from sandwich" says it is a place,
+    so another's "in our sandwich shop" keeps it behind, for the rest of the desk's cases."""
+    cases = CaseBase(mem)
+    ticket = Ticket("The invoice PDF breaks in our sandwich shop.", (), (), "Cleared the browser cache")
+    assert "sandwich" in cases.deidentify(ticket).problem  # nothing says it is a place yet
+    mem.episodes.record(goal="greetings from sandwich, my parcel is late", actions=[], outcome="Resent it",
+                        success=True, scope=customer_scope("cleo"))
+    problem = cases.deidentify(ticket).problem
+    assert "sandwich" not in problem and "invoice PDF breaks" in problem

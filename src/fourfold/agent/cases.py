@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from fourfold._validate import check_scope, check_text
+from fourfold.agent._ordinary import own_words
 from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic.codec import build_episode
@@ -71,7 +72,8 @@ class CaseBase:
             written = case_from_model(self.model, ticket, shared=shared, company=company)
             if written is not None:
                 return written
-        return extract_case(ticket, shared=shared, company=company)
+        personal = self._vocabulary.personal.__contains__ if self.min_customers is not None else None
+        return extract_case(ticket, shared=shared, company=company, personal=personal)
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
@@ -124,10 +126,11 @@ class CaseBase:
 
     def shared_words(self) -> Callable[[str], bool]:
         """Is a (stemmed) word common ground: in `min_customers` customers' tickets (their
-        messages or the operators' outcomes), the documentation or the facts?"""
+        messages or the operators' outcomes) and given by no customer as their own name or
+        place, or in the documentation or the facts?"""
         company = self.company_words()
-        common = self._vocabulary.common
-        return lambda stem: stem in common or company(stem)
+        common, personal = self._vocabulary.common, self._vocabulary.personal
+        return lambda stem: (stem in common and stem not in personal) or company(stem)
 
     def company_words(self) -> Callable[[str], bool]:
         """Is a (stemmed) word the company's own vocabulary: in the documentation, the facts or
@@ -193,6 +196,10 @@ class _Vocabulary:
         #: outcomes, that `min_customers` customers' tickets hold.
         self.common: set[str] = set()
         self.operator: set[str] = set()
+        #: Words that some customer's message gives as that customer's own by where they
+        #: stand (a surname after "this is maria", a town after "greetings from": `own_words`):
+        #: one customer's plain wording tells that a word is a name or a place for everyone.
+        self.personal: set[str] = set()
         self._customers: dict[str, set[str]] = {}
         self._outcomes: dict[str, set[str]] = {}
 
@@ -208,6 +215,7 @@ class _Vocabulary:
         scope = episode.scope or ""
         if scope.startswith(CUSTOMER_PREFIX):
             self._tally(episode.goal, scope, self.common, self._customers)
+            self.personal.update(s for w in own_words(episode.goal) for s in tokenize(w))
             self._tally(episode.outcome, scope, self.operator, self._outcomes)
 
     def _tally(self, text: str, scope: str, common: set[str], owners_of: dict[str, set[str]]) -> None:

@@ -179,13 +179,15 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | 
 
 
 def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
-                 company: Callable[[str], bool] | None = None) -> Case:
+                 company: Callable[[str], bool] | None = None, personal: Callable[[str], bool] | None = None) -> Case:
     """Offline: the opening message as the problem, the operator's outcome as the fix, scrubbed.
 
     `shared(stem)` says whether a word of the customer's is common ground (the shared-words
     lever); None lets every word the detector and the taint leave through. With the lever, a
     known name or place of the customer's travels only when `company(stem)` (the company's
-    documents, facts, operators' outcomes) or this ticket's outcome holds it.
+    documents, facts, operators' outcomes) or this ticket's outcome holds it, and a word
+    `personal(stem)` says some customer gave as their own name or place is no ordinary word
+    of the statement either, unless the company's texts use it.
     """
     tainted = _tainted(ticket, ticket.outcome, shared, company)
     outcome_stems = set(tokenize(ticket.outcome))
@@ -196,7 +198,8 @@ def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
         return word.lower() not in own and all(s in outcome_stems or (shared is not None and shared(s)) for s in stems)
 
     def ordinary(word: str) -> bool:
-        return word.lower() not in own and is_ordinary(word)
+        return word.lower() not in own and is_ordinary(word) and not (
+            personal is not None and any(personal(s) and not companys(s) for s in tokenize(word)))
 
     def companys(stem: str) -> bool:
         return stem in outcome_stems or (company is not None and company(stem))
