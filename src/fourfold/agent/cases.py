@@ -42,8 +42,9 @@ class CaseBase:
     answer is unusable, the case is extracted. `min_customers` is the shared-words lever of
     extraction: a word of the customer's own text travels only when that many customers'
     tickets hold it, or the documentation, the facts or the operator's outcome do; a word that
-    is a known name or place (`fourfold.text.gazetteer`) only when the company's own texts
-    use it (`company_words`). None turns the lever off (the detector alone decides).
+    is a known name or place (`fourfold.text.gazetteer`), or one some customer gave as their
+    own by its position, only when the company's own texts use it (`company_words`). None
+    turns the lever off (the detector alone decides).
     """
 
     def __init__(
