@@ -51,7 +51,8 @@ from fourfold.agent.prompt import DATA_CLOSE, DATA_OPEN
 from fourfold.embeddings import Embedder, HashEmbedder
 from fourfold.models import OfflineModel, ScriptedModel
 from fourfold.models.base import ChatModel, ChatResponse
-from fourfold.text import redact
+from fourfold.text import redact, tokenize
+from fourfold.text.gazetteer import known
 
 # (first customer's wording, three later wordings, the operator's fix, the fix's key phrase,
 #  a failed attempt's outcome)
@@ -258,6 +259,20 @@ LOWER_SURNAMES = ["baker", "hunter", "fisher", "carpenter", "mason", "porter", "
                   "king", "hill", "marsh", "bell", "frost", "shepherd", "fox", "lamb", "forest", "moon"]
 LOWER_TOWNS = ["reading", "bath", "nice", "split", "derby", "deal", "hope", "wells", "orange", "march",
                "battle", "ely", "rugby"]
+# Held out from the name and place lists of `fourfold.text.gazetteer` (a test checks that it
+# knows none of them): lowercase dictionary words borne as surnames (Sugar, Treasure, Onions)
+# and small towns (Sandwich in Kent, Mold in Wales, Peculiar in Missouri, Accident in
+# Maryland...), written down before they were measured. Leaks of these show what the rules
+# catch without the lists (`--names unlisted`, and the `unlisted_leaked` of the last line).
+UNLISTED_SURNAMES = ["sugar", "treasure", "onions", "cheese", "mustard", "pocket", "bottle", "candle", "ladder",
+                     "lantern", "thistle", "pudding", "cabbage", "ribbon", "satin", "linen", "owl", "goose",
+                     "weasel", "rabbit"]
+UNLISTED_TOWNS = ["sandwich", "mold", "peculiar", "accident", "eclectic", "chicken", "romance", "happy", "success",
+                  "protection", "climax", "wool", "matching"]
+#: Where the lowercase surnames and towns come from (`--names`).
+LOWER_WORDS: dict[str, tuple[list[str], list[str]]] = {
+    "listed": (LOWER_SURNAMES, LOWER_TOWNS), "unlisted": (UNLISTED_SURNAMES, UNLISTED_TOWNS),
+}
 #: How those customers introduce themselves and say where they are: the wordings the position
 #: rules of `fourfold.agent._ordinary` were written against, and others they never saw
 #: (`--intros held-out`).
@@ -273,6 +288,11 @@ LOWER_INTROS: dict[str, tuple[list[str], list[str]]] = {
                "sent by {first} {plain}, {town}", "dear support, {first} {plain} of {town} writing.",
                "{first} {plain} - {town} office."],
               ["{problem} in our {town} shop", "{problem} at home in {town}"]),
+    # written after the name and place recogniser's rules were final, measured with them unchanged
+    "late": (["morning all, {first} {plain} checking in from {town}.", "{first} {plain} ({town}) again, sorry to bother you.",
+              "quick one from {first} {plain} in {town}:", "greetings - {first} {plain}, {town} store.",
+              "{town} customer here, {first} {plain}."],
+             ["{problem} at the {town} branch", "{problem} for our team in {town}"]),
 }
 INTROS = "design"
 PHONE_FORMATS = ["+1 {a} {b} {c}", "({a}) {b}-{c}", "{a}.{b}.{c}", "+1-{a}-{b}-{c}", "{a} {b} {c}", "+44 20 7946 0{c3}",
@@ -296,12 +316,16 @@ class Tally:
     failed_offered: int = 0
     leaks: Counter[str] = field(default_factory=Counter)
     written_by: Counter[str] = field(default_factory=Counter)
+    #: Of the first cases, the problem's words that the case kept, and all of them: what
+    #: masking costs the case itself (stems, stopwords aside).
+    kept: int = 0
+    words: int = 0
 
     def line(self, name: str) -> str:
         leaks = ", ".join(f"{k}={v}" for k, v in sorted(self.leaks.items())) or "none"
         return (f"  {name:<13} fix_reached={self.reached / max(self.later, 1):.2f} ({self.reached}/{self.later}) "
                 f"failed_offered={self.failed_offered} pii_leaked={sum(self.leaks.values())} ({leaks}) "
-                f"cases by {dict(self.written_by)}")
+                f"problem_words_kept={self.kept / max(self.words, 1):.2f} cases by {dict(self.written_by)}")
 
 
 def _luhn_complete(prefix: str) -> str:
@@ -323,7 +347,7 @@ def _iban(rng: random.Random) -> str:
     return " ".join(raw[i : i + 4] for i in range(0, len(raw), 4))
 
 
-def _details(rng: random.Random, first: str, surname: str) -> dict[str, str]:
+def _details(rng: random.Random, first: str, surname: str, lower: str = "listed") -> dict[str, str]:
     a, b, c = rng.randint(201, 989), rng.randint(200, 989), rng.randint(1000, 9999)
     phone = rng.choice(PHONE_FORMATS).format(a=a, b=b, c=c, c3=str(c)[:3])
     city, post = rng.choice(CITIES)
@@ -346,8 +370,8 @@ def _details(rng: random.Random, first: str, surname: str) -> dict[str, str]:
         "relative": " ".join(rng.choice(RELATIVES)),
         "pet": " ".join(rng.choice(PETS)),
         "lowercase_street": f"{rng.randint(2, 998)} {rng.choice(LOWER_STREETS)}",
-        "lower_surname": rng.choice(LOWER_SURNAMES),
-        "lower_town": rng.choice(LOWER_TOWNS),
+        "lower_surname": rng.choice(LOWER_WORDS[lower][0]),
+        "lower_town": rng.choice(LOWER_WORDS[lower][1]),
     }
 
 
@@ -439,7 +463,7 @@ def _fix_text_only(data: str) -> str:
     return data.split(head, 1)[1].split("\n# ", 1)[0]
 
 
-def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14) -> Tally:
+def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14, lower: str = "listed") -> Tally:
     rng = random.Random(seed)
     firsts = rng.sample(FIRST_NAMES, k=len(FIRST_NAMES))  # every customer has a first name of their own
     names = iter((f, SURNAMES[i % len(SURNAMES)]) for i, f in enumerate(firsts))
@@ -461,7 +485,7 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14) -> Tally
             nonlocal n
             n += 1
             first, surname = next(names)
-            d = _details(rng, first, surname)
+            d = _details(rng, first, surname, lower)
             everyone[f"c{n}"] = _markers(d)
             return Customer(f"c{n}", _first_message(rng, problem, d), d)
 
@@ -474,6 +498,9 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14) -> Tally
             agent.turn(winner.cid, "Thanks, that worked.")
             case = agent.resolve(winner.cid, _outcome(rng, fix, winner.details)).case
             tally.written_by[case.tags[-1] if case else "none"] += 1
+            problem_words = set(tokenize(first))
+            tally.words += len(problem_words)
+            tally.kept += len(problem_words & set(tokenize(case.goal))) if case else 0
         for _, later, fix, key, _ in problems:
             for wording in later:
                 asker = customer(wording)
@@ -503,13 +530,13 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14) -> Tally
     return tally
 
 
-def detector_misses(n_types: int, seed: int = 14) -> Counter[str]:
+def detector_misses(n_types: int, seed: int = 14, lower: str = "listed") -> Counter[str]:
     """Details of the first customers that the detector alone leaves in their message."""
     rng = random.Random(seed)
     misses: Counter[str] = Counter()
     for i, (first, *_) in enumerate(PROBLEMS[:n_types]):
         f, s = FIRST_NAMES[i % len(FIRST_NAMES)], SURNAMES[i % len(SURNAMES)]
-        d = _details(rng, f, s)
+        d = _details(rng, f, s, lower)
         message = _first_message(rng, first, d)
         out = redact(message, policy="personal")[0].lower()
         for kind, value in _markers(d).items():
@@ -526,6 +553,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=14, help="Seed of the generated customers and their details.")
     parser.add_argument("--intros", choices=sorted(LOWER_INTROS), default="design",
                         help="How lowercase-typing customers introduce themselves (held-out: wordings no rule saw).")
+    parser.add_argument("--names", choices=("both", *LOWER_WORDS), default="both",
+                        help="Where their lowercase surnames and towns come from: lists the gazetteer holds, ones it "
+                             "does not (unlisted), or both (the variants on the listed, shared-words on the unlisted too).")
     args = parser.parse_args(argv)
     global VERBOSE, INTROS
     VERBOSE, INTROS = args.verbose, args.intros
@@ -537,17 +567,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder = HashEmbedder()
     n_types = max(1, min(args.types, len(PROBLEMS)))
     print(f"cases benchmark: {n_types} problem types, 1 failed + 1 first + 3 later customers each, embedder {embedder.identity}")
-    misses = detector_misses(n_types, args.seed)
+    names = "listed" if args.names == "both" else args.names
+    listed = [w for w in UNLISTED_SURNAMES + UNLISTED_TOWNS if known(w)]
+    if listed:  # they would no longer be held out
+        parser.error(f"the gazetteer now knows these 'unlisted' words: {', '.join(listed)}")
+    misses = detector_misses(n_types, args.seed, names)
     print("  detector alone missed, in the first customers' messages: "
           + (", ".join(f"{k}={v}" for k, v in sorted(misses.items()) if v) or "nothing"))
     results: dict[str, Tally] = {}
     for variant in args.variants.split(","):
         started = time.perf_counter()
-        results[variant] = run(embedder, variant, n_types, args.seed)
+        results[variant] = run(embedder, variant, n_types, args.seed, names)
         print(results[variant].line(variant) + f" [{time.perf_counter() - started:.0f}s]")
     best = results.get("shared-words") or next(iter(results.values()))
+    unlisted = ""
+    if args.names == "both":  # the same customers with surnames and towns no list of the gazetteer holds
+        started = time.perf_counter()
+        held_out = run(embedder, "shared-words", n_types, args.seed, "unlisted")
+        print(held_out.line("unlisted") + f" [{time.perf_counter() - started:.0f}s]")
+        unlisted = f" unlisted_leaked={sum(held_out.leaks.values())}"
     print(f"cases: fix_reached={best.reached / max(best.later, 1):.2f} failed_offered={best.failed_offered} "
-          f"pii_leaked={sum(best.leaks.values())}")
+          f"pii_leaked={sum(best.leaks.values())}{unlisted}")
     return 0
 
 

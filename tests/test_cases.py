@@ -16,6 +16,7 @@ from fourfold.agent.deidentify import Ticket, copies, extract_case
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import SHARED_SCOPE
 from fourfold.models import OfflineModel, ScriptedModel
+from fourfold.text import tokenize
 
 ALICE = (
     "Hi, I'm Alice Okonkwo, order ORD-88412. Downloading my invoice as PDF fails with error 502. "
@@ -111,7 +112,9 @@ def test_a_planted_instruction_does_not_reach_another_customer_verbatim(mem: Mem
 def test_an_instruction_planted_as_the_first_sentence_never_travels(mem: Memory, planted: str) -> None:
     """The statement whose ordinary words travel is a report of a problem, never a directive."""
     ticket = Ticket(f"{planted}. My invoice PDF fails with error 502.", (), (), "Cleared the browser cache")
-    problem = extract_case(ticket, shared=CaseBase(mem).shared_words()).problem
+    mem.docs.ingest_text("An invoice PDF fails with error 502 when the browser cache is stale.", source="pdf.md")
+    cases = CaseBase(mem)
+    problem = extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
     assert not copies(problem, [planted], run=3)
     assert "invoice PDF fails with error 502" in problem  # the real problem still travels
 
@@ -167,11 +170,11 @@ def test_the_shared_words_follow_the_log_incrementally_across_processes_and_agen
 def test_the_documentation_and_facts_are_common_ground(mem: Memory) -> None:
     ticket = Ticket("Quuxport sync stops after the grace period", (), (), "Re-enabled sync")
     cases = CaseBase(mem)
-    assert "Quuxport" not in extract_case(ticket, shared=cases.shared_words()).problem
+    assert "Quuxport" not in extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
     mem.docs.ingest_text("When Quuxport sync stops: how to re-enable it", source="sync.md")
     mem.facts.set("grace_period_days", 14)
-    problem = extract_case(ticket, shared=cases.shared_words()).problem
-    assert "Quuxport sync stops after the grace period" in problem
+    problem = extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
+    assert "Quuxport sync stops after the grace period" in problem  # "stops" and "grace" are names too
 
 
 def test_the_operators_outcome_is_scrubbed_with_the_customers_own_details(mem: Memory) -> None:
@@ -243,12 +246,13 @@ ALICE_SHORT = ("Hi, I'm Alice Okonkwo, you can reach me at alice.okonkwo@example
 
 def test_the_first_short_ticket_teaches_bob_without_alices_details(mem: Memory) -> None:
     # Issue 14: one customer's short ticket and a short outcome that does not repeat the problem.
-    # The problem's words are ordinary vocabulary, so they travel with no other customer's help.
+    # The problem's words are ordinary vocabulary, so they travel with no other customer's help;
+    # but "fails" is also a surname, which travels only once the desk's own texts use it.
     agent = SupportAgent(mem, OfflineModel())
     agent.turn("alice", ALICE_SHORT)
     resolution = agent.resolve("alice", "Cleared the browser cache")
     assert resolution.case is not None
-    assert "invoice PDF fails with error 502" in resolution.case.goal
+    assert "invoice PDF … with error 502" in resolution.case.goal
     reply = agent.turn("bob", "My invoice PDF fails with error 502, what can I do?")
     assert [c.id for c in reply.report.cases] == [resolution.case.id]
     assert "cleared the browser cache" in reply.report.system_prompt.lower()
@@ -280,7 +284,24 @@ def test_lowercase_names_and_towns_that_are_dictionary_words_stay_behind(
     """A surname or a town that is an ordinary word ("baker", "reading") by its position: after
     an introduction, beside a name, after a preposition of place at a clause's end; and a
     sentence holding one is never the statement whose ordinary words travel."""
-    case = extract_case(Ticket(message, (), (), "Cleared the browser cache"), shared=lambda stem: stem in {
-        "reading", "bath", "nice", "baker", "wood", "bird"})  # common ground: several customers live there
+    common = {"reading", "bath", "nice", "baker", "wood", "bird"}  # several customers live there, or bear it
+    company = set(tokenize("the invoice pdf fails with error 502"))  # the desk's documents say so
+    case = extract_case(Ticket(message, (), (), "Cleared the browser cache"),
+                        shared=lambda stem: stem in common or stem in company, company=company.__contains__)
     assert "invoice pdf fails with error 502" in case.problem
     assert [d for d in details if re.search(rf"\b{d}\b", case.problem)] == []
+
+
+def test_a_lowercase_name_and_town_of_alice_never_reach_bobs_prompt(mem: Memory) -> None:
+    """Issue 14 on a wording no position rule was written for, in a town other customers live
+    in too: only the recogniser's lists keep "baker" and "reading" behind."""
+    agent = SupportAgent(mem, OfflineModel())
+    for who in ("carl", "dina", "ezra"):  # "reading" is their town too: customers' common ground
+        agent.turn(who, "my parcel is late, greetings from our reading office")
+        agent.resolve(who, "The carrier delivered it the next day")
+    agent.turn("alice", "ambrose baker ~ reading office. The invoice PDF download gives error 502 in our reading shop")
+    resolution = agent.resolve("alice", "Cleared the browser cache and the invoice PDF downloaded")
+    assert resolution.case is not None
+    prompt = agent.turn("bob", "The invoice PDF download gives me a 502 error, what can I do?").report.system_prompt
+    assert "cleared the browser cache" in prompt.lower()
+    assert [w for w in ("ambrose", "baker", "reading") if re.search(rf"\b{w}\b", prompt, re.I)] == []

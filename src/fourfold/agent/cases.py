@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from fourfold._validate import check_scope, check_text
+from fourfold.agent._ordinary import own_words
 from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic.codec import build_episode
@@ -40,7 +41,9 @@ class CaseBase:
     `model` (an LLM) writes each case as a generic problem and fix; without one, or when its
     answer is unusable, the case is extracted. `min_customers` is the shared-words lever of
     extraction: a word of the customer's own text travels only when that many customers'
-    tickets hold it, or the documentation, the facts or the operator's outcome do. None
+    tickets hold it, or the documentation, the facts or the operator's outcome do; a word that
+    is a known name or place (`fourfold.text.gazetteer`), or one some customer gave as their
+    own by its position, only when the company's own texts use it (`company_words`). None
     turns the lever off (the detector alone decides).
     """
 
@@ -65,11 +68,13 @@ class CaseBase:
     def deidentify(self, ticket: Ticket) -> Case:
         """The case a ticket makes: the model's (checked), else the extracted one."""
         shared = self.shared_words() if self.min_customers is not None else None
+        company = self.company_words() if self.min_customers is not None else None
         if self.model is not None:
-            written = case_from_model(self.model, ticket, shared=shared)
+            written = case_from_model(self.model, ticket, shared=shared, company=company)
             if written is not None:
                 return written
-        return extract_case(ticket, shared=shared)
+        personal = self._vocabulary.personal.__contains__ if self.min_customers is not None else None
+        return extract_case(ticket, shared=shared, company=company, personal=personal)
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
@@ -121,12 +126,21 @@ class CaseBase:
         return kept[:k]
 
     def shared_words(self) -> Callable[[str], bool]:
-        """Is a (stemmed) word common ground: in `min_customers` customers' tickets, the
-        documentation or the facts?"""
+        """Is a (stemmed) word common ground: in `min_customers` customers' tickets (their
+        messages or the operators' outcomes) and given by no customer as their own name or
+        place, or in the documentation or the facts?"""
+        company = self.company_words()
+        common, personal = self._vocabulary.common, self._vocabulary.personal
+        return lambda stem: (stem in common and stem not in personal) or company(stem)
+
+    def company_words(self) -> Callable[[str], bool]:
+        """Is a (stemmed) word the company's own vocabulary: in the documentation, the facts or
+        the operators' outcomes of `min_customers` customers' tickets? Only such words let a
+        customer's known name or place word travel ("reading" the town, or the verb)."""
         self._vocabulary.update(self._log)
         reference = self._reference_words()
-        common = self._vocabulary.common
-        return lambda stem: stem in common or stem in reference
+        operator = self._vocabulary.operator
+        return lambda stem: stem in operator or stem in reference
 
     def _reference_words(self) -> frozenset[str]:
         """Words of the desk's documentation and facts (recomputed when either changes)."""
@@ -179,8 +193,16 @@ class _Vocabulary:
         self._clear()
 
     def _clear(self) -> None:
+        #: Words of the customers' own messages (an episode's goal), and of the operators'
+        #: outcomes, that `min_customers` customers' tickets hold.
         self.common: set[str] = set()
+        self.operator: set[str] = set()
+        #: Words that some customer's message gives as that customer's own by where they
+        #: stand (a surname after "this is maria", a town after "greetings from": `own_words`):
+        #: one customer's plain wording tells that a word is a name or a place for everyone.
+        self.personal: set[str] = set()
         self._customers: dict[str, set[str]] = {}
+        self._outcomes: dict[str, set[str]] = {}
 
     def update(self, log: CaseLog) -> None:
         with self._lock:
@@ -193,12 +215,17 @@ class _Vocabulary:
     def _count(self, episode: Episode) -> None:
         scope = episode.scope or ""
         if scope.startswith(CUSTOMER_PREFIX):
-            for word in set(tokenize(episode.goal)) - self.common:
-                owners = self._customers.setdefault(word, set())
-                owners.add(scope)
-                if len(owners) >= self.min_customers:
-                    self.common.add(word)
-                    del self._customers[word]
+            self._tally(episode.goal, scope, self.common, self._customers)
+            self.personal.update(s for w in own_words(episode.goal) for s in tokenize(w))
+            self._tally(episode.outcome, scope, self.operator, self._outcomes)
+
+    def _tally(self, text: str, scope: str, common: set[str], owners_of: dict[str, set[str]]) -> None:
+        for word in set(tokenize(text)) - common:
+            owners = owners_of.setdefault(word, set())
+            owners.add(scope)
+            if len(owners) >= self.min_customers:
+                common.add(word)
+                del owners_of[word]
 
 
 #: One vocabulary per episode log and threshold, shared by every CaseBase over that log (the

@@ -28,6 +28,7 @@ from typing import Literal
 from fourfold.agent._ordinary import is_ordinary, own_words
 from fourfold.models.base import ChatModel
 from fourfold.text import STOPWORDS, detect, redact, tokenize
+from fourfold.text.gazetteer import known_words
 from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 
 __all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query"]
@@ -95,14 +96,34 @@ def _key(word: str) -> str:
     return _JOINERS.sub("", word.lower())
 
 
-def echoed_names(customer: Iterable[str], shared_text: str, common: Callable[[str], bool]) -> frozenset[str]:
+def echoed_names(customer: Iterable[str], shared_text: str, common: Callable[[str], bool], *,
+                 company: Callable[[str], bool] | None = None) -> frozenset[str]:
     """Capitalized words of the customer's that the text to share repeats capitalized, unless
-    they are common ground: most often the customer's name ("Thandiwe confirmed on ...")."""
+    they are common ground: most often the customer's name ("Thandiwe confirmed on ...").
+
+    With `company`, also a known name or place the customer typed in any case ("from
+    reading") that the text to share capitalizes mid-sentence ("the Reading depot"), unless
+    the company's own texts use the word."""
+    customer = tuple(customer)
+
     def titled(text: str) -> set[str]:
         return {w.lower() for w in _WORD.findall(text) if len(w) > 2 and w.istitle()}
 
     repeated = {_key(w) for w in set().union(*(titled(t) for t in customer)) & titled(shared_text)}
-    return frozenset(w for w in repeated if w not in STOPWORDS and not all(common(s) for s in tokenize(w)))
+    echoed = {w for w in repeated if w not in STOPWORDS and not all(common(s) for s in tokenize(w))}
+    if company is not None:
+        said = {w.lower() for t in customer for a, b, _ in known_words(t) for w in _WORD.findall(t[a:b])}
+        openings = {m.end() for m in _SENTENCE_OPENING.finditer(shared_text)}
+        capitalized = {m.group().lower() for m in _WORD.finditer(shared_text)
+                       if m.group().istitle() and m.start() not in openings}
+        echoed |= {_key(w) for w in said & capitalized
+                   if w not in STOPWORDS and not all(company(s) for s in tokenize(w))}
+    return frozenset(echoed)
+
+
+#: Where a word opens a sentence (or a clause after a colon): the text's start, or a full
+#: stop, a question or exclamation mark or a colon, then spaces, quotes or brackets.
+_SENTENCE_OPENING = re.compile(r"(?:^|[.!?:])[\s\"'“‘(\[]*(?=[^\W_])")
 
 
 def _mask(text: str, keep: Callable[[str, int], bool]) -> tuple[str, int]:
@@ -124,24 +145,32 @@ def _mask(text: str, keep: Callable[[str, int], bool]) -> tuple[str, int]:
 
 
 def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | None, *,
-           ordinary: Callable[[str], bool] | None = None, own: frozenset[str] = frozenset()) -> tuple[str, int]:
+           ordinary: Callable[[str], bool] | None = None, own: frozenset[str] = frozenset(),
+           company: Callable[[str], bool] | None = None) -> tuple[str, int]:
     """The detector's redaction, then tainted words (and, with `allowed`, rare ones) masked.
 
     `ordinary` words are kept too, but only in the statement of the problem (`_statement`):
     elsewhere ordinary words could carry an instruction someone plants for other customers.
     The statement is never a sentence made mostly of `own` words (the customer's name,
-    town, pet): it is about the customer, not the problem. A stated preference is dropped without a
-    trace: it says how to treat one customer.
+    town, pet): it is about the customer, not the problem. With `company`, a known name or
+    place (`known_words`: "baker", "reading") is kept only if `company` says every stem of
+    it is the company's own vocabulary, however common or ordinary it is. A stated
+    preference is dropped without a trace: it says how to treat one customer.
     """
     redacted, found = redact(text, policy="personal")
     redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted))
-    start, end = _statement(redacted, own) if ordinary is not None else (0, 0)
+    start, end = _statement(redacted, own, company) if ordinary is not None else (0, 0)
+    candidates = [(a, b) for a, b, _ in known_words(redacted)] if company is not None and allowed is not None else []
 
     def keep(word: str, at: int) -> bool:
         lowered = word.lower()
         if _key(word) in tainted:
             return False
-        if allowed is None or lowered in STOPWORDS or allowed(word):
+        if allowed is None or lowered in STOPWORDS:
+            return True
+        if company is not None and any(a <= at < b for a, b in candidates):
+            return all(company(s) for s in tokenize(word))
+        if allowed(word):
             return True
         return ordinary is not None and start <= at < end and ordinary(word)
 
@@ -149,13 +178,18 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | 
     return " ".join(masked.split()), len(found) + count
 
 
-def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None) -> Case:
+def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
+                 company: Callable[[str], bool] | None = None, personal: Callable[[str], bool] | None = None) -> Case:
     """Offline: the opening message as the problem, the operator's outcome as the fix, scrubbed.
 
-    `shared(word)` says whether a word of the customer's is common ground (the shared-words
-    lever); None lets every word the detector and the taint leave through.
+    `shared(stem)` says whether a word of the customer's is common ground (the shared-words
+    lever); None lets every word the detector and the taint leave through. With the lever, a
+    known name or place of the customer's travels only when `company(stem)` (the company's
+    documents, facts, operators' outcomes) or this ticket's outcome holds it, and a word
+    `personal(stem)` says some customer gave as their own name or place is no ordinary word
+    of the statement either, unless the company's texts use it.
     """
-    tainted = _tainted(ticket, ticket.outcome, shared)
+    tainted = _tainted(ticket, ticket.outcome, shared, company)
     outcome_stems = set(tokenize(ticket.outcome))
     own = own_words(ticket.goal)  # "our dog biscuit": however common the word, it is theirs here
 
@@ -164,20 +198,27 @@ def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None)
         return word.lower() not in own and all(s in outcome_stems or (shared is not None and shared(s)) for s in stems)
 
     def ordinary(word: str) -> bool:
-        return word.lower() not in own and is_ordinary(word)
+        return word.lower() not in own and is_ordinary(word) and not (
+            personal is not None and any(personal(s) and not companys(s) for s in tokenize(word)))
 
-    problem, n = (_scrub(ticket.goal, tainted, allowed, ordinary=ordinary, own=own) if shared is not None
-                  else _scrub(ticket.goal, tainted, None))
+    def companys(stem: str) -> bool:
+        return stem in outcome_stems or (company is not None and company(stem))
+
+    problem, n = (_scrub(ticket.goal, tainted, allowed, ordinary=ordinary, own=own, company=companys)
+                  if shared is not None else _scrub(ticket.goal, tainted, None))
     fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
     return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
 
 
-def _tainted(ticket: Ticket, shared_text: str, shared: Callable[[str], bool] | None) -> frozenset[str]:
+def _tainted(ticket: Ticket, shared_text: str, shared: Callable[[str], bool] | None,
+             company: Callable[[str], bool] | None = None) -> frozenset[str]:
     """The words to mask wherever they occur: inside the ticket's details, and (with the
-    shared-words lever) the customer's capitalized words that `shared_text` repeats."""
+    shared-words lever) the customer's names and places that `shared_text` repeats
+    capitalized (`echoed_names`)."""
     tainted = personal_words((ticket.goal, *ticket.messages, ticket.outcome))
     if shared is not None:
-        tainted |= echoed_names((ticket.goal, *ticket.messages), shared_text, shared)
+        tainted |= echoed_names((ticket.goal, *ticket.messages), shared_text, shared,
+                                company=company or (lambda stem: False))
     return tainted
 
 
@@ -198,12 +239,14 @@ _CASE_PROMPT = (
 )
 
 
-def case_from_model(model: ChatModel, ticket: Ticket, *, shared: Callable[[str], bool] | None = None) -> Case | None:
+def case_from_model(model: ChatModel, ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
+                    company: Callable[[str], bool] | None = None) -> Case | None:
     """The model writes the case; the detector and the taint check it. None when the model's
     answer is unusable or copies the customer (the caller then extracts the case offline).
 
     With `shared`, a capitalized word of the customer's that the model repeats is masked
-    unless it is common ground (see `echoed_names`)."""
+    unless it is common ground, and so is a known name or place of the customer's that it
+    capitalizes, unless it is `company` vocabulary (see `echoed_names`)."""
     messages = "\n".join(f"- {m}" for m in (ticket.goal, *ticket.messages[-MAX_MESSAGES:]) if m)
     response = model.chat([{"role": "user", "content": _CASE_PROMPT.format(messages=messages, outcome=ticket.outcome)}],
                           max_tokens=300)
@@ -217,7 +260,7 @@ def case_from_model(model: ChatModel, ticket: Ticket, *, shared: Callable[[str],
         return None
     if copies(f"{problem} {fix}", (ticket.goal, *ticket.messages), exempt=ticket.outcome):
         return None
-    tainted = _tainted(ticket, f"{problem} {fix}", shared)
+    tainted = _tainted(ticket, f"{problem} {fix}", shared, company)
     return _case(_scrub(problem, tainted, None), _scrub(fix, tainted, None), ticket, tainted, "model")
 
 
@@ -241,12 +284,15 @@ def _informative(text: str) -> str:
     return " ".join(kept or pool) or text
 
 
-def _statement(text: str, own: frozenset[str] = frozenset()) -> tuple[int, int]:
-    """Where the problem is stated: the first sentence of a redacted text that holds no
-    personal detail, is not mostly the customer's `own` words (an introduction: "hi, maria
-    baker here from reading"), says something (two words or more), is short and is no
-    directive (`_DIRECTIVE`); (0, 0) if none is."""
+def _statement(text: str, own: frozenset[str] = frozenset(),
+               company: Callable[[str], bool] | None = None) -> tuple[int, int]:
+    """Where the problem is stated: of the sentences of a redacted text that hold no personal
+    detail, are not mostly the customer's `own` words (an introduction: "hi, maria baker here
+    from reading"), say something (two words or more), are short and are no directive
+    (`_DIRECTIVE`), the one with the most `company` words (the fix's, the documents'), else
+    the first; (0, 0) if none is."""
     pos = 0
+    best, best_score = (0, 0), -1
     for sentence in _SENTENCE.split(text):
         start = text.index(sentence, pos)
         pos = start + len(sentence)
@@ -256,8 +302,12 @@ def _statement(text: str, own: frozenset[str] = frozenset()) -> tuple[int, int]:
         if (not _PLACEHOLDER.search(sentence) and not _DIRECTIVE.search(sentence)
                 and 3 * sum(w.lower() in own for w in content) < max(len(content), 1)
                 and len(tokenize(sentence)) >= 2 and words <= MAX_STATEMENT_WORDS):
-            return start, pos
-    return 0, 0
+            if company is None:
+                return start, pos
+            score = len({s for s in tokenize(sentence) if company(s)})
+            if score > best_score:
+                best, best_score = (start, pos), score
+    return best
 
 
 def problem_query(message: str) -> str:
