@@ -320,3 +320,45 @@ def test_warm_indexes_written_scopes_so_their_first_recall_scans_nothing() -> No
     assert store.scans[-1] == "c2"
     assert [r.text for r in lt.recall("email", scope="c2")] == ["prefers email"]
     assert store.scans.count("c2") == 1
+
+
+class _Failing(HashEmbedder):
+    """A HashEmbedder whose model fails on queries naming "broken", on any thread."""
+
+    def embed_batch(self, texts: Sequence[str]) -> Any:
+        if any("broken" in t for t in texts):
+            from fourfold.errors import ModelError
+
+            raise ModelError("the model is down")
+        return super().embed_batch(texts)
+
+
+class _FailingScan(_Counting):
+    def scan_matrix(self, scope: str | None) -> Any:
+        from fourfold.errors import StoreUnavailable
+
+        raise StoreUnavailable("the database is down")
+
+
+def test_a_first_recall_embeds_while_it_reads_the_scope_and_answers_as_a_cached_one(embedder: HashEmbedder) -> None:
+    """A scope's first recall embeds the query on another thread while it reads and indexes
+    the scope: the same results as a recall of the cached index, and the same errors."""
+    from fourfold.errors import ModelError, StoreUnavailable
+
+    store = InMemoryVectorStore(embedder_identity=embedder.identity)
+    writer = LongTermMemory(store, embedder)
+    writer.remember_many([_item(f"parcel {i} arrived damaged, refund {i}", "c1") for i in range(5)])
+    for query in QUERIES:
+        first = LongTermMemory(store, HashEmbedder()).explain(query, scope="c1", k=5)
+        assert first == writer.explain(query, scope="c1", k=5)  # the writer's index is cached
+    assert LongTermMemory(store, HashEmbedder()).recall("anything", scope="nobody") == []
+
+    failing = LongTermMemory(store, _Failing())
+    with pytest.raises(ModelError, match="down"):
+        failing.recall("broken parcel", scope="c1")  # the scope was indexed meanwhile
+    with pytest.raises(ModelError, match="down"):
+        failing.recall("broken parcel", scope="c1")  # now from the cached index
+    down = LongTermMemory(_FailingScan(store), HashEmbedder())
+    with pytest.raises(StoreUnavailable, match="down"):
+        down.recall("parcel", scope="c1")
+    assert not [t for t in threading.enumerate() if t.name == "fourfold-meanwhile"]
