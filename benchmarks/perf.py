@@ -648,7 +648,7 @@ def scenario_agent(work: Path, quick: bool) -> Rows:
     from chromadb.config import Settings
 
     from fourfold import Memory
-    from fourfold.agent import SupportAgent
+    from fourfold.agent import SupportAgent, customer_scope
     from fourfold.embeddings.default import default_embedder
     from fourfold.models.base import ChatResponse
     from fourfold.models.scripted import ScriptedModel
@@ -668,6 +668,8 @@ def scenario_agent(work: Path, quick: bool) -> Rows:
     plan.sort(key=lambda turn: (customers.index(turn[0]) + turn[2], turn[2]))
     ours: dict[bool, list[float]] = {True: [], False: []}
     with Memory.open(path) as mem:
+        for c in customers:  # a first turn opens the customer's thread: none is left from an earlier run
+            mem.conversations.delete(customer_scope(c))
         model = ScriptedModel(lambda m, s, t: ChatResponse(text="Please clear your browser cache."), is_llm=False)
         agent = SupportAgent(mem, model)
         agent.turn("0", "warm up: load the model and the shared documents")

@@ -9,8 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fourfold.embeddings import HashEmbedder
-from fourfold.longterm._terms import ContextTerms
-from fourfold.longterm.retrieval import ScopeIndex, Weights, _blend_vectors, _neighbours
+from fourfold.longterm._terms import ContextTerms, neighbour_arrays, neighbour_lists
+from fourfold.longterm.retrieval import (
+    ScopeIndex,
+    Weights,
+    _blend_vectors,
+    _neighbour_plan,
+    _neighbours,
+)
 from fourfold.stores.vector import NO_VECTOR, VectorRecord
 from fourfold.text import BM25Index, tokenize
 from fourfold.text.tokenize import tokenize_many
@@ -80,6 +86,23 @@ def test_per_term_weights_equal_the_records_weighted_terms(
         assert got.keys() == want.keys()
         assert [got[d] for d in want] == pytest.approx([want[d] for d in want], rel=1e-12)
         assert lexical.best_possible(query) == pytest.approx(full.best_possible(query), rel=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records_strategy, st.sampled_from([Weights(), Weights(context_window=1), Weights(context_window=0),
+                                          Weights(context=0.0, context_unthreaded=0.0), Weights(context_decay=0.0),
+                                          Weights(context_decay=1.3, context_window=6), Weights(context_gap=0.5)]))
+def test_neighbour_arrays_made_along_runs_equal_those_of_the_neighbour_lists(
+    rows: list[tuple[str, str | None, str | None, float, str, str | None]], weights: Weights
+) -> None:
+    records = _records(rows)
+    lists = _neighbours(records, weights)
+    got, want = _neighbour_plan(records, weights), neighbour_arrays(lists)
+    for array, expected in zip(got, want, strict=True):
+        assert array.dtype == expected.dtype and array.shape == expected.shape
+        assert array.tobytes() == expected.tobytes()
+    assert neighbour_lists(*got) == lists
+    assert ScopeIndex(records, EMBEDDER.dimension, weights=weights)._neighbours == lists
 
 
 @settings(max_examples=60, deadline=None)
