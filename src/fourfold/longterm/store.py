@@ -499,21 +499,10 @@ class LongTermMemory:
                 return []
             index, stats = found
         else:
-            cached = self._cached_index(scope)
-            embedding: _Meanwhile | None = None
-            if cached is not None:
-                index = cached
-            else:
-                # A scope's first recall: the scope is read and indexed while the model embeds
-                # the query on another thread (it releases the GIL), instead of one after the other.
-                embedding = _Meanwhile(self.embedder.embed, query)
-                try:
-                    index = self._scan_index(scope)
-                finally:
-                    embedding.wait()
+            index = self._index(scope)
             if not len(index):
-                return []  # nothing to rank
-            vector = embedding.result() if embedding is not None else self.embedder.embed(query)
+                return []  # nothing to rank: the query need not be embedded
+            vector = self.embedder.embed(query)
         null = Background.of(self.embedder).null(vector)
         hits = index.explain(vector, query, k=k, keep=keep, weights=self.weights, stats=stats, null=null)
         if self._large is not None and stats is not None and len(hits) < k:
@@ -552,25 +541,15 @@ class LongTermMemory:
         The store's version of the scope (one small read) says whether the cached index is
         current. The lock guards only the cache: scanning and building happen outside it.
         """
-        cached = self._cached_index(scope)
-        return cached if cached is not None else self._scan_index(scope)
-
-    def _cached_index(self, scope: str | None) -> ScopeIndex | None:
-        """The scope's cached index if it is current (no process wrote to the scope since), else None."""
         with self._lock:
             cached = self._indexes.get(scope)
-        if cached is None:  # a scope not cached is scanned without asking its version first
-            return None
-        version = self.store.version(scope)
-        with self._lock:
-            cached = self._indexes.get(scope)
-            if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
-                self._indexes.touch(scope)
-                return cached[1]
-        return None
-
-    def _scan_index(self, scope: str | None) -> ScopeIndex:
-        """Read the scope and index it, caching the index under the version read with it."""
+        if cached is not None:  # a scope not cached is scanned without asking its version first
+            version = self.store.version(scope)
+            with self._lock:
+                cached = self._indexes.get(scope)
+                if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
+                    self._indexes.touch(scope)
+                    return cached[1]
         records, matrix, version = self.store.scan_matrix(scope)
         index = ScopeIndex.of_scan(records, matrix, self.embedder.dimension, weights=self.weights)
         if version is not None:
@@ -622,33 +601,6 @@ class LongTermMemory:
                 else:
                     self._indexes.pop(scope)
             self._evict()
-
-
-class _Meanwhile:
-    """One call run on a thread of its own while the caller does other work (a new thread
-    each time: nothing is left behind for a forked child to inherit)."""
-
-    def __init__(self, fn: Callable[[str], Vectors], arg: str) -> None:
-        self._value: Vectors | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, arg), name="fourfold-meanwhile", daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Callable[[str], Vectors], arg: str) -> None:
-        try:
-            self._value = fn(arg)
-        except BaseException as exc:  # handed to the caller by result()
-            self._error = exc
-
-    def wait(self) -> None:
-        self._thread.join()
-
-    def result(self) -> Vectors:
-        self.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
 
 
 class _IndexCache:
