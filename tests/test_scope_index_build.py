@@ -53,6 +53,14 @@ def test_tokenize_many_is_tokenize_of_each_text(texts: list[str]) -> None:
     assert tokenize_many(texts) == [tokenize(t) for t in texts]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([*"aAzZ09 '\n\x00.,-_é", "can't", "Maria's", "THE", "o'clock", "refunds"]),
+                         max_size=12).map("".join), max_size=8))
+def test_tokenize_many_of_mostly_ascii_texts_is_tokenize_of_each_text(texts: list[str]) -> None:
+    """ASCII texts are split in one pass over all of them: the same words as text by text."""
+    assert tokenize_many(texts) == [tokenize(t) for t in texts]
+
+
 def test_tokenize_many_handles_the_separator_and_no_texts() -> None:
     assert tokenize_many([]) == []
     assert tokenize_many(["refund\x00parcel", "Maria's invoice"]) == [["refund", "parcel"], ["maria", "invoic"]]

@@ -87,8 +87,10 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     them all: what an index of many short texts is built with."""
     words: list[str] = []
     ends: list[int] = []
-    for text in texts:
-        words += _content_words(_normal(text))
+    gapped = _ascii_gapped(texts)
+    found = (_gapped_words(g) for g in gapped) if gapped is not None else (_content_words(_normal(t)) for t in texts)
+    for text_words in found:
+        words += text_words
         ends.append(len(words))
     stems = _stem(words) if words else []
     out, start = [], 0
@@ -96,6 +98,15 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
         out.append(stems[start:end])
         start = end
     return out
+
+
+def _ascii_gapped(texts: Sequence[str]) -> list[str] | None:
+    """ASCII texts (none holding a NUL) lowercased, with every gap between words a space, in
+    one pass over all of them (one string per text); None for any other texts."""
+    joined = "\x00".join(texts)
+    if len(texts) < 2 or not joined.isascii() or joined.count("\x00") != len(texts) - 1:
+        return None
+    return joined.lower().encode("ascii").translate(_ASCII_GAPS_BUT_NUL).decode("ascii").split("\x00")
 
 
 def _normal(text: str) -> str:
@@ -108,6 +119,7 @@ def _normal(text: str) -> str:
 #: Bytes of ASCII text that are not part of a word (all but letters, digits and the apostrophe)
 #: become spaces: `bytes.translate` with a table, much faster than `str.translate` with a map.
 _ASCII_GAPS = bytes(c if chr(c).isalnum() or chr(c) == "'" else 32 for c in range(256))
+_ASCII_GAPS_BUT_NUL = b"\x00" + _ASCII_GAPS[1:]
 
 
 def _content_words(normal: str) -> list[str]:
@@ -118,11 +130,20 @@ def _content_words(normal: str) -> list[str]:
     only a piece holding an apostrophe needs the regex to find where its words are.
     """
     if normal.isascii():
-        pieces = normal.encode("ascii").translate(_ASCII_GAPS).decode("ascii").split()
-        if "'" in normal:
-            pieces = [w for piece in pieces for w in (_WORD.findall(piece) if "'" in piece else (piece,))]
-    else:
-        pieces = _WORD.findall(normal)
+        return _gapped_words(normal.encode("ascii").translate(_ASCII_GAPS).decode("ascii"))
+    return _unstopped(_WORD.findall(normal))
+
+
+def _gapped_words(gapped: str) -> list[str]:
+    """`_content_words` of lowercase ASCII text whose gaps between words are spaces."""
+    pieces = gapped.split()
+    if "'" not in gapped:
+        return [word for word in pieces if word not in STOPWORDS]
+    return _unstopped([w for piece in pieces for w in (_WORD.findall(piece) if "'" in piece else (piece,))])
+
+
+def _unstopped(pieces: list[str]) -> list[str]:
+    """The pieces that are not stop-words, apostrophes handled."""
     words: list[str] = []
     for word in pieces:
         if "'" in word:
