@@ -640,3 +640,24 @@ def test_a_reader_whose_groups_grow_ranks_as_a_fresh_reader_does(path: Path | st
             fresh_log.similar_successes("load", scope="a")
             want, want_best = fresh_log._index.lexical_scores((None, "a"), tokens)
             assert list(got) == list(want) and best == want_best
+
+
+def test_a_large_group_keeps_its_vectors_and_still_sees_new_episodes(path: Path | str) -> None:
+    """A group past `KEPT_GROUP_ROWS` keeps its vectors as a matrix of its own between
+    searches: an episode that arrives later (its vector stored or not) must be ranked."""
+    from fourfold.episodic._index import KEPT_GROUP_ROWS
+
+    writer = EpisodeLog(path, HashEmbedder())
+    writer.record_many([{"goal": f"parcel {i} arrived late", "actions": ["waited"], "outcome": "delivered",
+                         "success": True} for i in range(KEPT_GROUP_ROWS)])
+    writer.embed_pending()
+    reader = EpisodeLog(path, HashEmbedder())
+    assert len(reader.similar_successes("parcel arrived late", k=3)) == 3
+    for goal, embed in (("router keeps rebooting overnight", True), ("invoice shows the wrong currency", False)):
+        writer.record(goal=goal, actions=["checked"], outcome="fixed", success=True)
+        if embed:
+            writer.embed_pending()
+        found = reader.similar_successes(goal, k=1)
+        assert [ep.goal for ep in found] == [goal]
+        fresh = EpisodeLog(path, HashEmbedder()).similar_successes(goal, k=5)
+        assert [ep.id for ep in reader.similar_successes(goal, k=5)] == [ep.id for ep in fresh]

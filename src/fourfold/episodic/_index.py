@@ -16,6 +16,8 @@ from fourfold.types import Episode
 __all__ = ["EpisodeIndex", "dense_text", "lexical_text"]
 
 Floats = npt.NDArray[np.float64]
+#: Groups of at least this many successful episodes keep their vectors as a matrix of their own.
+KEPT_GROUP_ROWS = 256
 
 def lexical_text(ep: Episode) -> str:
     """What BM25 sees: goal, actions and outcome."""
@@ -159,8 +161,16 @@ class EpisodeIndex:
         return found
 
     def group_vectors(self, scope: str | None) -> Vectors:
-        """The vectors of the group's rows (a zero row where one is missing), in row order."""
+        """The vectors of the group's rows (a zero row where one is missing), in row order.
+
+        A large group's are kept as a matrix of their own (the unscoped group, the shared
+        cases: searched by every query); a small one's are copied out on each search, which
+        costs microseconds and keeps a log's vectors in memory once, not twice.
+        """
         rows = self.group_rows(scope)
+        if len(rows) < KEPT_GROUP_ROWS:
+            small: Vectors = self._matrix[rows]
+            return small
         found = self._group_matrix.get(scope)
         if found is None:
             found = self._group_matrix[scope] = self._matrix[rows]
