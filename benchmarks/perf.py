@@ -496,11 +496,19 @@ def scenario_episodes(work: Path, quick: bool) -> Rows:
         ours.append(timed(lambda q=q: log.similar_successes(q, k=3, scope=scope_name(rng.randrange(SCOPES)))))
         if i % every == every - 1 and len(ref) < 9:
             ref.append(timed(lambda q=q: seed_recent_successes(seed_path, q.split()[1])))
+    # The same search with each query's vector computed beforehand: what the log itself costs.
+    excluded_qs = queries(rng, len(qs))
+    log.embedder = pooled_embedder(embedder, dict(zip(excluded_qs, embedder.embed_many(excluded_qs), strict=True)))
+    log.similar_successes(excluded_qs[0], k=3, scope=scope_name(0))  # the background sentences, once
+    excluded = [timed(lambda q=q: log.similar_successes(q, k=3, scope=scope_name(rng.randrange(SCOPES))))
+                for q in excluded_qs[1:]]
     log.close()
     speedup = p50(ref) / p50(ours)
     rows.add("episodes", f"similar_successes p50, {n:,} episodes (ref: recent_successes)", p50(ours) * 1000,
              p50(ref) * 1000, "ms", goal="≥ 100× faster", met=speedup >= 100, ratio=p50(ours) / p50(ref))
     rows.add("episodes", "similar_successes p95", p95(ours) * 1000, p95(ref) * 1000, "ms")
+    rows.add("episodes", "similar_successes p50, query embedding excluded (mostly a scope's first search)",
+             p50(excluded) * 1000, p50(ref) * 1000, "ms")
     rows.values["episodes_speedup"] = speedup
     rows.add("episodes", f"open a {n:,}-episode log cold, to the first answer (vectors stored in the database)",
              cold, None, "s", goal="< 1 s", met=cold < 1.0)
@@ -648,7 +656,7 @@ def scenario_agent(work: Path, quick: bool) -> Rows:
     from chromadb.config import Settings
 
     from fourfold import Memory
-    from fourfold.agent import SupportAgent
+    from fourfold.agent import SupportAgent, customer_scope
     from fourfold.embeddings.default import default_embedder
     from fourfold.models.base import ChatResponse
     from fourfold.models.scripted import ScriptedModel
@@ -668,6 +676,8 @@ def scenario_agent(work: Path, quick: bool) -> Rows:
     plan.sort(key=lambda turn: (customers.index(turn[0]) + turn[2], turn[2]))
     ours: dict[bool, list[float]] = {True: [], False: []}
     with Memory.open(path) as mem:
+        for c in customers:  # a first turn opens the customer's thread: none is left from an earlier run
+            mem.conversations.delete(customer_scope(c))
         model = ScriptedModel(lambda m, s, t: ChatResponse(text="Please clear your browser cache."), is_llm=False)
         agent = SupportAgent(mem, model)
         agent.turn("0", "warm up: load the model and the shared documents")

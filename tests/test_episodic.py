@@ -20,7 +20,7 @@ from engines import assert_erased, on_disk
 from fourfold.embeddings import HashEmbedder, Vectors
 from fourfold.episodic import SHARED_SCOPE, EpisodeLog, render_episode, render_episodes
 from fourfold.errors import InvalidInput, LockTimeout, NotFound
-from fourfold.text import redact
+from fourfold.text import redact, tokenize
 from fourfold.types import Episode
 
 
@@ -616,3 +616,48 @@ def test_episode_lexical_scores_are_okapi_bm25_over_the_searched_groups(log: Epi
         want = want_index.scores(tokens)
         assert list(got) == pytest.approx([want.get(str(n), 0.0) for n in range(len(rows))], rel=1e-12)
         assert best == pytest.approx(want_index.best_possible(tokens), rel=1e-12)
+
+
+def test_a_reader_whose_groups_grow_ranks_as_a_fresh_reader_does(path: Path | str) -> None:
+    """A search keeps each group's rows, vectors and postings as arrays; episodes (and vectors)
+    that arrive afterwards, in the unscoped group and in a scope, must reach them."""
+    writer = EpisodeLog(path, HashEmbedder())
+    reader = EpisodeLog(path, HashEmbedder())
+    goals = ["refund the damaged parcel", "parcel lost in transit", "vpn router reboot", "refund issued twice",
+             "password reset link", "router firmware update", "damaged parcel photos", "refund to the card"]
+    situations = ["damaged parcel refund", "router reboot", "refund twice", "password link"]
+    for i, goal in enumerate(goals):
+        writer.record(goal=goal, actions=[f"step {i}"], outcome="done", success=True, scope="a" if i % 2 else None)
+        if i % 3 == 0:
+            writer.embed_pending()  # some vectors are stored by the writer, the others embedded by readers
+        for situation in situations:
+            warm = reader.similar_successes(situation, scope="a", k=len(goals))
+            fresh = EpisodeLog(path, HashEmbedder()).similar_successes(situation, scope="a", k=len(goals))
+            assert [ep.id for ep in warm] == [ep.id for ep in fresh]
+            tokens = tokenize(situation)
+            got, best = reader._index.lexical_scores((None, "a"), tokens)
+            fresh_log = EpisodeLog(path, HashEmbedder())
+            fresh_log.similar_successes("load", scope="a")
+            want, want_best = fresh_log._index.lexical_scores((None, "a"), tokens)
+            assert list(got) == list(want) and best == want_best
+
+
+def test_a_large_group_keeps_its_vectors_and_still_sees_new_episodes(path: Path | str) -> None:
+    """A group past `KEPT_GROUP_ROWS` keeps its vectors as a matrix of its own between
+    searches: an episode that arrives later (its vector stored or not) must be ranked."""
+    from fourfold.episodic._index import KEPT_GROUP_ROWS
+
+    writer = EpisodeLog(path, HashEmbedder())
+    writer.record_many([{"goal": f"parcel {i} arrived late", "actions": ["waited"], "outcome": "delivered",
+                         "success": True} for i in range(KEPT_GROUP_ROWS)])
+    writer.embed_pending()
+    reader = EpisodeLog(path, HashEmbedder())
+    assert len(reader.similar_successes("parcel arrived late", k=3)) == 3
+    for goal, embed in (("router keeps rebooting overnight", True), ("invoice shows the wrong currency", False)):
+        writer.record(goal=goal, actions=["checked"], outcome="fixed", success=True)
+        if embed:
+            writer.embed_pending()
+        found = reader.similar_successes(goal, k=1)
+        assert [ep.goal for ep in found] == [goal]
+        fresh = EpisodeLog(path, HashEmbedder()).similar_successes(goal, k=5)
+        assert [ep.id for ep in reader.similar_successes(goal, k=5)] == [ep.id for ep in fresh]

@@ -9,8 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fourfold.embeddings import HashEmbedder
-from fourfold.longterm._terms import ContextTerms
-from fourfold.longterm.retrieval import ScopeIndex, Weights, _blend_vectors, _neighbours
+from fourfold.longterm._terms import ContextTerms, neighbour_arrays, neighbour_lists
+from fourfold.longterm.retrieval import (
+    ScopeIndex,
+    Weights,
+    _blend_vectors,
+    _neighbour_plan,
+    _neighbours,
+)
 from fourfold.stores.vector import NO_VECTOR, VectorRecord
 from fourfold.text import BM25Index, tokenize
 from fourfold.text.tokenize import tokenize_many
@@ -47,6 +53,14 @@ def test_tokenize_many_is_tokenize_of_each_text(texts: list[str]) -> None:
     assert tokenize_many(texts) == [tokenize(t) for t in texts]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([*"aAzZ09 '\n\x00.,-_é", "can't", "Maria's", "THE", "o'clock", "refunds"]),
+                         max_size=12).map("".join), max_size=8))
+def test_tokenize_many_of_mostly_ascii_texts_is_tokenize_of_each_text(texts: list[str]) -> None:
+    """ASCII texts are split in one pass over all of them: the same words as text by text."""
+    assert tokenize_many(texts) == [tokenize(t) for t in texts]
+
+
 def test_tokenize_many_handles_the_separator_and_no_texts() -> None:
     assert tokenize_many([]) == []
     assert tokenize_many(["refund\x00parcel", "Maria's invoice"]) == [["refund", "parcel"], ["maria", "invoic"]]
@@ -80,6 +94,23 @@ def test_per_term_weights_equal_the_records_weighted_terms(
         assert got.keys() == want.keys()
         assert [got[d] for d in want] == pytest.approx([want[d] for d in want], rel=1e-12)
         assert lexical.best_possible(query) == pytest.approx(full.best_possible(query), rel=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records_strategy, st.sampled_from([Weights(), Weights(context_window=1), Weights(context_window=0),
+                                          Weights(context=0.0, context_unthreaded=0.0), Weights(context_decay=0.0),
+                                          Weights(context_decay=1.3, context_window=6), Weights(context_gap=0.5)]))
+def test_neighbour_arrays_made_along_runs_equal_those_of_the_neighbour_lists(
+    rows: list[tuple[str, str | None, str | None, float, str, str | None]], weights: Weights
+) -> None:
+    records = _records(rows)
+    lists = _neighbours(records, weights)
+    got, want = _neighbour_plan(records, weights), neighbour_arrays(lists)
+    for array, expected in zip(got, want, strict=True):
+        assert array.dtype == expected.dtype and array.shape == expected.shape
+        assert array.tobytes() == expected.tobytes()
+    assert neighbour_lists(*got) == lists
+    assert ScopeIndex(records, EMBEDDER.dimension, weights=weights)._neighbours == lists
 
 
 @settings(max_examples=60, deadline=None)

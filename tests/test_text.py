@@ -63,6 +63,17 @@ def test_tokenize_lowercases_stems_and_drops_stopwords() -> None:
     ]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["running", "runs", "refunds", "Refunded", "invoices", "parcel", "the", "café",
+                                 "généralement", "x", "2023", "cats"]), max_size=12).map(" ".join) | st.text(max_size=30))
+def test_tokenize_stems_as_the_snowball_stemmer_does_each_time(text: str) -> None:
+    """Stems come from a memo of words seen before: the same as asking the stemmer, every time."""
+    import Stemmer
+
+    words = tokenize(text, stem=False)
+    assert tokenize(text) == tokenize(text) == Stemmer.Stemmer("english").stemWords(words)
+
+
 def test_tokenize_without_stemming_keeps_words_whole() -> None:
     assert tokenize("Restarted the workers", stem=False) == ["restarted", "workers"]
 

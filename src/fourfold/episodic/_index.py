@@ -16,6 +16,8 @@ from fourfold.types import Episode
 __all__ = ["EpisodeIndex", "dense_text", "lexical_text"]
 
 Floats = npt.NDArray[np.float64]
+#: Groups of at least this many successful episodes keep their vectors as a matrix of their own.
+KEPT_GROUP_ROWS = 256
 
 def lexical_text(ep: Episode) -> str:
     """What BM25 sees: goal, actions and outcome."""
@@ -30,19 +32,34 @@ def dense_text(ep: Episode) -> str:
 class _Postings:
     """term -> (positions in the group, term frequencies), plus document lengths."""
 
-    __slots__ = ("_lengths_array", "lengths", "postings", "total")
+    __slots__ = ("_arrays", "_lengths_array", "lengths", "postings", "total")
 
     def __init__(self) -> None:
         self.postings: dict[str, tuple[list[int], list[int]]] = {}
         self.lengths: list[int] = []
         self.total = 0
         self._lengths_array: Floats = np.zeros(0, dtype=np.float64)
+        # term -> its posting as arrays, for the documents the group had when they were made
+        self._arrays: dict[str, tuple[npt.NDArray[np.intp], Floats]] = {}
 
     def lengths_array(self) -> Floats:
         """`lengths` as an array (rebuilt only when documents were added since)."""
         if len(self._lengths_array) != len(self.lengths):
             self._lengths_array = np.array(self.lengths, dtype=np.float64)
+            self._arrays.clear()  # a posting may have grown with them
         return self._lengths_array
+
+    def arrays(self, term: str) -> tuple[npt.NDArray[np.intp], Floats] | None:
+        """The term's positions and frequencies as arrays (made once while the group holds
+        the same documents: a group is searched far more often than it grows), or None."""
+        self.lengths_array()
+        found = self._arrays.get(term)
+        if found is None:
+            posting = self.postings.get(term)
+            if posting is None:
+                return None
+            found = self._arrays[term] = (np.array(posting[0], dtype=np.intp), np.array(posting[1], dtype=np.float64))
+        return found
 
 
 class EpisodeIndex:
@@ -56,6 +73,10 @@ class EpisodeIndex:
         # needs that group: opening a big log does not tokenize 100k episodes.
         self._groups: dict[str | None, _Postings] = {}
         self._success_rows: dict[str | None, list[int]] = {}
+        # A group's rows and their vectors as arrays of their own (made on a search, dropped
+        # when the group grows or a vector of it arrives): a search reads them without copying.
+        self._group_rows: dict[str | None, npt.NDArray[np.intp]] = {}
+        self._group_matrix: dict[str | None, Vectors] = {}
         self._matrix: Vectors = np.zeros((0, dimension), dtype=np.float32)
         self._has_vector = np.zeros(0, dtype=bool)
         self._ts: Floats = np.zeros(0, dtype=np.float64)  # each row's timestamp, for ranking
@@ -103,6 +124,7 @@ class EpisodeIndex:
         if vector.shape == (self.dimension,):
             self._matrix[row] = vector
             self._has_vector[row] = True
+            self._group_matrix.pop(self.episodes[row].scope, None)
 
     def set_vectors(self, vectors: dict[str, Vectors]) -> None:
         """Attach vectors by episode id, keeping those of episodes not read yet for later."""
@@ -118,10 +140,41 @@ class EpisodeIndex:
         if rows:
             self._matrix[rows] = np.stack(known)
             self._has_vector[rows] = True
+            for scope in {self.episodes[row].scope for row in rows}:
+                self._group_matrix.pop(scope, None)
 
     def success_rows(self, scopes: Sequence[str | None]) -> list[int]:
         """Rows of successful episodes of `scopes` (None is the unscoped group), group by group."""
         return [row for scope in scopes for row in self._success_rows.get(scope, [])]
+
+    def success_rows_array(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
+        """`success_rows` as an array."""
+        return np.concatenate([self.group_rows(scope) for scope in scopes]) if scopes else np.zeros(0, dtype=np.intp)
+
+    def group_rows(self, scope: str | None) -> npt.NDArray[np.intp]:
+        """The group's rows of `success_rows` as an array."""
+        rows = self._success_rows.get(scope, [])
+        found = self._group_rows.get(scope)
+        if found is None or len(found) != len(rows):  # rows only ever append to a group
+            found = self._group_rows[scope] = np.array(rows, dtype=np.intp)
+            self._group_matrix.pop(scope, None)
+        return found
+
+    def group_vectors(self, scope: str | None) -> Vectors:
+        """The vectors of the group's rows (a zero row where one is missing), in row order.
+
+        A large group's are kept as a matrix of their own (the unscoped group, the shared
+        cases: searched by every query); a small one's are copied out on each search, which
+        costs microseconds and keeps a log's vectors in memory once, not twice.
+        """
+        rows = self.group_rows(scope)
+        if len(rows) < KEPT_GROUP_ROWS:
+            small: Vectors = self._matrix[rows]
+            return small
+        found = self._group_matrix.get(scope)
+        if found is None:
+            found = self._group_matrix[scope] = self._matrix[rows]
+        return found
 
     def lexical_scores(self, scopes: Sequence[str | None], query_tokens: list[str]) -> tuple[Floats, float]:
         """Okapi BM25 of each of `success_rows(scopes)`, with statistics over exactly those rows,
@@ -141,14 +194,13 @@ class EpisodeIndex:
         # per-hit formula in its order (so the same floats); a document gets its terms' scores
         # added in query order, as before.
         for term in query_tokens:  # a repeated query term counts once per occurrence
-            hits = [(g, g.postings.get(term)) for g in groups]
-            idf = bm25_idf(n_docs, sum(len(h[0]) for _, h in hits if h))
+            hits = [(g, g.arrays(term)) for g in groups]
+            idf = bm25_idf(n_docs, sum(len(h[0]) for _, h in hits if h is not None))
             best += (K1 + 1.0) * idf
             base = 0
             for group, posting in hits:
-                if posting:
-                    pos = np.array(posting[0], dtype=np.intp)
-                    tf = np.array(posting[1], dtype=np.float64)
+                if posting is not None:
+                    pos, tf = posting
                     norm = K1 * (1.0 - B + B * group.lengths_array()[pos] / avgdl)
                     scores[base + pos] += idf * tf * (K1 + 1.0) / (tf + norm)
                 base += len(group.lengths)
@@ -173,8 +225,8 @@ class EpisodeIndex:
             group.total += len(tokens)
         return group
 
-    def rows_without_vector(self, rows: list[int]) -> list[int]:
-        if not rows:
+    def rows_without_vector(self, rows: npt.NDArray[np.intp] | list[int]) -> list[int]:
+        if not len(rows):
             return []
         at = np.asarray(rows, dtype=np.intp)
         missing: list[int] = at[~self._has_vector[at]].tolist()
@@ -184,9 +236,6 @@ class EpisodeIndex:
         """The rows' episode timestamps."""
         ts: Floats = self._ts[rows]
         return ts
-
-    def vectors(self, rows: list[int]) -> Vectors:
-        return self._matrix[rows]
 
     def known_vectors(self) -> dict[str, Vectors]:
         """Every vector of an episode in the log, by id (for rewriting the sidecar)."""

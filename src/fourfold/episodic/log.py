@@ -47,6 +47,7 @@ SHARED_SCOPE = "shared:cases"
 PENDING_SCOPE = "shared:cases:pending"
 
 Floats = npt.NDArray[np.float64]
+Rows = npt.NDArray[np.intp] | list[int]
 
 
 class LogCursor(NamedTuple):
@@ -266,8 +267,8 @@ class EpisodeLog:
         with self._mutex:
             with self.db.read():  # one snapshot for the new episodes and this search's vectors
                 self._refresh()
-                rows = self._index.success_rows(scopes)
-                if not rows:
+                rows = self._index.success_rows_array(scopes)
+                if not len(rows):
                     return []
                 self._load_groups(scopes)
                 self._load_vectors(rows)
@@ -304,7 +305,7 @@ class EpisodeLog:
             self._keep_vectors(fresh)
         return len(fresh)
 
-    def _load_vectors(self, rows: list[int]) -> None:
+    def _load_vectors(self, rows: Rows) -> None:
         """Attach the stored vectors (of this embedder) of rows that have none in memory yet."""
         wanted = [self._index.episodes[row].id for row in self._index.rows_without_vector(rows)]
         if wanted:
@@ -327,7 +328,7 @@ class EpisodeLog:
         self._index.set_vectors({i: v for i, v in found.items() if i in self._index.rows})
         self._vector_groups.update(new)
 
-    def _embed_missing(self, rows: list[int]) -> None:
+    def _embed_missing(self, rows: Rows) -> None:
         """Embed the episodes of rows still missing a vector (after `_load_vectors`), and store those."""
         missing = self._index.rows_without_vector(rows)
         if not missing:
@@ -356,7 +357,7 @@ class EpisodeLog:
             conn.executemany("UPDATE episodes SET embedding = ?, embedder = ? WHERE id = ?", rows)
 
     def _rank(
-        self, situation: str, rows: list[int], scopes: tuple[str | None, ...], k: int, min_score: float | None
+        self, situation: str, rows: Rows, scopes: tuple[str | None, ...], k: int, min_score: float | None
     ) -> list[int]:
         """The k best rows by the shared ranker's relevance, newest first among equals.
 
@@ -368,7 +369,10 @@ class EpisodeLog:
         query = self.embedder.embed(situation)
         # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
         # down the next embedding on a small machine, for a product that takes microseconds.
-        dense = np.einsum("ij,j->i", self._index.vectors(rows), query).astype(np.float64)
+        # Group by group, on each group's own matrix (`rows` is the groups' rows in order).
+        dense = np.concatenate(
+            [np.einsum("ij,j->i", self._index.group_vectors(scope), query) for scope in scopes]
+        ).astype(np.float64)
         keep = np.nonzero((lexical > 0) | (dense >= MIN_COSINE))[0]
         kept = np.asarray(rows, dtype=np.int64)[keep]
         ts = self._index.timestamps(kept)

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from fourfold.text.bm25 import K1, B, CollectionStats, bm25_idf
 
-__all__ = ["ContextTerms", "Neighbours", "neighbour_arrays"]
+__all__ = ["ContextTerms", "Neighbours", "neighbour_arrays", "neighbour_lists", "run_neighbour_arrays"]
 
 #: Each record's neighbours as (position, share of weight), nearest first; symmetric, and a
 #: share set by the distance, as `fourfold.longterm.retrieval._neighbours` makes them.
@@ -42,6 +42,48 @@ def neighbour_arrays(neighbours: Neighbours) -> tuple[Ints, Floats, Ints]:
         at[rows, slots] = [j for near in neighbours for j, _ in near]
         shares[rows, slots] = [share for near in neighbours for _, share in near]
     return at, shares, counts
+
+
+def run_neighbour_arrays(runs: Sequence[Sequence[int]], run_shares: Sequence[Sequence[float]], n: int) -> tuple[Ints, Floats, Ints]:
+    """`neighbour_arrays` of records that lend each other context along runs, in array steps.
+
+    `runs` are the runs' members in order (positions among `n` records, each in at most one
+    run), `run_shares` each run's share at distance 1, 2, ... (cut at the first share <= 0).
+    Record i's neighbours are those of its run at distance 1, 2, ..., the one before it
+    first, that exist: the lists `fourfold.longterm.retrieval._neighbours` makes, as arrays.
+    """
+    counts = np.zeros(n, dtype=np.intp)
+    parts: list[tuple[Ints, Ints, Floats]] = []  # per run: its members, their neighbours, the shares
+    for members, shares in zip(runs, run_shares, strict=True):
+        reach = next((d for d, share in enumerate(shares) if share <= 0), len(shares))
+        if not reach or len(members) < 2:
+            continue
+        offsets = np.repeat(np.arange(1, reach + 1), 2) * np.tile(np.array([-1, 1]), reach)  # -1, +1, -2, +2, ...
+        candidates = np.arange(len(members))[:, None] + offsets[None, :]
+        exists = (candidates >= 0) & (candidates < len(members))
+        order = np.argsort(~exists, axis=1, kind="stable")  # those that exist first, in order
+        row_counts = exists.sum(axis=1)
+        width = int(row_counts.max())
+        kept = np.take_along_axis(candidates, order, axis=1)[:, :width]
+        near_shares = np.repeat(np.array(shares[:reach], dtype=np.float64), 2)[order][:, :width]
+        filled = np.arange(width)[None, :] < row_counts[:, None]
+        at_members = np.asarray(members, dtype=np.intp)
+        parts.append((at_members, np.where(filled, at_members[np.where(filled, kept, 0)], 0),
+                      np.where(filled, near_shares, 0.0)))
+        counts[at_members] = row_counts
+    width = max((p[1].shape[1] for p in parts), default=0)
+    at = np.zeros((n, width), dtype=np.intp)
+    out_shares = np.zeros((n, width), dtype=np.float64)
+    for members_at, near, shares_at in parts:
+        at[members_at, : near.shape[1]] = near
+        out_shares[members_at, : near.shape[1]] = shares_at
+    return at, out_shares, counts
+
+
+def neighbour_lists(at: Ints, shares: Floats, counts: Ints) -> list[list[tuple[int, float]]]:
+    """The neighbour lists that `neighbour_arrays` turned into these arrays."""
+    return [list(zip(row[:c], share[:c], strict=True)) for row, share, c in
+            zip(at.tolist(), shares.tolist(), counts.tolist(), strict=True)]
 
 
 class ContextTerms:

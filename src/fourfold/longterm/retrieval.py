@@ -25,7 +25,12 @@ import numpy as np
 import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
-from fourfold.longterm._terms import ContextTerms, neighbour_arrays
+from fourfold.longterm._terms import (
+    ContextTerms,
+    neighbour_arrays,
+    neighbour_lists,
+    run_neighbour_arrays,
+)
 from fourfold.ranking import Fusion, Parts, evidence_of, lexical_share, rank, typicality
 from fourfold.stores.vector import DOC_KIND, VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
@@ -35,6 +40,7 @@ from fourfold.text.tokenize import tokenize_many
 __all__ = ["THREAD_KEYS", "ScopeIndex", "Weights"]
 
 Floats = npt.NDArray[np.float64]
+NeighbourArrays = tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]]
 
 #: Metadata keys naming the conversation or thread a memory belongs to, read in this order.
 THREAD_KEYS = ("thread", "session")
@@ -136,13 +142,14 @@ class ScopeIndex:
         self._dimension = dimension
         self.records = records
         self._ids = {r.id for r in records}
-        self._neighbours = _neighbours(records, weights)
-        arrays = neighbour_arrays(self._neighbours)
-        self.matrix = _blend_vectors(own, self._neighbours, arrays=arrays)
+        # Neighbours as arrays; their lists (`_neighbours`) are made only for a write's update.
+        arrays = self._near = _neighbour_plan(records, weights)
+        self._neighbour_lists: list[list[tuple[int, float]]] | None = None
+        self.matrix = _blend_vectors(own, (), arrays=arrays)
         self._token_lists = self._tokens_of(records)
         # Term weights in array steps (`ContextTerms`), not a term map per record.
         self._lexical: ContextTerms | BM25Index = ContextTerms(
-            self._token_lists, self._neighbours, arrays=arrays, nearer_weighs_more=weights.context_decay <= 1
+            self._token_lists, (), arrays=arrays, nearer_weighs_more=weights.context_decay <= 1
         )
         self._bm25: BM25Index | None = None
         self._typical: Floats | None = None
@@ -182,6 +189,17 @@ class ScopeIndex:
         for i, record in enumerate(out.records):
             out._index_speaker(i, record)
         return out
+
+    @property
+    def _neighbours(self) -> list[list[tuple[int, float]]]:
+        """Each record's neighbours as (position, share), nearest first (see `_neighbours`)."""
+        if self._neighbour_lists is None:
+            self._neighbour_lists = neighbour_lists(*self._near)
+        return self._neighbour_lists
+
+    @_neighbours.setter
+    def _neighbours(self, lists: list[list[tuple[int, float]]]) -> None:
+        self._neighbour_lists = lists
 
     @property
     def bm25(self) -> BM25Index:
@@ -372,6 +390,28 @@ def _thread(record: VectorRecord) -> tuple[str, ...] | None:
 
 def _neighbours(records: Sequence[VectorRecord], weights: Weights) -> list[list[tuple[int, float]]]:
     """Each record's neighbours in its thread, as (index, share of weight)."""
+    out: list[list[tuple[int, float]]] = [[] for _ in records]
+    for members, shares in zip(*_runs(records, weights), strict=True):
+        for pos, i in enumerate(members):
+            for d, share in enumerate(shares, start=1):
+                if share <= 0:
+                    break
+                if pos - d >= 0:
+                    out[i].append((members[pos - d], share))
+                if pos + d < len(members):
+                    out[i].append((members[pos + d], share))
+    return out
+
+
+def _neighbour_plan(records: Sequence[VectorRecord], weights: Weights) -> NeighbourArrays:
+    """`neighbour_arrays(_neighbours(records, weights))`, made without a list per record."""
+    runs, shares = _runs(records, weights)
+    return run_neighbour_arrays(runs, shares, len(records))
+
+
+def _runs(records: Sequence[VectorRecord], weights: Weights) -> tuple[list[list[int]], list[list[float]]]:
+    """The runs of records that lend each other context (members in order), and each run's
+    shares at distance 1, 2, ...: a thread, or memories without one written close in time."""
     runs: dict[tuple[str, ...], list[int]] = {}
     run, last_at = -1, 0.0  # the current run of memories without a thread
     for i, record in enumerate(records):
@@ -384,19 +424,12 @@ def _neighbours(records: Sequence[VectorRecord], weights: Weights) -> list[list[
             last_at = record.created_at
             key = ("run", str(run))
         runs.setdefault(key, []).append(i)
-    out: list[list[tuple[int, float]]] = [[] for _ in records]
-    for key, members in runs.items():
-        weight = weights.context_unthreaded if key[0] == "run" else weights.context
-        shares = [weight * weights.context_decay**d for d in range(max(0, weights.context_window))]
-        for pos, i in enumerate(members):
-            for d, share in enumerate(shares, start=1):
-                if share <= 0:
-                    break
-                if pos - d >= 0:
-                    out[i].append((members[pos - d], share))
-                if pos + d < len(members):
-                    out[i].append((members[pos + d], share))
-    return out
+    reach = range(max(0, weights.context_window))
+    shares = {
+        kind: [weight * weights.context_decay**d for d in reach]
+        for kind, weight in (("run", weights.context_unthreaded), ("thread", weights.context))
+    }
+    return list(runs.values()), [shares[key[0]] for key in runs]
 
 
 def _order(record: VectorRecord) -> tuple[float, int]:

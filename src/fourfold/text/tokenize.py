@@ -54,13 +54,32 @@ def _split_word(word: str) -> list[str]:
     return [part for part in word.split("'") if part and part not in STOPWORDS]
 
 
+#: word -> its stem, for the words seen first: a scope's memories reuse a small vocabulary, and
+#: a lookup costs a quarter of a call into the stemmer. Entries are only ever added (up to
+#: the limit), so threads can share it without a lock.
+_STEMS: dict[str, str] = {}
+_STEMS_LIMIT = 50_000
+
+
+def _stem(words: list[str]) -> list[str]:
+    """The Snowball stems of words."""
+    memo = _STEMS
+    try:
+        return [memo[word] for word in words]
+    except KeyError:
+        pass
+    stems: list[str] = _stemmer().stemWords(words)
+    if len(memo) < _STEMS_LIMIT:
+        memo.update(zip(words, stems, strict=True))
+    return stems
+
+
 def tokenize(text: str, *, stem: bool = True) -> list[str]:
     """Split text into lowercase content words, Snowball-stemmed unless stem=False."""
     words = _content_words(_normal(text))
     if not stem or not words:
         return words
-    stems: list[str] = _stemmer().stemWords(words)
-    return stems
+    return _stem(words)
 
 
 def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
@@ -68,15 +87,26 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     them all: what an index of many short texts is built with."""
     words: list[str] = []
     ends: list[int] = []
-    for text in texts:
-        words += _content_words(_normal(text))
+    gapped = _ascii_gapped(texts)
+    found = (_gapped_words(g) for g in gapped) if gapped is not None else (_content_words(_normal(t)) for t in texts)
+    for text_words in found:
+        words += text_words
         ends.append(len(words))
-    stems: list[str] = _stemmer().stemWords(words) if words else []
+    stems = _stem(words) if words else []
     out, start = [], 0
     for end in ends:
         out.append(stems[start:end])
         start = end
     return out
+
+
+def _ascii_gapped(texts: Sequence[str]) -> list[str] | None:
+    """ASCII texts (none holding a NUL) lowercased, with every gap between words a space, in
+    one pass over all of them (one string per text); None for any other texts."""
+    joined = "\x00".join(texts)
+    if len(texts) < 2 or not joined.isascii() or joined.count("\x00") != len(texts) - 1:
+        return None
+    return joined.lower().encode("ascii").translate(_ASCII_GAPS_BUT_NUL).decode("ascii").split("\x00")
 
 
 def _normal(text: str) -> str:
@@ -89,6 +119,7 @@ def _normal(text: str) -> str:
 #: Bytes of ASCII text that are not part of a word (all but letters, digits and the apostrophe)
 #: become spaces: `bytes.translate` with a table, much faster than `str.translate` with a map.
 _ASCII_GAPS = bytes(c if chr(c).isalnum() or chr(c) == "'" else 32 for c in range(256))
+_ASCII_GAPS_BUT_NUL = b"\x00" + _ASCII_GAPS[1:]
 
 
 def _content_words(normal: str) -> list[str]:
@@ -99,11 +130,20 @@ def _content_words(normal: str) -> list[str]:
     only a piece holding an apostrophe needs the regex to find where its words are.
     """
     if normal.isascii():
-        pieces = normal.encode("ascii").translate(_ASCII_GAPS).decode("ascii").split()
-        if "'" in normal:
-            pieces = [w for piece in pieces for w in (_WORD.findall(piece) if "'" in piece else (piece,))]
-    else:
-        pieces = _WORD.findall(normal)
+        return _gapped_words(normal.encode("ascii").translate(_ASCII_GAPS).decode("ascii"))
+    return _unstopped(_WORD.findall(normal))
+
+
+def _gapped_words(gapped: str) -> list[str]:
+    """`_content_words` of lowercase ASCII text whose gaps between words are spaces."""
+    pieces = gapped.split()
+    if "'" not in gapped:
+        return [word for word in pieces if word not in STOPWORDS]
+    return _unstopped([w for piece in pieces for w in (_WORD.findall(piece) if "'" in piece else (piece,))])
+
+
+def _unstopped(pieces: list[str]) -> list[str]:
+    """The pieces that are not stop-words, apostrophes handled."""
     words: list[str] = []
     for word in pieces:
         if "'" in word:
