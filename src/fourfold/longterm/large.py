@@ -9,7 +9,7 @@ and document frequencies, which the store keeps at write time and reads with the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -71,11 +71,6 @@ class Candidates(NamedTuple):
     total: Vectors | None = None
 
 
-#: A term no query can hold: it carries the rest of a record's length, so BM25's length
-#: normalisation sees the whole record while only the query's terms are indexed.
-_REST = "\x00rest"
-
-
 class LargeScopes:
     """Searches large scopes of a `CandidateStore`."""
 
@@ -95,7 +90,7 @@ class LargeScopes:
         if not records:
             return None
         stats = CollectionStats(n_docs=size, avgdl=mean_length, df=df)
-        index = ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights,
+        index = ScopeIndex.of_features(records, matrix, counts, lengths=lengths, weights=weights,
                                        scope_total=total, scope_size=size)
         return index, stats
 
@@ -120,7 +115,7 @@ class LargeScopes:
         for more, more_matrix, more_counts, more_lengths in self.store.matching(scope, keep, query_text):
             records, counts, lengths = [*records, *more], [*counts, *more_counts], [*lengths, *more_lengths]
             matrix = np.concatenate([matrix, more_matrix]) if len(matrix) else more_matrix
-            index = ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights,
+            index = ScopeIndex.of_features(records, matrix, counts, lengths=lengths, weights=weights,
                                            scope_total=total, scope_size=stats.n_docs)
             best = {r.id for r, _ in index.search(query_vector, query_text, k=k, keep=_everything, stats=stats)}
             chosen = [i for i, r in enumerate(records) if r.id in best]  # still in write order
@@ -128,13 +123,8 @@ class LargeScopes:
             matrix = matrix[chosen]
         if not records:
             return None
-        return ScopeIndex.of_features(records, matrix, _weighted(counts, lengths), weights=weights,
+        return ScopeIndex.of_features(records, matrix, counts, lengths=lengths, weights=weights,
                                       scope_total=total, scope_size=stats.n_docs)
-
-
-def _weighted(counts: Sequence[dict[str, float]], lengths: Sequence[float]) -> list[dict[str, float]]:
-    """Each record's query-term weights, with the rest of its length under `_REST`."""
-    return [{**c, _REST: length - sum(c.values())} for c, length in zip(counts, lengths, strict=True)]
 
 
 def _everything(_record: VectorRecord) -> bool:

@@ -18,7 +18,7 @@ speaker lift to 81.0, dates 1.5 points before that; see benchmarks/README.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -34,7 +34,7 @@ from fourfold.longterm._terms import (
 from fourfold.ranking import Fusion, Parts, evidence_of, lexical_share, rank, typicality
 from fourfold.stores.vector import DOC_KIND, VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
-from fourfold.text.bm25 import CollectionStats
+from fourfold.text.bm25 import BM25Table, CollectionStats
 from fourfold.text.tokenize import tokenize_many
 
 __all__ = ["THREAD_KEYS", "ScopeIndex", "Weights"]
@@ -148,7 +148,7 @@ class ScopeIndex:
         self.matrix = _blend_vectors(own, (), arrays=arrays)
         self._token_lists = self._tokens_of(records)
         # Term weights in array steps (`ContextTerms`), not a term map per record.
-        self._lexical: ContextTerms | BM25Index = ContextTerms(
+        self._lexical: ContextTerms | BM25Table = ContextTerms(
             self._token_lists, (), arrays=arrays, nearer_weighs_more=weights.context_decay <= 1
         )
         self._bm25: BM25Index | None = None
@@ -159,18 +159,24 @@ class ScopeIndex:
 
     @classmethod
     def of_features(
-        cls, records: Sequence[VectorRecord], matrix: Vectors, counts: Sequence[dict[str, float]], *,
+        cls, records: Sequence[VectorRecord], matrix: Vectors, counts: Sequence[Mapping[str, float]], *,
         weights: Weights | None = None, scope_total: Vectors | None = None, scope_size: int = 0,
+        lengths: Sequence[float] | None = None,
     ) -> ScopeIndex:
         """An index of records whose `features` were computed in their whole scope (a large
         scope's candidates): searched with the scope's `stats`, they score as in its index.
 
+        `counts` are the records' term weights; with `lengths`, only some of them (the query's
+        words) and `lengths[i]` record i's whole length (the sum of all its weights).
         Their typicality needs the whole scope's `scope_total` (the sum of its records'
-        blended unit vectors) and `scope_size`; without them it is 0 (not taken off)."""
+        blended unit vectors) and `scope_size`; without them it is 0 (not taken off).
+
+        Built in array steps (`BM25Table`), for the few hundred candidates of one query."""
         out = cls.__new__(cls)
         out.weights = weights or Weights()
         out._dimension = matrix.shape[1]
-        out.records = [replace(r, embedding=_NO_VECTOR) for r in records]
+        # Records read without their vectors (as a store's candidates are) are kept as they are.
+        out.records = [r if not len(r.embedding) else replace(r, embedding=_NO_VECTOR) for r in records]
         out._ids = {r.id for r in records}
         out._own = matrix
         out._neighbours = [[] for _ in records]
@@ -181,10 +187,8 @@ class ScopeIndex:
             else np.zeros(len(records), dtype=np.float64)
         )
         out._token_lists = []
-        out._bm25 = BM25Index()
-        for i, weighted in enumerate(counts):
-            out._bm25.add_weighted(str(i), weighted)
-        out._lexical = out._bm25
+        out._bm25 = None
+        out._lexical = BM25Table(counts, lengths=lengths)
         out._by_speaker = {}
         for i, record in enumerate(out.records):
             out._index_speaker(i, record)
@@ -206,6 +210,9 @@ class ScopeIndex:
         """The records' weighted terms as a complete `BM25Index` (built on first use, for tools
         that read every term): its scores are the ranking's, up to rounding of lengths."""
         if self._bm25 is None:
+            if isinstance(self._lexical, BM25Table):
+                self._bm25 = self._lexical.to_index()
+                return self._bm25
             bm25 = BM25Index()
             for i in range(len(self.records)):
                 bm25.add_weighted(str(i), self._counts(i))
@@ -367,8 +374,11 @@ class ScopeIndex:
             return None
         query_tokens = tokenize(query_text)
         dense = (self.matrix[candidates] @ query_vector).astype(np.float64)
-        lexical_by_doc = self._lexical.scores(query_tokens, stats=stats)
-        lexical = np.array([lexical_by_doc.get(str(i), 0.0) for i in candidates], dtype=np.float64)
+        if isinstance(self._lexical, BM25Table):
+            lexical = self._lexical.score_array(query_tokens, stats=stats)[candidates]
+        else:
+            lexical_by_doc = self._lexical.scores(query_tokens, stats=stats)
+            lexical = np.array([lexical_by_doc.get(str(i), 0.0) for i in candidates], dtype=np.float64)
         named: Floats | None = None
         if weights.speaker:
             named = np.zeros(len(self.records), dtype=np.float64)

@@ -481,8 +481,10 @@ class LongTermMemory:
         check_min_score(min_score)
         holds = validity(as_of, include_superseded)
 
+        unfiltered = not where  # then no fields to make per record (a large scope's hundreds)
+
         def keep(r: VectorRecord) -> bool:
-            return bool(keep_kind(r.kind)) and holds(r) and match(fields_of(r))
+            return bool(keep_kind(r.kind)) and holds(r) and (unfiltered or match(fields_of(r)))
 
         stats = None
         if self._large is not None and self._large.store.is_large(scope):

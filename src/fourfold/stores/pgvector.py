@@ -341,11 +341,13 @@ class PostgresVectorStore(SQLiteVectorStore):
         `large_at` is promoted now (once, by whichever process sees it first)."""
         if not self.ann:
             return False
-        version = self.version(scope)
         with self._guard:
             known = self._large.get(scope)
-        if known is True or (known is not None and known == version):
-            return known is True
+        if known is True:
+            return True  # a large scope stays large until this store erases it: no version to read
+        version = self.version(scope)
+        if known is not None and known == version:
+            return False
         key = scope_key(scope)
         with self.db.read() as conn:
             large = conn.execute("SELECT 1 FROM large_scopes WHERE scope = ?", (key,)).fetchone() is not None
@@ -549,7 +551,9 @@ class PostgresVectorStore(SQLiteVectorStore):
         ).fetchall()
         if not rows:
             return [], np.zeros((0, self.dimension), dtype=np.float32), [], []
-        matrix = np.stack([np.frombuffer(row[-3], dtype=">f4", offset=4) for row in rows]).astype(np.float32)
+        # All vectors in one buffer, each row's header one float wide: one conversion, not one a row.
+        blended = np.frombuffer(b"".join([row[-3] for row in rows]), dtype=">f4")
+        matrix = blended.reshape(len(rows), self.dimension + 1)[:, 1:].astype(np.float32)
         records = self._records([(*row[:_VECTOR_AT], b"", *row[_VECTOR_AT:-3]) for row in rows], vectors=False)
         counts = [{w: x for w, x in zip(words, row[-1], strict=True) if x is not None} for row in rows]
         return records, matrix, counts, [float(row[-2]) for row in rows]

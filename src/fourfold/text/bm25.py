@@ -8,9 +8,16 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from fourfold.errors import InvalidInput
 
-__all__ = ["BM25Index", "CollectionStats", "bm25_idf"]
+__all__ = ["REST", "BM25Index", "BM25Table", "CollectionStats", "bm25_idf"]
+
+#: A term no query can hold (tokens never contain NUL): in `BM25Table.to_index` it carries the
+#: part of a document's length that its given weights leave out.
+REST = "\x00rest"
 
 #: Okapi BM25 parameters: term-frequency saturation and length normalisation.
 K1, B = 0.9, 0.4
@@ -175,3 +182,145 @@ class BM25Index:
             k, self.scores(query_tokens).items(), key=lambda kv: (-kv[1], kv[0])
         )
         return ranked
+
+
+class BM25Table:
+    """Okapi BM25 over a fixed set of documents given as term weights, held as one table.
+
+    What `BM25Index` gives for documents `str(0)`, `str(1)`, ... added with `add_weighted`,
+    bit for bit, without a Python step per posting: a large scope's candidates (a few hundred
+    records, a few query words each) are indexed for one query and dropped. With `lengths`,
+    `weights` hold only some of each document's terms and `lengths[i]` is document i's whole
+    length: the remainder counts as the weight of `REST`, as if it were one more term.
+    """
+
+    __slots__ = ("_bounds", "_holders", "_lengths", "_maps", "_rest", "_table", "_total", "_vocab", "b", "k1")
+
+    def __init__(
+        self, weights: Sequence[Mapping[str, float]], *, lengths: Sequence[float] | None = None,
+        k1: float = K1, b: float = B,
+    ) -> None:
+        self.k1, self.b = k1, b
+        n = len(weights)
+        if lengths is not None and len(lengths) != n:
+            raise InvalidInput(f"{n} documents but {len(lengths)} lengths")
+        terms: list[str] = []
+        given: list[float] = []
+        if not all(type(doc) is dict for doc in weights):  # dicts are Mappings: no ABC check each
+            if any(isinstance(doc, str) or not isinstance(doc, Mapping) for doc in weights):
+                raise InvalidInput("weights must be mappings of term to weight")
+        for doc in weights:
+            terms.extend(doc)
+            given.extend(doc.values())
+        if not all(type(w) is float for w in given):
+            given = [_checked_weight(t, w) for t, w in zip(terms, given, strict=True)]
+        sizes = np.fromiter(map(len, weights), dtype=np.intp, count=n)
+        values = np.asarray(given, dtype=np.float64)
+        if not np.isfinite(values).all():
+            bad = int(np.flatnonzero(~np.isfinite(values))[0])
+            raise InvalidInput(f"weight of {terms[bad]!r} must be a finite number, got {given[bad]!r}")
+        # Each document's weights in its own order (row i, slot s), summed one slot at a time
+        # as `sum(map.values())` sums them: the same floats. Non-positive weights count for
+        # nothing, as `add_weighted` drops them (x + 0.0 == x).
+        width = int(sizes.max()) if n else 0
+        rows = np.repeat(np.arange(n, dtype=np.intp), sizes)
+        slots = np.arange(len(values), dtype=np.intp) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        in_order = np.zeros((n, width), dtype=np.float64)
+        rest: npt.NDArray[np.float64] | None = None
+        if lengths is not None:
+            in_order[rows, slots] = values
+            summed = np.zeros(n, dtype=np.float64)
+            for slot in range(width):
+                summed += in_order[:, slot]
+            rest = np.asarray(lengths, dtype=np.float64) - summed
+        positive = np.where(values > 0, values, 0.0)
+        in_order[rows, slots] = positive
+        doc_len = np.zeros(n, dtype=np.float64)
+        for slot in range(width):
+            doc_len += in_order[:, slot]
+        if rest is not None:
+            doc_len += np.where(rest > 0, rest, 0.0)
+        vocab = {term: t for t, term in enumerate(dict.fromkeys(terms))}
+        table = np.zeros((len(vocab), n), dtype=np.float64)  # a term's weights in one row
+        table[np.fromiter(map(vocab.__getitem__, terms), dtype=np.intp, count=len(terms)), rows] = positive
+        self._vocab, self._table, self._lengths, self._rest = vocab, table, doc_len, rest
+        self._maps = weights
+        self._holders: dict[int, npt.NDArray[np.intp]] = {}
+        total = 0.0
+        for length in doc_len.tolist():  # in document order, as `BM25Index` adds them
+            total += length
+        self._total = total
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def _posting(self, term: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+        """The documents holding the term (a positive weight) and its weights there."""
+        t = self._vocab.get(term)
+        if t is None:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64)
+        holders = self._holders.get(t)
+        if holders is None:
+            holders = self._holders[t] = np.flatnonzero(self._table[t] > 0)
+        return holders, self._table[t, holders]
+
+    def length(self, i: int) -> float:
+        """Document i's length (the sum of its positive weights, the rest of `lengths` included)."""
+        return float(self._lengths[i])
+
+    def idf(self, term: str, *, stats: CollectionStats | None = None) -> float:
+        """As `BM25Index.idf`."""
+        df: float = len(self._posting(term)[0])
+        if stats is None:
+            return bm25_idf(len(self._lengths), df)
+        return bm25_idf(stats.n_docs, max(stats.df.get(term, 0.0), df))
+
+    def best_possible(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> float:
+        """As `BM25Index.best_possible`."""
+        return (self.k1 + 1.0) * sum(self.idf(term, stats=stats) for term in query_tokens)
+
+    def score_array(
+        self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Every document's BM25 score (0 where `BM25Index.scores` has none), by position.
+
+        Each term's hits are scored in one step with the per-hit formula's operations in its
+        order, and a document adds its terms' scores in query order: the same floats."""
+        n_docs = len(self._lengths)
+        out = np.zeros(n_docs, dtype=np.float64)
+        if not n_docs or not self._total:
+            return out
+        avgdl = self._total / n_docs if stats is None else stats.avgdl
+        k1, b = self.k1, self.b
+        for term in query_tokens:  # a repeated query term counts once per occurrence
+            holders, tf = self._posting(term)
+            if not len(holders):
+                continue
+            idf = self.idf(term, stats=stats)
+            norm = k1 * (1.0 - b + b * self._lengths[holders] / avgdl)
+            out[holders] += idf * tf * (k1 + 1.0) / (tf + norm)
+        out[~(out > 0)] = 0.0
+        return out
+
+    def scores(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> dict[str, float]:
+        """As `BM25Index.scores`: every document sharing a term with the query, by str(position)."""
+        out = self.score_array(query_tokens, stats=stats)
+        hit = np.flatnonzero(out > 0)
+        return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))
+
+    def to_index(self) -> BM25Index:
+        """The same documents in a `BM25Index` (ids `str(i)`; with `lengths`, the rest of each
+        document's length as the weight of `REST`), for tools that read its postings."""
+        index = BM25Index(k1=self.k1, b=self.b)
+        for i, doc in enumerate(self._maps):
+            if self._rest is None:
+                index.add_weighted(str(i), doc)
+            else:
+                index.add_weighted(str(i), {**doc, REST: float(self._rest[i])})
+        return index
+
+
+def _checked_weight(term: str, weight: object) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight):
+        raise InvalidInput(f"weight of {term!r} must be a finite number, got {weight!r}")
+    return float(weight)
