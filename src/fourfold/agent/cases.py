@@ -67,13 +67,17 @@ class CaseBase:
 
     def deidentify(self, ticket: Ticket) -> Case:
         """The case a ticket makes: the model's (checked), else the extracted one."""
-        shared = self.shared_words() if self.min_customers is not None else None
-        company = self.company_words() if self.min_customers is not None else None
+        shared: Callable[[str], bool] | None = None
+        company: Callable[[str], bool] | None = None
+        personal: Callable[[str], bool] | None = None
+        if self.min_customers is not None:
+            company = self.company_words()  # one read of the log, the documents and the facts
+            shared = self._shared(company)
+            personal = self._vocabulary.personal.__contains__
         if self.model is not None:
             written = case_from_model(self.model, ticket, shared=shared, company=company)
             if written is not None:
                 return written
-        personal = self._vocabulary.personal.__contains__ if self.min_customers is not None else None
         return extract_case(ticket, shared=shared, company=company, personal=personal)
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
@@ -129,7 +133,9 @@ class CaseBase:
         """Is a (stemmed) word common ground: in `min_customers` customers' tickets (their
         messages or the operators' outcomes) and given by no customer as their own name or
         place, or in the documentation or the facts?"""
-        company = self.company_words()
+        return self._shared(self.company_words())
+
+    def _shared(self, company: Callable[[str], bool]) -> Callable[[str], bool]:
         common, personal = self._vocabulary.common, self._vocabulary.personal
         return lambda stem: (stem in common and stem not in personal) or company(stem)
 

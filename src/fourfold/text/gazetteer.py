@@ -91,8 +91,11 @@ def known(word: str) -> Known | None:
     """What one word is by the lists alone (any case), whatever stands around it: a place of
     one word, a given name, a surname, or None."""
     lowered = word.lower()
-    if (lowered,) in _places():
-        return "place"
+    return "place" if (lowered,) in _places() else _person(lowered)
+
+
+def _person(lowered: str) -> Known | None:
+    """A lowercased word as a given name or a surname by the census lists, or None."""
     if lowered in _given():
         return "given_name"
     return "surname" if lowered in _surnames() else None
@@ -102,7 +105,7 @@ def known_words(text: str) -> Iterator[tuple[int, int, Known]]:
     """Spans of `text` that are a known name or place, in any case: (start, end, kind), one
     per word or per whole place name ("new york"), in order and never overlapping."""
     words = list(_WORD.finditer(text))
-    places, given, surnames = _places(), _given(), _surnames()
+    places = _places()
     i = 0
     while i < len(words):
         n = _place_at(text, words, i, places)
@@ -110,11 +113,9 @@ def known_words(text: str) -> Iterator[tuple[int, int, Known]]:
             yield words[i].start(), words[i + n - 1].end(), "place"
             i += n
             continue
-        word = words[i].group().lower()
-        if word in given:
-            yield words[i].start(), words[i].end(), "given_name"
-        elif word in surnames:
-            yield words[i].start(), words[i].end(), "surname"
+        person = _person(words[i].group().lower())
+        if person is not None:
+            yield words[i].start(), words[i].end(), person
         i += 1
 
 
