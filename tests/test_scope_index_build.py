@@ -15,13 +15,29 @@ from fourfold.longterm.retrieval import (
     Weights,
     _blend_vectors,
     _neighbour_plan,
-    _neighbours,
+    _runs,
 )
 from fourfold.stores.vector import NO_VECTOR, VectorRecord
 from fourfold.text import BM25Index, tokenize
 from fourfold.text.tokenize import tokenize_many
 
 EMBEDDER = HashEmbedder()
+
+
+def _neighbours(records: list[VectorRecord], weights: Weights) -> list[list[tuple[int, float]]]:
+    """The plain definition: each record's neighbours along its run, one at each distance
+    before it and after it (the one before first), as (index, share), nearest first."""
+    out: list[list[tuple[int, float]]] = [[] for _ in records]
+    for members, shares in zip(*_runs(records, weights), strict=True):
+        for pos, i in enumerate(members):
+            for d, share in enumerate(shares, start=1):
+                if share <= 0:
+                    break
+                if pos - d >= 0:
+                    out[i].append((members[pos - d], share))
+                if pos + d < len(members):
+                    out[i].append((members[pos + d], share))
+    return out
 WORDS = ["refund", "parcel", "invoice", "router", "the", "Maria's", "can't", "café", "ﬁle", "Ｆｕｌｌ", "2023", "x_y",
          "refund refund", "parcel parcel parcel"]
 

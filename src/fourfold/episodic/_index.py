@@ -143,12 +143,8 @@ class EpisodeIndex:
             for scope in {self.episodes[row].scope for row in rows}:
                 self._group_matrix.pop(scope, None)
 
-    def success_rows(self, scopes: Sequence[str | None]) -> list[int]:
+    def success_rows(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
         """Rows of successful episodes of `scopes` (None is the unscoped group), group by group."""
-        return [row for scope in scopes for row in self._success_rows.get(scope, [])]
-
-    def success_rows_array(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
-        """`success_rows` as an array."""
         return np.concatenate([self.group_rows(scope) for scope in scopes]) if scopes else np.zeros(0, dtype=np.intp)
 
     def group_rows(self, scope: str | None) -> npt.NDArray[np.intp]:

@@ -267,7 +267,7 @@ class EpisodeLog:
         with self._mutex:
             with self.db.read():  # one snapshot for the new episodes and this search's vectors
                 self._refresh()
-                rows = self._index.success_rows_array(scopes)
+                rows = self._index.success_rows(scopes)
                 if not len(rows):
                     return []
                 self._load_groups(scopes)

@@ -142,7 +142,7 @@ class ScopeIndex:
         self._dimension = dimension
         self.records = records
         self._ids = {r.id for r in records}
-        # Neighbours as arrays; their lists (`_neighbours`) are made only for a write's update.
+        # Neighbours as arrays; their lists (`_neighbours`) are made only when asked for.
         arrays = self._near = _neighbour_plan(records, weights)
         self._neighbour_lists: list[list[tuple[int, float]]] | None = None
         self.matrix = _blend_vectors(own, (), arrays=arrays)
@@ -196,7 +196,7 @@ class ScopeIndex:
 
     @property
     def _neighbours(self) -> list[list[tuple[int, float]]]:
-        """Each record's neighbours as (position, share), nearest first (see `_neighbours`)."""
+        """Each record's neighbours as (position, share), nearest first (made from `_near`)."""
         if self._neighbour_lists is None:
             self._neighbour_lists = neighbour_lists(*self._near)
         return self._neighbour_lists
@@ -273,7 +273,7 @@ class ScopeIndex:
         out.records = [*self.records, *(replace(r, embedding=_NO_VECTOR) for r in new)]
         out._ids = self._ids | {r.id for r in new}
         out._own = np.concatenate([self._own, np.stack([r.embedding for r in new]).astype(np.float32, copy=False)])
-        out._neighbours = _neighbours(out.records, out.weights)
+        out._near, out._neighbour_lists = _neighbour_plan(out.records, out.weights), None
         changed = [i for i in range(n_old) if out._neighbours[i] != self._neighbours[i]]
         changed += range(n_old, len(out.records))
         out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
@@ -398,23 +398,9 @@ def _thread(record: VectorRecord) -> tuple[str, ...] | None:
     return None
 
 
-def _neighbours(records: Sequence[VectorRecord], weights: Weights) -> list[list[tuple[int, float]]]:
-    """Each record's neighbours in its thread, as (index, share of weight)."""
-    out: list[list[tuple[int, float]]] = [[] for _ in records]
-    for members, shares in zip(*_runs(records, weights), strict=True):
-        for pos, i in enumerate(members):
-            for d, share in enumerate(shares, start=1):
-                if share <= 0:
-                    break
-                if pos - d >= 0:
-                    out[i].append((members[pos - d], share))
-                if pos + d < len(members):
-                    out[i].append((members[pos + d], share))
-    return out
-
-
 def _neighbour_plan(records: Sequence[VectorRecord], weights: Weights) -> NeighbourArrays:
-    """`neighbour_arrays(_neighbours(records, weights))`, made without a list per record."""
+    """Each record's neighbours in its thread or run, as (index, share of weight), nearest
+    first, in arrays (`fourfold.longterm._terms.neighbour_arrays`' layout)."""
     runs, shares = _runs(records, weights)
     return run_neighbour_arrays(runs, shares, len(records))
 
