@@ -16,6 +16,7 @@ from fourfold.ranking import (
     RELEVANCE_FLOOR,
     Background,
     Fusion,
+    contenders,
     lexical_share,
     rank,
     relevance,
@@ -68,6 +69,19 @@ def test_best_possible_bounds_every_score() -> None:
         index.add(str(i), tokenize(text))
     query = tokenize("refund card refund")
     assert max(index.scores(query).values()) < index.best_possible(query)
+
+
+def test_ranking_only_the_contenders_gives_the_same_top_k_as_ranking_all() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n, k = int(rng.integers(1, 300)), int(rng.integers(1, 12))
+        dense = np.round(rng.uniform(-0.2, 0.8, n), 2)  # rounded: many ties at the k-th place
+        lexical = np.where(rng.random(n) < 0.2, np.round(rng.random(n), 1), 0.0)
+        newer = rng.permutation(n).astype(np.float64)
+        near = contenders(dense, lexical, k=k, fusion=Fusion())
+        whole = rank(dense, lexical, k=k, fusion=Fusion(), newer=newer)
+        part = rank(dense[near], lexical[near], k=k, fusion=Fusion(), newer=newer[near])
+        assert [(int(near[i]), s) for i, s in part] == whole
 
 
 def test_equal_scores_go_to_the_newer_candidate() -> None:

@@ -61,7 +61,7 @@ import numpy.typing as npt
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput
 
-__all__ = ["EPISODES", "RELEVANCE_FLOOR", "Background", "Fusion", "Parts", "evidence_of", "lexical_share", "rank", "relevance", "typicality"]
+__all__ = ["EPISODES", "RELEVANCE_FLOOR", "Background", "Fusion", "Parts", "contenders", "evidence_of", "lexical_share", "rank", "relevance", "typicality"]
 
 Floats = npt.NDArray[np.float64]
 
@@ -187,6 +187,17 @@ def rank(
     top = _top_k(evidence, k, tiebreak=tiebreak)
     scores = relevance(evidence[top], fusion, null=null)
     return [(i, float(s)) for i, s in zip(top, scores, strict=True)]
+
+
+def contenders(dense: Floats, lexical: Floats, *, k: int, fusion: Fusion) -> npt.NDArray[np.intp]:
+    """Positions of the candidates `rank` (without boost or typicality) could return among its
+    k best (every one tied with the k-th too), in order: a caller whose tie-break is costly over many candidates (a sort
+    of a large log's timestamps) ranks only these, and gets the same result."""
+    if dense.size <= k:
+        return np.arange(dense.size)
+    evidence = evidence_of(dense, lexical, fusion)
+    out: npt.NDArray[np.intp] = np.nonzero(evidence >= np.partition(evidence, -k)[-k])[0]
+    return out
 
 
 def evidence_of(
