@@ -13,7 +13,9 @@ that prose. Measured here, from query-only evidence:
   the mean cosine of its 3 nearest), a weight of its own;
 - ``merged``: the chatter texts added to the one background, so the null itself is the
   closeness to prose, questions and chatter;
-- ``+words``: minus w_e for a query with no content word at all after stop-words.
+- ``+words``: minus w_e for a query with no content word at all after stop-words;
+- ``chatter hinge``: minus w_h times how far the closeness to chatter passes a start, with one
+  cut for every kind, and (`hinge`, the shipped form) inside the null with one cut per ranker.
 
 Every setting is chosen on the dev sets only (the paraphrase desk's dev half, the episode desk's
 dev half for tickets and for articles: `episodes_relevance.py`): the weights leaving the most
@@ -227,6 +229,8 @@ def main() -> int:
         "chatter": [(wn, wc, 0.0, 0.0) for wn, wc in itertools.product(NULL_WEIGHTS, CHATTER_WEIGHTS)],
         "merged": [(0.0, 0.0, wm, 0.0) for wm in (*NULL_WEIGHTS, 1.5, 2.0)],
         "chatter+words (wordless weight > 0)": [(wn, wc, 0.0, we) for wn, wc, we in itertools.product(NULL_WEIGHTS, CHATTER_WEIGHTS, EMPTY_WEIGHTS[1:])],
+        "chatter hinge, one cut for every kind": [(wn, 0.0, 0.0, 0.0, wh, start) for wn, wh, start in itertools.product(
+            NULL_WEIGHTS, HINGE_WEIGHTS, HINGE_FROM)],
     }
     for name, grid in grids.items():
         best = max(grid, key=lambda w: choose(dev, w)[2])
