@@ -20,6 +20,7 @@ from engines import assert_erased, on_disk
 from fourfold.embeddings import HashEmbedder, Vectors
 from fourfold.episodic import SHARED_SCOPE, EpisodeLog, render_episode, render_episodes
 from fourfold.errors import InvalidInput, LockTimeout, NotFound
+from fourfold.ranking import RELEVANCE_FLOOR
 from fourfold.text import redact, tokenize
 from fourfold.types import Episode
 
@@ -287,9 +288,12 @@ def test_the_relevant_episode_ranks_first(support_log: EpisodeLog) -> None:
     assert len(hits) <= 3
 
 
-def test_unrelated_episodes_are_not_returned(support_log: EpisodeLog) -> None:
-    hits = support_log.similar_successes("deploy returns 502", k=10)
-    assert "slow dashboard" not in [ep.goal for ep in hits]
+def test_unrelated_episodes_are_not_returned_above_the_floor(support_log: EpisodeLog) -> None:
+    hits = support_log.similar_successes("deploy returns 502", k=10, min_score=RELEVANCE_FLOOR)
+    assert [ep.goal for ep in hits] == ["deploy returns 502 bad gateway"]
+    everything = support_log.similar_successes("deploy returns 502", k=10)
+    assert len(everything) == 4  # no floor: every success, the unrelated ones scored low
+    assert all(ep.score is not None and ep.score < RELEVANCE_FLOOR for ep in everything[1:])
 
 
 def test_k_limits_the_result(support_log: EpisodeLog) -> None:

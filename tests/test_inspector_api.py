@@ -273,6 +273,8 @@ def test_explain_of_documents_and_episodes(mem: Memory) -> None:
     found = explain_similar(mem.episodes, situation, scope="customer:ann", k=3)
     assert [e.id for e in found] == [e.id for e in mem.episodes.similar_successes(situation, scope="customer:ann", k=3)]
     assert {w.word for w in found[0].words} >= {"pdf", "502"} and found[0].lexical > 0
+    # the parts give the relevance the search returned (episodes' own calibration)
+    assert all(e.recomputed == pytest.approx(e.score, abs=1e-6) for e in found)
 
 
 def test_explain_routes_answer_in_the_callers_scope(client: TestClient) -> None:

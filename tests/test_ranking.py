@@ -16,6 +16,7 @@ from fourfold.ranking import (
     RELEVANCE_FLOOR,
     Background,
     Fusion,
+    contenders,
     lexical_share,
     rank,
     relevance,
@@ -68,6 +69,19 @@ def test_best_possible_bounds_every_score() -> None:
         index.add(str(i), tokenize(text))
     query = tokenize("refund card refund")
     assert max(index.scores(query).values()) < index.best_possible(query)
+
+
+def test_ranking_only_the_contenders_gives_the_same_top_k_as_ranking_all() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n, k = int(rng.integers(1, 300)), int(rng.integers(1, 12))
+        dense = np.round(rng.uniform(-0.2, 0.8, n), 2)  # rounded: many ties at the k-th place
+        lexical = np.where(rng.random(n) < 0.2, np.round(rng.random(n), 1), 0.0)
+        newer = rng.permutation(n).astype(np.float64)
+        near = contenders(dense, lexical, k=k, fusion=Fusion())
+        whole = rank(dense, lexical, k=k, fusion=Fusion(), newer=newer)
+        part = rank(dense[near], lexical[near], k=k, fusion=Fusion(), newer=newer[near])
+        assert [(int(near[i]), s) for i, s in part] == whole
 
 
 def test_equal_scores_go_to_the_newer_candidate() -> None:
@@ -187,12 +201,13 @@ def test_explain_gives_each_results_parts_and_the_same_scores_as_recall() -> Non
 
 @pytest.mark.slow
 def test_the_shipped_minilm_background_is_the_models_own() -> None:
-    from fourfold._background import TEXTS
+    from fourfold._background import CHATTER, TEXTS
     from fourfold.embeddings.default import default_embedder
 
     embedder = default_embedder()
-    fresh = embedder.embed_many(list(TEXTS))
-    assert np.abs(Background.of(embedder).vectors - fresh).max() < 2e-3  # float16 on disk
+    background = Background.of(embedder)
+    assert np.abs(background.vectors - embedder.embed_many(list(TEXTS))).max() < 2e-3  # float16 on disk
+    assert np.abs(background.chatter - embedder.embed_many(list(CHATTER))).max() < 2e-3
 
 
 def _unit_rows(seed: int, n: int, d: int = 16) -> np.ndarray:

@@ -25,7 +25,10 @@ any text; a memory that a query matches no better than it matches random prose i
 evidence of anything. The sum minus `Fusion.null` times the null is mapped by a logistic curve
 fitted on labelled sets (`Fusion.slope`, `Fusion.offset`), so `min_score` and the agent's
 prompt floor read the same scale everywhere. The null is one number per query, so it never
-changes the order within a query, only how far the best result stands above chance.
+changes the order within a query, only how far the best result stands above chance. It also
+holds a part for chat (`Background.CHATTER_FROM`): a message as close to greetings, thanks and
+commands to other apps as "hi there!" needs more evidence, a desk question almost never does.
+Episodes have a calibration of their own (`EPISODES`) on the same ranker.
 
 Measured (benchmarks/results/locomo-dev.md, paraphrase.md): the weights were chosen by
 cross-validation on the LoCoMo dev split (leave one conversation out) together with the
@@ -38,6 +41,11 @@ to 0.725 at less on-topic loss (0.0025, was 0.005), slope, offset and floor refi
 half only (`benchmarks/recall_cv.py --calibration-only`). Typicality's weight 0.2 was chosen by cross-validation on
 the dev sets (benchmarks/recall_levers.py --typicality-only): on the paraphrase test half, never
 tuned on, it took all on-topic hit@3 from 0.938 to 0.946 (dense alone 0.935).
+The chat part of the null, chosen on the dev halves of the paraphrase and episode desks
+(benchmarks/relevance_gate.py), took the episode desk's test-half chatter and unrelated messages
+left empty at the floor from 0.53 to 0.68 for past tickets and from 0.55 to 0.69 for articles
+(benchmarks/episodes_relevance.py), and the hand-written chatter from 0.22 to 0.26, at no change
+on the paraphrase set; the episodes' own calibration took the tickets' to 0.84.
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ import numpy.typing as npt
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput
 
-__all__ = ["RELEVANCE_FLOOR", "Background", "Fusion", "Parts", "evidence_of", "lexical_share", "rank", "relevance", "typicality"]
+__all__ = ["EPISODES", "RELEVANCE_FLOOR", "Background", "Fusion", "Parts", "contenders", "evidence_of", "lexical_share", "rank", "relevance", "typicality"]
 
 Floats = npt.NDArray[np.float64]
 
@@ -81,6 +89,14 @@ class Fusion:
                 raise InvalidInput(f"Fusion.{name} must be a finite number, got {value!r}")
         if self.slope <= 0:
             raise InvalidInput("Fusion.slope must be > 0: relevance must grow with the evidence")
+
+
+#: How an episode's evidence becomes its relevance (`EpisodeLog.similar_successes`). An episode's
+#: vector is of its goal and outcome together, whose cosines to a situation run higher than a
+#: memory's to a question, so its own slope, offset and null weight put the default floor where
+#: it costs as little of on-topic hit@3 as a memory's: fitted on the episode desk's dev half
+#: (benchmarks/episodes_relevance.py --fit). Its lexical weight is the memories' one.
+EPISODES = Fusion(slope=6.63, offset=-2.8, null=0.5)
 
 
 def lexical_share(scores: Floats, best_possible: float) -> Floats:
@@ -173,6 +189,17 @@ def rank(
     return [(i, float(s)) for i, s in zip(top, scores, strict=True)]
 
 
+def contenders(dense: Floats, lexical: Floats, *, k: int, fusion: Fusion) -> npt.NDArray[np.intp]:
+    """Positions of the candidates `rank` (without boost or typicality) could return among its
+    k best (every one tied with the k-th too), in order: a caller whose tie-break is costly over many candidates (a sort
+    of a large log's timestamps) ranks only these, and gets the same result."""
+    if dense.size <= k:
+        return np.arange(dense.size)
+    evidence = evidence_of(dense, lexical, fusion)
+    out: npt.NDArray[np.intp] = np.nonzero(evidence >= np.partition(evidence, -k)[-k])[0]
+    return out
+
+
 def evidence_of(
     dense: Floats, lexical: Floats, fusion: Fusion, *, boost: Floats | None = None, typical: Floats | None = None
 ) -> Floats:
@@ -188,21 +215,31 @@ def evidence_of(
 class Background:
     """Unit vectors of the background texts (`fourfold._background`) for one embedder.
 
-    `null(query)` is the mean cosine of the query's `NEAREST` closest background texts: how
-    similar the query is to prose that has nothing to do with any store. MiniLM's vectors ship
-    with the package; any other embedder's are embedded once per process, on first use.
+    `null(query)` is how similar the query is to text that has nothing to do with any store:
+    the mean cosine of its `NEAREST` closest background prose and everyday questions, plus, for
+    a message that is chatter (greetings, thanks, small talk, commands to other apps), how far its
+    closeness to the chatter texts (mean of the `NEAREST`) passes `CHATTER_FROM`, times
+    `CHATTER_WEIGHT`. A desk question is rarely that close to chatter, so the chatter part is zero
+    for almost every question a store can answer; "hi there!" or "set a timer" needs far more
+    evidence for the same relevance. MiniLM's vectors ship with the package; any other
+    embedder's are embedded once per process, on first use.
     """
 
     NEAREST = 3
+    #: Chosen on the dev halves of the paraphrase and episode desks (benchmarks/relevance_gate.py).
+    CHATTER_FROM = 0.4
+    CHATTER_WEIGHT = 2.0
 
-    def __init__(self, vectors: Vectors) -> None:
+    def __init__(self, vectors: Vectors, chatter: Vectors | None = None) -> None:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.chatter = np.ascontiguousarray(np.zeros((0, self.vectors.shape[1])) if chatter is None else chatter, dtype=np.float32)
 
     def null(self, query: Vectors) -> float:
-        # einsum, not BLAS: a product of microseconds must not wake BLAS worker threads.
-        cosines = np.einsum("ij,j->i", self.vectors, np.asarray(query, dtype=np.float32))
-        n = min(self.NEAREST, cosines.size)
-        return float(np.partition(cosines, -n)[-n:].mean()) if n else 0.0
+        q = np.asarray(query, dtype=np.float32)
+        prose = _nearest_mean(self.vectors, q, self.NEAREST)
+        if not len(self.chatter):
+            return prose
+        return prose + self.CHATTER_WEIGHT * max(0.0, _nearest_mean(self.chatter, q, self.NEAREST) - self.CHATTER_FROM)
 
     @classmethod
     def of(cls, embedder: Embedder) -> Background:
@@ -212,16 +249,24 @@ class Background:
             cached = _backgrounds.get(identity)
         if cached is not None:
             return cached
+        from fourfold._background import CHATTER, TEXTS
+
         shipped = _SHIPPED.get(identity)
-        if shipped is not None:
+        if shipped is not None:  # prose and questions, then chatter, in one file
             vectors = np.load(resources.files("fourfold").joinpath(shipped).open("rb")).astype(np.float32)
         else:
-            from fourfold._background import TEXTS
-
-            vectors = embedder.embed_many(list(TEXTS))
-        out = cls(vectors)
+            vectors = embedder.embed_many([*TEXTS, *CHATTER])
+        out = cls(vectors[: len(TEXTS)], vectors[len(TEXTS) :])
         with _backgrounds_lock:
             return _backgrounds.setdefault(identity, out)
+
+
+def _nearest_mean(vectors: Vectors, query: Vectors, n: int) -> float:
+    """The mean cosine of the query's n closest rows (unit rows and query)."""
+    # einsum, not BLAS: a product of microseconds must not wake BLAS worker threads.
+    cosines = np.einsum("ij,j->i", vectors, query)
+    n = min(n, cosines.size)
+    return float(np.partition(cosines, -n)[-n:].mean()) if n else 0.0
 
 
 #: Background vectors shipped with the package, by embedder identity (float16, unit length).

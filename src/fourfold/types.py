@@ -55,7 +55,12 @@ class Recalled:
 
 @dataclass(frozen=True, slots=True)
 class Episode:
-    """One past experience: what was tried, and how it ended."""
+    """One past experience: what was tried, and how it ended.
+
+    `score` is its relevance in [0, 1] to the situation of the search that returned it
+    (`EpisodeLog.similar_successes`, on the scale of `Recalled.score`); None on an episode that
+    no search returned. It is not part of the episode's identity: equality ignores it.
+    """
 
     goal: str
     actions: tuple[str, ...]
@@ -65,6 +70,7 @@ class Episode:
     id: str
     scope: str | None = None
     tags: tuple[str, ...] = ()
+    score: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

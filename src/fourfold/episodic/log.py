@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -24,7 +25,7 @@ from fourfold.embeddings.coalescing import for_reader
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.episodic.codec import build_episode
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
-from fourfold.ranking import Background, Fusion, lexical_share, rank
+from fourfold.ranking import EPISODES, Background, contenders, lexical_share, rank
 from fourfold.stores.database import Database
 from fourfold.stores.engine import open_database
 from fourfold.stores.sqlite import chunked_ids, scope_key, scope_of
@@ -34,8 +35,6 @@ from fourfold.types import Episode
 
 __all__ = ["PENDING_SCOPE", "SHARED_SCOPE", "EpisodeLog", "LogCursor"]
 
-#: A candidate sharing no word with the situation must at least be this close in meaning.
-MIN_COSINE = 0.25
 #: Moves on with every write of episodes, and with every erasure.
 WRITTEN, ERASED = "episodes", "episodes/erased"
 #: The shared case base: de-identified cases that every customer's turn reads. `record` refuses
@@ -254,8 +253,9 @@ class EpisodeLog:
         scope=None sees only unscoped episodes: one customer's episodes never reach another.
         `include_unscoped=False` keeps to the scope alone: anyone who may write unscoped
         episodes (an MCP client) could otherwise plant text in every customer's prompt.
-        `min_score` drops episodes whose relevance (in [0, 1], on the scale of
-        `LongTermMemory.recall`'s scores) is lower.
+        Each episode's `score` is its relevance in [0, 1] (on the scale of
+        `LongTermMemory.recall`'s scores: the same in every scope and log size); `min_score`
+        drops episodes whose relevance is lower.
         """
         situation = check_text(situation, what="situation")
         k = check_k(k)
@@ -274,7 +274,7 @@ class EpisodeLog:
                 self._load_vectors(rows)
             self._embed_missing(rows)
             ranked = self._rank(situation, rows, scopes, k, min_score)
-            return [self._index.episodes[row] for row in ranked]
+            return [replace(self._index.episodes[row], score=score) for row, score in ranked]
 
     def pending(self) -> int:
         """How many successful episodes have no vector yet (`embed_pending` would embed them)."""
@@ -358,11 +358,12 @@ class EpisodeLog:
 
     def _rank(
         self, situation: str, rows: Rows, scopes: tuple[str | None, ...], k: int, min_score: float | None
-    ) -> list[int]:
-        """The k best rows by the shared ranker's relevance, newest first among equals.
+    ) -> list[tuple[int, float]]:
+        """The k best (row, relevance), by the shared ranker, newest first among equals.
 
-        Rows sharing no word with the situation and not close in meaning are dropped, and so
-        are rows below `min_score`.
+        Rows below `min_score` are dropped: the calibrated relevance is the only floor (a
+        cosine cut-off before it lost an eighth of the relevant tickets that share no word
+        with the situation: benchmarks/episodes_relevance.py).
         """
         scores, best = self._index.lexical_scores(scopes, tokenize(situation))
         lexical = lexical_share(scores, best)
@@ -373,12 +374,12 @@ class EpisodeLog:
         dense = np.concatenate(
             [np.einsum("ij,j->i", self._index.group_vectors(scope), query) for scope in scopes]
         ).astype(np.float64)
-        keep = np.nonzero((lexical > 0) | (dense >= MIN_COSINE))[0]
-        kept = np.asarray(rows, dtype=np.int64)[keep]
-        ts = self._index.timestamps(kept)
+        near = contenders(dense, lexical, k=k, fusion=EPISODES)  # newest-first order only among these
+        kept = np.asarray(rows, dtype=np.int64)[near]
         null = Background.of(self.embedder).null(query)
-        ranked = rank(dense[keep], lexical[keep], k=k, fusion=Fusion(), newer=_newest_order(ts, kept), null=null)
-        return [int(kept[i]) for i, score in ranked if min_score is None or score >= min_score]
+        ranked = rank(dense[near], lexical[near], k=k, fusion=EPISODES,
+                      newer=_newest_order(self._index.timestamps(kept), kept), null=null)
+        return [(int(kept[i]), score) for i, score in ranked if min_score is None or score >= min_score]
 
     # -- forgetting --------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from fourfold.longterm import LongTermMemory
 from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.longterm.store import DOC_KIND
 from fourfold.memory import Memory
-from fourfold.ranking import Background, Fusion, lexical_share, relevance
+from fourfold.ranking import EPISODES, Background, Fusion, lexical_share, relevance
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.types import Episode, Recalled
 
@@ -132,7 +132,7 @@ def explain_similar(
     best = bm25.best_possible(tokens)
     query_vector = log.embedder.embed(situation)
     vectors = log.embedder.embed_many([dense_text(e) for e in found])
-    fusion = Fusion()
+    fusion = EPISODES  # episodes' own calibration on the shared ranker
     null = Background.of(log.embedder).null(query_vector)
     out = []
     for e, vector in zip(found, vectors, strict=True):
@@ -143,7 +143,7 @@ def explain_similar(
         )
         share = float(lexical_share(np.array([sum(w.points for w in words)]), best)[0])
         dense = float(np.dot(vector, query_vector))
-        explained = _explained(e.id, e.goal, None, dense, dense, share, False, fusion, null=null, words=words,
+        explained = _explained(e.id, e.goal, e.score, dense, dense, share, False, fusion, null=null, words=words,
                                detail=_episode_detail(e))
         out.append(explained)
     return out

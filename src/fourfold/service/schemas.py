@@ -265,6 +265,7 @@ class EpisodeOut(BaseModel):
     ts: float
     scope: str | None
     tags: list[str]
+    score: float | None = Field(None, description="Relevance in [0, 1] to the search's situation; null outside a search.")
 
 
 class EpisodesOut(BaseModel):
