@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fourfold._files import private_dir
 from fourfold._lifecycle import Closing
-from fourfold._manifest import MANIFEST, StoreKind, check_manifest, store_kind
+from fourfold._manifest import MANIFEST, VECTORS, StoreKind, check_manifest, store_kind
 from fourfold._validate import check_scope
 from fourfold.config import MemoryConfig, default_data_dir
 from fourfold.embeddings.base import Embedder
@@ -284,5 +284,5 @@ def _chroma_store(data_dir: Path, embedder: Embedder, chroma_url: str | None, co
     if chroma_url:
         return ChromaVectorStore.http(chroma_url, embedder, collection=config.collection)
     return ChromaVectorStore.persistent(
-        data_dir / "vectors", embedder, collection=config.collection, lock_timeout=config.lock_timeout
+        data_dir / VECTORS, embedder, collection=config.collection, lock_timeout=config.lock_timeout
     )
