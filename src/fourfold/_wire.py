@@ -12,10 +12,11 @@ import builtins
 import inspect
 import json
 import os
+import sys
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar, get_type_hints, overload
+from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -131,9 +132,15 @@ class Served(Generic[Client]):
 
 
 def _parts(served: type[Any]) -> dict[str, type[SyncPart | AsyncPart]]:
-    """The parts a remote memory declares: its annotations whose type is a part class."""
-    return {name: hint for name, hint in get_type_hints(served).items()
-            if isinstance(hint, type) and issubclass(hint, SyncPart | AsyncPart)}
+    """The parts a remote memory declares: the annotations of it and its bases that name a part
+    class of their module. They are looked up, not evaluated (they are strings, `from __future__
+    import annotations`), so no other annotation can fail or run code on construction."""
+    found: dict[str, Any] = {}
+    for klass in reversed(served.__mro__):
+        names = vars(sys.modules[klass.__module__])
+        for name, hint in vars(klass).get("__annotations__", {}).items():
+            found[name] = names.get(hint) if isinstance(hint, str) else hint
+    return {name: kind for name, kind in found.items() if isinstance(kind, type) and issubclass(kind, SyncPart | AsyncPart)}
 
 
 # -- the calls ------------------------------------------------------------------------------------
