@@ -92,9 +92,10 @@ app.add_typer(facts_app, name="facts")
 app.add_typer(bench_app, name="bench")
 
 
-def _spec_option(envvar: str, default: str, help: str) -> Any:
-    """A backend given as a spec string (`openai:MODEL`), read from `envvar` when not given."""
-    return typer.Option(envvar=envvar, show_default=default, help=help)
+def _spec_option(envvar: str, default: str, text: str) -> Any:
+    """A backend given as a spec string (`openai:MODEL`), read from `envvar` when not given;
+    `text` is its help, `default` what the help says is used without one."""
+    return typer.Option(envvar=envvar, show_default=default, help=text)
 
 
 @app.callback()
