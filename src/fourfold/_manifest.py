@@ -1,22 +1,35 @@
-"""The data dir's manifest: which format and embedder built it."""
+"""The data dir's manifest (which format and embedder built it), and the names of what else it holds."""
 
 from __future__ import annotations
 
 import json
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
 from fourfold._files import write_private
 from fourfold.errors import EmbedderMismatch, StoreCorrupt, StoreUnavailable
 
-__all__ = ["FORMAT", "MANIFEST", "StoreKind", "check_manifest", "read_manifest", "record_embedder", "store_kind"]
+__all__ = ["FORMAT", "MANIFEST", "VECTORS", "LegacyFile", "StoreKind", "check_manifest", "read_manifest", "record_embedder", "store_kind"]
 
 #: 2: memories and facts in one SQLite file (or long-term memory on Chroma, as "store" says);
 #: 1: fourfold 0.1, long-term memory on embedded Chroma.
 FORMAT = 2
 MANIFEST = "fourfold.json"
+#: The folder of a data dir whose long-term memory is on embedded Chroma (store "chroma").
+VECTORS = "vectors"
 StoreKind = Literal["sqlite", "chroma"]
+
+
+class LegacyFile(StrEnum):
+    """What a fourfold 0.1 data dir kept beside its vectors, each in a file or folder of its own
+    (`fourfold.transfer.migrate_legacy` moves them into the database; `fourfold doctor` says so)."""
+
+    EPISODES = "episodes.jsonl"
+    FACTS = "facts.sqlite3"
+    KEYS = "keys.sqlite3"
+    CONVERSATIONS = "conversations"
 
 
 def store_kind(manifest: dict[str, object] | None) -> StoreKind | None:

@@ -12,9 +12,11 @@ import builtins
 import inspect
 import json
 import os
+import sys
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from functools import partial
+from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -103,6 +105,44 @@ class Connection(Generic[Client]):
         self.client: Client = client
 
 
+class Served(Generic[Client]):
+    """What both remote memories are: one connection to the service, and a part per store over it.
+
+    Each twin names its connection and client classes and declares its parts as annotations
+    (`long_term: RemoteLongTermMemory`); the constructor, written once here, makes each part.
+    `client` injects a ready httpx client (FastAPI's TestClient, one on an `httpx.ASGITransport`),
+    which stays the caller's to close; else one is made, and closed with the memory.
+    """
+
+    _connection: ClassVar[type[Connection[Any]]]
+    _client: ClassVar[Callable[..., Any]]
+    _http: Connection[Any]
+    url: str
+
+    def __init__(
+        self, url: str, *, api_key: str | None = None, timeout: float = 30.0, client: Client | None = None
+    ) -> None:
+        self._http = self._connection(client, self._client, url=url, api_key=api_key, timeout=timeout)
+        self.url = url
+        for name, part in _parts(type(self)).items():
+            setattr(self, name, part(self._http))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+
+def _parts(served: type[Any]) -> dict[str, type[SyncPart | AsyncPart]]:
+    """The parts a remote memory declares: the annotations of it and its bases that name a part
+    class of their module. They are looked up, not evaluated (they are strings, `from __future__
+    import annotations`), so no other annotation can fail or run code on construction."""
+    found: dict[str, Any] = {}
+    for klass in reversed(served.__mro__):
+        names = vars(sys.modules[klass.__module__])
+        for name, hint in vars(klass).get("__annotations__", {}).items():
+            found[name] = names.get(hint) if isinstance(hint, str) else hint
+    return {name: kind for name, kind in found.items() if isinstance(kind, type) and issubclass(kind, SyncPart | AsyncPart)}
+
+
 # -- the calls ------------------------------------------------------------------------------------
 
 
@@ -187,6 +227,31 @@ def like(method: Callable[Concatenate[Any, P], T]) -> Callable[[Callable[..., Ca
     return decorate
 
 
+class _Items(Generic[T]):
+    """The calls every collection of the service has alike: one item by id (`get`), erasing it
+    (`forget`), erasing a scope's items (`forget_scope`). The id travels as a path segment."""
+
+    def __init__(self, path: str, kind: type[T]) -> None:
+        self.path, self.kind = path, kind
+
+    def get(self, **item_id: str) -> Call[T]:
+        return Call("GET", self._item(item_id), partial(from_json, self.kind))
+
+    def forget(self, **item_id: str) -> Call[None]:
+        return Call("DELETE", self._item(item_id), _nothing)
+
+    def forget_scope(self, scope: str) -> Call[int]:
+        return _forget_scope(self.path, scope)
+
+    def _item(self, item_id: dict[str, str]) -> str:
+        ((name, value),) = item_id.items()  # the library method's one parameter: memory_id, episode_id
+        return f"{self.path}/{_segment(value, name)}"
+
+
+_MEMORIES = _Items("/v1/memories", Recalled)
+_EPISODES = _Items("/v1/episodes", Episode)
+
+
 class Root:
     """Calls of `Memory` itself."""
 
@@ -243,17 +308,9 @@ class LongTerm:
                 "min_score": min_score, "as_of": _when(as_of, "as_of"), "include_superseded": include_superseded}
         return Call("POST", "/v1/memories/search", _recalled_list, body)
 
-    @like(LongTermMemory.forget)
-    def forget(memory_id: str) -> Call[None]:
-        return Call("DELETE", f"/v1/memories/{_segment(memory_id, 'memory_id')}", _nothing)
-
-    @like(LongTermMemory.forget_scope)
-    def forget_scope(scope: str) -> Call[int]:
-        return _forget_scope("/v1/memories", scope)
-
-    @like(LongTermMemory.get)
-    def get(memory_id: str) -> Call[Recalled]:
-        return Call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}", _recalled)
+    forget = like(LongTermMemory.forget)(_MEMORIES.forget)
+    forget_scope = like(LongTermMemory.forget_scope)(_MEMORIES.forget_scope)
+    get = like(LongTermMemory.get)(_MEMORIES.get)
 
     @like(LongTermMemory.all)
     def all(scope: str | None, kinds: Sequence[str] | None, where: Mapping[str, Any] | None, as_of: When | None,
@@ -296,17 +353,9 @@ class Episodes:
         """How many episodes there are (`len()` of the log)."""
         return Call("GET", "/v1/episodes", lambda d: len(d["results"]))
 
-    @like(EpisodeLog.get)
-    def get(episode_id: str) -> Call[Episode]:
-        return Call("GET", f"/v1/episodes/{_segment(episode_id, 'episode_id')}", _episode)
-
-    @like(EpisodeLog.forget)
-    def forget(episode_id: str) -> Call[None]:
-        return Call("DELETE", f"/v1/episodes/{_segment(episode_id, 'episode_id')}", _nothing)
-
-    @like(EpisodeLog.forget_scope)
-    def forget_scope(scope: str) -> Call[int]:
-        return _forget_scope("/v1/episodes", scope)
+    get = like(EpisodeLog.get)(_EPISODES.get)
+    forget = like(EpisodeLog.forget)(_EPISODES.forget)
+    forget_scope = like(EpisodeLog.forget_scope)(_EPISODES.forget_scope)
 
     @like(EpisodeLog.forget_unscoped)
     def forget_unscoped() -> Call[int]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fourfold._files import write_private
-from fourfold._manifest import FORMAT, MANIFEST
+from fourfold._manifest import FORMAT, MANIFEST, VECTORS, LegacyFile
 from fourfold.errors import InvalidInput
 from fourfold.shortterm.threads import THREAD_FORMAT
 from fourfold.stores.chroma import ChromaVectorStore
@@ -27,10 +27,6 @@ __all__ = ["Finding", "Report", "check", "repair"]
 
 #: A temporary file older than this is left over from a crashed writer.
 STALE_AFTER = 60.0
-_EPISODES = "episodes.jsonl"
-_FACTS = "facts.sqlite3"
-_VECTORS = "vectors"
-_CONVERSATIONS = "conversations"
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +159,7 @@ def _collection_identity(root: Path) -> str | None:
             row = None
         if row:
             return str(row[0])
-    return ChromaVectorStore.recorded_identity(root / _VECTORS)
+    return ChromaVectorStore.recorded_identity(root / VECTORS)
 
 
 def _repair_manifest(root: Path, finding: Finding) -> list[str]:
@@ -173,7 +169,7 @@ def _repair_manifest(root: Path, finding: Finding) -> list[str]:
     path = root / MANIFEST
     aside = _aside(path)
     os.replace(path, aside)
-    store = "sqlite" if (root / DATABASE).exists() and not (root / _VECTORS).exists() else "chroma"
+    store = "sqlite" if (root / DATABASE).exists() and not (root / VECTORS).exists() else "chroma"
     manifest = {"format": FORMAT, "embedder": identity, "store": store, "created_at": time.time(),
                 "repaired_by": "fourfold doctor"}
     _write_atomically(path, (json.dumps(manifest, indent=2) + "\n").encode())
@@ -186,7 +182,7 @@ def _repair_manifest(root: Path, finding: Finding) -> list[str]:
 def _check_facts(root: Path, report: Report) -> list[Finding]:
     """The SQLite files: the data dir's database, and a 0.1 data dir's fact store."""
     findings: list[Finding] = []
-    for name in (DATABASE, _FACTS):
+    for name in (DATABASE, LegacyFile.FACTS):
         path = root / name
         if not path.exists():
             continue
@@ -272,8 +268,8 @@ def _repair_database(root: Path, finding: Finding) -> list[str]:
 
 
 def _check_vectors(root: Path, report: Report) -> list[Finding]:
-    path = ChromaVectorStore.catalog_file(root / _VECTORS)
-    report.checked.append(f"{_VECTORS}/")
+    path = ChromaVectorStore.catalog_file(root / VECTORS)
+    report.checked.append(f"{VECTORS}/")
     if not path.exists():
         return []
     problem = _sqlite_problem(path)
@@ -282,7 +278,7 @@ def _check_vectors(root: Path, report: Report) -> list[Finding]:
                         "restore vectors/ from a backup, or re-index into a new data dir", False)]
     problem = _open_problem(root)
     if problem is not None:
-        return [Finding(str(root / _VECTORS), f"vectors: cannot be opened ({problem})",
+        return [Finding(str(root / VECTORS), f"vectors: cannot be opened ({problem})",
                         "restore vectors/ from a backup, or re-index into a new data dir", False)]
     return []
 
@@ -307,7 +303,7 @@ def _open_problem(root: Path) -> str | None:
             return np.zeros((len(texts), self.dimension), dtype=np.float32)
 
     try:
-        store = ChromaVectorStore.persistent(root / _VECTORS, _Recorded(), lock_timeout=30.0)
+        store = ChromaVectorStore.persistent(root / VECTORS, _Recorded(), lock_timeout=30.0)
         store.count()
         store.close()
     except EmbedderMismatch as exc:
@@ -356,7 +352,7 @@ def _repair_conversation(root: Path, finding: Finding) -> list[str]:
 
 
 def _check_legacy(root: Path, report: Report) -> list[Finding]:
-    legacy = [name for name in (_EPISODES, _FACTS, "keys.sqlite3", _CONVERSATIONS) if (root / name).exists()]
+    legacy = [name for name in LegacyFile if (root / name).exists()]
     if not legacy or (root / DATABASE).exists():
         return []
     return [Finding(str(root), f"legacy: written by fourfold 0.1 ({', '.join(legacy)})",
@@ -367,7 +363,7 @@ def _check_legacy(root: Path, report: Report) -> list[Finding]:
 
 
 def _tmp_files(root: Path) -> list[Path]:
-    patterns = ["*.tmp", f"{_VECTORS}/*.tmp", f".{DATABASE}.salvage"]
+    patterns = ["*.tmp", f"{VECTORS}/*.tmp", f".{DATABASE}.salvage"]
     now = time.time()
     found: set[Path] = set()
     for pattern in patterns:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fourfold._files import private_dir
 from fourfold._lifecycle import Closing
-from fourfold._manifest import MANIFEST, StoreKind, check_manifest, store_kind
+from fourfold._manifest import MANIFEST, VECTORS, StoreKind, check_manifest, store_kind
 from fourfold._validate import check_scope
 from fourfold.config import MemoryConfig, default_data_dir
 from fourfold.embeddings.base import Embedder
@@ -34,29 +35,25 @@ if TYPE_CHECKING:
 __all__ = ["Memory"]
 
 
+@dataclass(eq=False, repr=False)
 class Memory(Closing):
     """Long-term, episodic and semantic memory of one agent (or one support desk)."""
 
-    def __init__(
-        self,
-        data_dir: Path | None,
-        *,
-        long_term: LongTermMemory,
-        episodes: EpisodeLog,
-        facts: FactStore,
-        config: MemoryConfig,
-        database: Database,
-    ) -> None:
-        #: The data dir; None when everything lives in PostgreSQL.
-        self.data_dir = data_dir
-        #: The database the stores share (the data dir's SQLite file, or a PostgreSQL schema).
-        self.database = database
-        self.long_term = long_term
-        self.episodes = episodes
-        self.facts = facts
-        self.docs = DocumentStore(long_term)
-        self.conversations = ConversationStore(database)
-        self.config = config
+    #: The data dir; None when everything lives in PostgreSQL.
+    data_dir: Path | None
+    _: KW_ONLY
+    long_term: LongTermMemory
+    episodes: EpisodeLog
+    facts: FactStore
+    config: MemoryConfig
+    #: The database the stores share (the data dir's SQLite file, or a PostgreSQL schema).
+    database: Database
+    docs: DocumentStore = field(init=False)
+    conversations: ConversationStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.docs = DocumentStore(self.long_term)
+        self.conversations = ConversationStore(self.database)
 
     @classmethod
     def open(
@@ -287,5 +284,5 @@ def _chroma_store(data_dir: Path, embedder: Embedder, chroma_url: str | None, co
     if chroma_url:
         return ChromaVectorStore.http(chroma_url, embedder, collection=config.collection)
     return ChromaVectorStore.persistent(
-        data_dir / "vectors", embedder, collection=config.collection, lock_timeout=config.lock_timeout
+        data_dir / VECTORS, embedder, collection=config.collection, lock_timeout=config.lock_timeout
     )

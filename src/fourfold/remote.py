@@ -46,33 +46,20 @@ class _Http(w.Connection[httpx.Client]):
         return w.answer(call, response)
 
 
-class RemoteMemory(w.SyncPart, w.Root, Closing):
+class RemoteMemory(w.Served[httpx.Client], w.SyncPart, w.Root, Closing):
     """Long-term, episodic and semantic memory of one tenant, served by `fourfold serve`."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        client: httpx.Client | None = None,
-    ) -> None:
-        """`client` injects a ready `httpx.Client` (e.g. FastAPI's TestClient); else one is made."""
-        http = _Http(client, httpx.Client, url=url, api_key=api_key, timeout=timeout)
-        super().__init__(http)
-        self.url = url
-        self.long_term = RemoteLongTermMemory(http)
-        self.episodes = RemoteEpisodeLog(http)
-        self.cases = RemoteCaseBase(http)
-        self.facts = RemoteFactStore(http)
-        self.docs = RemoteDocumentStore(http)
+    _connection, _client = _Http, httpx.Client
+    _http: _Http
+    long_term: RemoteLongTermMemory
+    episodes: RemoteEpisodeLog
+    cases: RemoteCaseBase
+    facts: RemoteFactStore
+    docs: RemoteDocumentStore
 
     def close(self) -> None:
         if self._http.owned:
             self._http.client.close()
-
-    def __repr__(self) -> str:
-        return f"RemoteMemory({self.url!r})"
 
 
 class RemoteLongTermMemory(w.SyncPart, w.LongTerm):

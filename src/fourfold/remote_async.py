@@ -41,26 +41,16 @@ class _AsyncHttp(w.Connection[httpx.AsyncClient]):
         return w.answer(call, response)
 
 
-class AsyncRemoteMemory(w.AsyncPart, w.Root):
+class AsyncRemoteMemory(w.Served[httpx.AsyncClient], w.AsyncPart, w.Root):
     """Long-term, episodic and semantic memory of one tenant, served by `fourfold serve`, awaited."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        client: httpx.AsyncClient | None = None,
-    ) -> None:
-        """`client` injects a ready `httpx.AsyncClient` (e.g. on an `httpx.ASGITransport`); else one is made."""
-        http = _AsyncHttp(client, httpx.AsyncClient, url=url, api_key=api_key, timeout=timeout)
-        super().__init__(http)
-        self.url = url
-        self.long_term = AsyncRemoteLongTermMemory(http)
-        self.episodes = AsyncRemoteEpisodeLog(http)
-        self.cases = AsyncRemoteCaseBase(http)
-        self.facts = AsyncRemoteFactStore(http)
-        self.docs = AsyncRemoteDocumentStore(http)
+    _connection, _client = _AsyncHttp, httpx.AsyncClient
+    _http: _AsyncHttp
+    long_term: AsyncRemoteLongTermMemory
+    episodes: AsyncRemoteEpisodeLog
+    cases: AsyncRemoteCaseBase
+    facts: AsyncRemoteFactStore
+    docs: AsyncRemoteDocumentStore
 
     async def close(self) -> None:
         if self._http.owned:
@@ -73,9 +63,6 @@ class AsyncRemoteMemory(w.AsyncPart, w.Root):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
-
-    def __repr__(self) -> str:
-        return f"AsyncRemoteMemory({self.url!r})"
 
 
 class AsyncRemoteLongTermMemory(w.AsyncPart, w.LongTerm):

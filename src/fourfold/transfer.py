@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from fourfold._manifest import MANIFEST, VECTORS, LegacyFile
 from fourfold._validate import json_object
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.episodic.codec import decode_line
@@ -39,7 +40,7 @@ __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "Counts", "export_memory", "import
 EXPORT_FORMAT = "fourfold-export"
 EXPORT_VERSION = 1
 #: What a 0.1 data dir held beside its manifest; moved into the backup folder by `migrate_legacy`.
-_LEGACY_FILES = ("episodes.jsonl", "facts.sqlite3", "keys.sqlite3", "conversations", "vectors")
+_LEGACY_FILES = (*LegacyFile, VECTORS)
 _BATCH = 500
 
 
@@ -270,14 +271,13 @@ def migrate_legacy(data_dir: str | Path) -> Counts:
     forgotten data included) and the manifest rewritten. Run again after a crash: a partly
     written database is started afresh. API keys keep working.
     """
-    from fourfold._manifest import MANIFEST
     from fourfold.stores.chroma import ChromaVectorStore, StandInEmbedder
 
     root = Path(data_dir)
     manifest = _legacy_manifest(root)
     identity = str(manifest["embedder"])
     embedder = StandInEmbedder(identity)
-    vectors = root / "vectors"
+    vectors = root / VECTORS
     homes = [("fourfold_memories", root)] + [
         (ChromaVectorStore.tenant_collection(home.name), home) for home in sorted((root / "tenants").glob("*")) if home.is_dir()
     ]
@@ -304,7 +304,6 @@ def migrate_legacy(data_dir: str | Path) -> Counts:
 
 
 def _legacy_manifest(root: Path) -> dict[str, Any]:
-    from fourfold._manifest import MANIFEST
 
     try:
         manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
@@ -335,15 +334,15 @@ def _migrate_home(home: Path, chroma: Any, embedder: Embedder, *, keys: bool) ->
                 store.add(records)
                 counts.memories += len(records)
         log = EpisodeLog(db, embedder)
-        episodes, counts.skipped = _legacy_episodes(home / "episodes.jsonl")
+        episodes, counts.skipped = _legacy_episodes(home / LegacyFile.EPISODES)
         for start in range(0, len(episodes), _BATCH):
             log.insert(episodes[start : start + _BATCH])
         counts.episodes = len(episodes)
-        current, history = _legacy_facts(home / "facts.sqlite3")
+        current, history = _legacy_facts(home / LegacyFile.FACTS)
         FactStore(db).restore(current, history)
         counts.facts, counts.fact_history = len(current), len(history)
         threads = ConversationStore(db)
-        for path in sorted((home / "conversations").glob("*.json")):
+        for path in sorted((home / LegacyFile.CONVERSATIONS).glob("*.json")):
             try:
                 raw = json.loads(path.read_text(encoding="utf-8"))
                 threads.save(thread_from_payload(raw))
@@ -351,7 +350,7 @@ def _migrate_home(home: Path, chroma: Any, embedder: Embedder, *, keys: bool) ->
             except (OSError, ValueError, KeyError, TypeError):
                 counts.skipped += 1
         if keys:
-            counts.keys = _legacy_keys(home / "keys.sqlite3", db)
+            counts.keys = _legacy_keys(home / LegacyFile.KEYS, db)
     finally:
         db.close()
     return counts

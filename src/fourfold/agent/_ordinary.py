@@ -32,12 +32,16 @@ _COMMON = frozenset(
 )
 _ACRONYM = re.compile(r"[A-Z]{2,5}")
 _NUMBER = re.compile(r"\d{1,4}")
+#: What of a customer's own "my" or "our" may name: a relative, a pet, a place, a nickname.
+_OWN_THINGS = """
+    husband wife partner son daughter mother father mum mom dad brother sister friend boss colleague
+    neighbour neighbor landlord child kid baby dog cat puppy kitten pet horse parrot rabbit hamster
+    street road town village city school employer company nickname
+    """.split()
 # Cues after which the next words are the customer's own (a pet's or a relative's name, their
 # street): "my husband john", "our cat pepper", "I live at 12 oak street", "my address is ...".
 _OWN_CUE = re.compile(
-    r"(?i:\b(?:my|our)\s+(?:husband|wife|partner|son|daughter|mother|father|mum|mom|dad|brother|sister|"
-    r"friend|boss|colleague|neighbou?r|landlord|child|kid|baby|dog|cat|puppy|kitten|pet|horse|parrot|"
-    r"rabbit|hamster|street|road|town|village|city|school|employer|company|nickname)s?"
+    rf"(?i:\b(?:my|our)\s+(?:{'|'.join(_OWN_THINGS)})s?"
     r"(?:'s)?(?:\s+(?:is|was|called|named))?\s+"
     r"|\b(?:live[sd]?|living|stay(?:s|ing)?)\s+(?:at|in|on|near)\s+|\baddress\s+(?:is\s+)?|\b(?:named|called|nicknamed)\s+)"
     r"((?:[\w'’\-]+\s*){1,3})"

@@ -6,12 +6,12 @@ A leaf module: `app` and the command modules import it, it imports neither.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -21,11 +21,14 @@ from fourfold.errors import InvalidInput
 
 if TYPE_CHECKING:
     from fourfold.embeddings.base import Embedder
+    from fourfold.longterm.store import LongTermMemory
     from fourfold.memory import Memory
     from fourfold.models.base import ChatModel
 
-__all__ = ["AllVersionsOption", "AsOfOption", "KindsOption", "ScopeFilterOption", "State", "WhereOption", "_embedder", "_memory", "_model", "_out", "_plain", "_say_created", "_selection", "_store_url",
+__all__ = ["AllVersionsOption", "AsOfOption", "KindsOption", "ScopeFilterOption", "State", "WhereOption", "_embedder", "_memory", "_model", "_out", "_plain", "_say_created", "_selected", "_store_url",
            "_when", "_where", "state"]
+
+T = TypeVar("T")
 
 # The options of the commands that read long-term memory (`recall`, `list`): one spelling, one help.
 ScopeFilterOption = Annotated[str | None, typer.Option(help="Only this scope's memories (default: the unscoped ones).")]
@@ -37,14 +40,17 @@ AsOfOption = Annotated[str | None, typer.Option(help="Only the versions current 
 AllVersionsOption = Annotated[bool, typer.Option("--all-versions", help="Include superseded versions too.")]
 
 
-def _selection(
-    scope: str | None, kind: list[str] | None, where: str | None, as_of: str | None, all_versions: bool
-) -> dict[str, Any]:
-    """The keyword arguments of `LongTermMemory.recall` / `.all` that those options give."""
+def _selected(
+    read: Callable[[LongTermMemory, dict[str, Any]], T],
+    scope: str | None, kind: list[str] | None, where: str | None, as_of: str | None, all_versions: bool,
+) -> T:
+    """What `read(long_term, selection)` finds in the open memory; `selection` holds the keyword
+    arguments of `LongTermMemory.recall` / `.all` that those options give."""
     from fourfold.longterm.where import parse_where
 
-    return {"scope": scope, "kinds": kind or None, "where": parse_where(where), "as_of": _when(as_of, "--as-of"),
-            "include_superseded": all_versions}
+    with _memory() as mem:
+        return read(mem.long_term, {"scope": scope, "kinds": kind or None, "where": parse_where(where),
+                                    "as_of": _when(as_of, "--as-of"), "include_superseded": all_versions})
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,7 +21,7 @@ from fourfold.cli._common import (
     _memory,
     _model,
     _out,
-    _selection,
+    _selected,
     _stamp,
     _store_url,
     _when,
@@ -34,6 +34,7 @@ from fourfold.models.spec import MODEL_ENV
 
 if TYPE_CHECKING:
     from fourfold.longterm.store import MemoryId
+    from fourfold.memory import Memory
 
 
 class _GlobalOptionsGroup(TyperGroup):
@@ -91,23 +92,23 @@ app.add_typer(facts_app, name="facts")
 app.add_typer(bench_app, name="bench")
 
 
+def _spec_option(envvar: str, default: str, text: str) -> Any:
+    """A backend given as a spec string (`openai:MODEL`), read from `envvar` when not given;
+    `text` is its help, `default` what the help says is used without one."""
+    return typer.Option(envvar=envvar, show_default=default, help=text)
+
+
 @app.callback()
 def _options(
     data_dir: Annotated[Path, typer.Option("--data-dir", "-d", envvar=DATA_DIR_ENV, help="The data directory.")] = Path(
         DEFAULT_DATA_DIR
     ),
-    embedder: Annotated[
-        str | None,
-        typer.Option(envvar=EMBEDDER_ENV, show_default="minilm",
-                     help="minilm (the bundled model), openai:MODEL, openai-compatible:MODEL@BASE_URL?dimension=N, "
-                     "ollama:MODEL?dimension=N, or hash (tests only)."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(envvar=MODEL_ENV, show_default="anthropic with ANTHROPIC_API_KEY, else offline",
-                     help="Chat model: offline, anthropic[:MODEL], openai[:MODEL], openai-compatible:MODEL@BASE_URL, "
-                     "ollama:MODEL..."),
-    ] = None,
+    embedder: Annotated[str | None, _spec_option(
+        EMBEDDER_ENV, "minilm", "minilm (the bundled model), openai:MODEL, openai-compatible:MODEL@BASE_URL?dimension=N, "
+        "ollama:MODEL?dimension=N, or hash (tests only).")] = None,
+    model: Annotated[str | None, _spec_option(
+        MODEL_ENV, "anthropic with ANTHROPIC_API_KEY, else offline", "Chat model: offline, anthropic[:MODEL], "
+        "openai[:MODEL], openai-compatible:MODEL@BASE_URL, ollama:MODEL...")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts (errors too).")] = False,
     store: Annotated[str | None, typer.Option(
         "--store", envvar=STORE_ENV, help="Keep everything in PostgreSQL: postgresql://user:pass@host/db[?schema=NAME]."
@@ -225,17 +226,21 @@ def recall(
     all_versions: AllVersionsOption = False,
 ) -> None:
     """The memories most relevant to QUERY."""
-    with _memory() as mem:
-        hits = mem.long_term.recall(query, k=k, **_selection(scope, kind, where, as_of, all_versions))
+    hits = _selected(lambda lt, selection: lt.recall(query, k=k, **selection), scope, kind, where, as_of, all_versions)
     _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id})" for h in hits) or "(nothing)")
 
 
 @app.command()
 def forget(memory_id: str) -> None:
     """Erase one memory by id, with every version of it."""
+    _erase(lambda mem: mem.long_term.forget(memory_id), {"forgotten": memory_id}, f"forgot {memory_id}")
+
+
+def _erase(erase: Callable[[Memory], None], done: dict[str, str], said: str) -> None:
+    """Open the memory, erase one thing, and confirm: `done` as JSON, else `said`."""
     with _memory() as mem:
-        mem.long_term.forget(memory_id)
-    _out({"forgotten": memory_id}, f"forgot {memory_id}")
+        erase(mem)
+    _out(done, said)
 
 
 @app.command("forget-scope")
@@ -294,9 +299,7 @@ def episodes_list(scope: Annotated[str | None, typer.Option()] = None) -> None:
 @episodes_app.command("delete")
 def episodes_delete(episode_id: str) -> None:
     """Erase one episode, from disk too."""
-    with _memory() as mem:
-        mem.episodes.forget(episode_id)
-    _out({"deleted": episode_id}, f"deleted episode {episode_id}")
+    _erase(lambda mem: mem.episodes.forget(episode_id), {"deleted": episode_id}, f"deleted episode {episode_id}")
 
 
 @episodes_app.command("erase")
@@ -368,9 +371,7 @@ def facts_delete(
     purge: Annotated[bool, typer.Option("--purge", help="Erase its whole history too, from disk.")] = False,
 ) -> None:
     """Delete a fact (its history is kept unless --purge)."""
-    with _memory() as mem:
-        mem.facts.delete(key, purge=purge)
-    _out({"deleted": key}, f"deleted {key}")
+    _erase(lambda mem: mem.facts.delete(key, purge=purge), {"deleted": key}, f"deleted {key}")
 
 
 @facts_app.command("list")

@@ -10,9 +10,8 @@ from fourfold.cli._common import (
     KindsOption,
     ScopeFilterOption,
     WhereOption,
-    _memory,
     _out,
-    _selection,
+    _selected,
     _stamp,
 )
 
@@ -27,8 +26,7 @@ def list_memories(
     all_versions: AllVersionsOption = False,
 ) -> None:
     """Every current memory of a scope, oldest first (documents only with --kind doc)."""
-    with _memory() as mem:
-        found = mem.long_term.all(**_selection(scope, kind, where, as_of, all_versions))
+    found = _selected(lambda lt, selection: lt.all(**selection), scope, kind, where, as_of, all_versions)
     lines = [f"{_stamp(r.created_at)}  [{r.kind}] {r.text}  ({r.id})" for r in found]
     _out(found, "\n".join(lines) or "(none)")
 

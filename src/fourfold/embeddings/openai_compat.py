@@ -7,13 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from fourfold._extras import SDKClient
 from fourfold.embeddings.base import Embedder, Vectors, normalize
 from fourfold.errors import ModelError
 
 __all__ = ["OpenAIEmbedder"]
 
 
-class OpenAIEmbedder(Embedder):
+class OpenAIEmbedder(SDKClient, Embedder):
     """`POST {base_url}/embeddings` through the official `openai` SDK.
 
     The dimension must be given (a store records it before the first call), and is
@@ -36,25 +37,18 @@ class OpenAIEmbedder(Embedder):
         self.model = model
         self.dimension = dimension
         self.batch_size = batch_size
-        self._base_url = base_url
-        self._api_key = api_key
-        self._timeout = timeout
-        self._client = client
+        self._keep_client(client, api_key=api_key, base_url=base_url, timeout=timeout, max_retries=1)
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            from fourfold.models.openai_compat import openai_client
+    def _make_client(self) -> Any:
+        from fourfold.models.openai_compat import openai_client
 
-            self._client = openai_client(
-                api_key=self._api_key, base_url=self._base_url, timeout=self._timeout, max_retries=1, what="OpenAIEmbedder"
-            )
-        return self._client
+        return openai_client(**self._options, what="OpenAIEmbedder")
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         try:
-            response = self._get_client().embeddings.create(model=self.model, input=list(texts))
+            response = self.client.embeddings.create(model=self.model, input=list(texts))
         except Exception as exc:  # the SDK's error types vary by version; all are model errors
-            raise ModelError(f"embedding request to {self._base_url or 'OpenAI'} failed: {exc}") from exc
+            raise ModelError(f"embedding request to {self._options['base_url'] or 'OpenAI'} failed: {exc}") from exc
         rows = sorted(response.data, key=lambda d: d.index)
         vectors = np.asarray([row.embedding for row in rows], dtype=np.float32)
         if vectors.shape != (len(texts), self.dimension):

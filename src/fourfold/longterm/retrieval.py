@@ -45,6 +45,10 @@ NeighbourArrays = tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]]
 #: Metadata keys naming the conversation or thread a memory belongs to, read in this order.
 THREAD_KEYS = ("thread", "session")
 
+#: The ranker's own defaults, which `lexical`, `speaker` and `typical` take: one set of tuned values.
+_RANKER = Fusion()
+
+
 @dataclass(frozen=True, slots=True)
 class Weights:
     """How much each signal counts.
@@ -65,15 +69,15 @@ class Weights:
     all on-topic hit@3 0.920 at 0.4, 0.931 at 0.1, 0.925 at 0); LoCoMo's turns have threads.
     """
 
-    lexical: float = 1.75
-    speaker: float = 0.15
+    lexical: float = _RANKER.lexical
+    speaker: float = _RANKER.boost
     context: float = 0.4
     context_unthreaded: float = 0.1
     context_decay: float = 0.7
     context_window: int = 4
     context_gap: float = 3600.0
     dates: bool = True
-    typical: float = 0.2
+    typical: float = _RANKER.typical
 
     @property
     def fusion(self) -> Fusion:
