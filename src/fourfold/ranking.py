@@ -75,11 +75,17 @@ RELEVANCE_FLOOR = 0.06
 class Fusion:
     """How dense and lexical evidence add up, and how the sum becomes a relevance in [0, 1]."""
 
+    #: Weight of the lexical share (BM25 as a share of the query's best possible score).
     lexical: float = 1.75
+    #: Added for a candidate with a bonus (a memory whose speaker the query names).
     boost: float = 0.15
+    #: Weight of the candidate's typicality, taken off (hubness reduction).
     typical: float = 0.2
+    #: Weight of the query's null (its closeness to unrelated background text), taken off.
     null: float = 0.75
+    #: Steepness of the logistic curve from evidence to relevance (> 0).
     slope: float = 5.66
+    #: Shift of that curve: relevance = logistic(slope × (evidence − null × the query's null) + offset).
     offset: float = -1.99
 
     def __post_init__(self) -> None:

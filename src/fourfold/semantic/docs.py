@@ -57,8 +57,11 @@ class Ingested:
 class DocSource:
     """A stored document: its source name, its chunk count, when it was last written."""
 
+    #: The name it was ingested under (a path, a URL, any label).
     source: str
+    #: How many chunks of it are stored.
     chunks: int
+    #: When it was last written, unix seconds.
     updated_at: float
 
 
