@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -128,20 +127,33 @@ class EpisodeIndex:
 
     def set_vectors(self, vectors: dict[str, Vectors]) -> None:
         """Attach vectors by episode id, keeping those of episodes not read yet for later."""
+        rows = self._attach(vectors, orphans=True)
+        for scope in {self.episodes[row].scope for row in rows}:
+            self._group_matrix.pop(scope, None)
+
+    def set_group_vectors(self, scope: str | None, vectors: dict[str, Vectors]) -> None:
+        """`set_vectors` of episodes all of one group (a scope's, read by scope; those not in the
+        index are dropped): the group's kept matrix is dropped without looking up each episode's scope."""
+        if self._attach(vectors, orphans=False):
+            self._group_matrix.pop(scope, None)
+
+    def _attach(self, vectors: dict[str, Vectors], *, orphans: bool) -> list[int]:
+        """Put the vectors of known episodes in their rows, keeping the others for later when
+        `orphans`; returns those rows."""
         rows: list[int] = []
         known: list[Vectors] = []
         for episode_id, vector in vectors.items():
             row = self.rows.get(episode_id)
             if row is None:
-                self._orphans[episode_id] = vector
+                if orphans:
+                    self._orphans[episode_id] = vector
             elif vector.shape == (self.dimension,):
                 rows.append(row)
                 known.append(vector)
         if rows:
             self._matrix[rows] = np.stack(known)
             self._has_vector[rows] = True
-            for scope in {self.episodes[row].scope for row in rows}:
-                self._group_matrix.pop(scope, None)
+        return rows
 
     def success_rows(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
         """Rows of successful episodes of `scopes` (None is the unscoped group), group by group."""
@@ -208,12 +220,15 @@ class EpisodeIndex:
         if group is None:
             group = self._groups[scope] = _Postings()
         new = rows[len(group.lengths) :]  # rows only ever append to a group
-        for tokens in tokenize_many([lexical_text(self.episodes[row]) for row in new]):
-            pos = len(group.lengths)
-            for term, tf in Counter(tokens).items():
-                found = group.postings.get(term)
+        postings = group.postings
+        for pos, tokens in enumerate(tokenize_many([lexical_text(self.episodes[row]) for row in new]), len(group.lengths)):
+            counts: dict[str, int] = {}  # a plain dict counts a few words faster than a Counter
+            for token in tokens:
+                counts[token] = counts.get(token, 0) + 1
+            for term, tf in counts.items():
+                found = postings.get(term)
                 if found is None:
-                    group.postings[term] = ([pos], [tf])
+                    postings[term] = ([pos], [tf])
                 else:
                     found[0].append(pos)
                     found[1].append(tf)
