@@ -127,33 +127,37 @@ class EpisodeIndex:
 
     def set_vectors(self, vectors: dict[str, Vectors]) -> None:
         """Attach vectors by episode id, keeping those of episodes not read yet for later."""
-        rows = self._attach(vectors, orphans=True)
-        for scope in {self.episodes[row].scope for row in rows}:
-            self._group_matrix.pop(scope, None)
-
-    def set_group_vectors(self, scope: str | None, vectors: dict[str, Vectors]) -> None:
-        """`set_vectors` of episodes all of one group (a scope's, read by scope; those not in the
-        index are dropped): the group's kept matrix is dropped without looking up each episode's scope."""
-        if self._attach(vectors, orphans=False):
-            self._group_matrix.pop(scope, None)
-
-    def _attach(self, vectors: dict[str, Vectors], *, orphans: bool) -> list[int]:
-        """Put the vectors of known episodes in their rows, keeping the others for later when
-        `orphans`; returns those rows."""
         rows: list[int] = []
         known: list[Vectors] = []
         for episode_id, vector in vectors.items():
             row = self.rows.get(episode_id)
             if row is None:
-                if orphans:
-                    self._orphans[episode_id] = vector
+                self._orphans[episode_id] = vector
             elif vector.shape == (self.dimension,):
                 rows.append(row)
                 known.append(vector)
         if rows:
             self._matrix[rows] = np.stack(known)
             self._has_vector[rows] = True
-        return rows
+            for scope in {self.episodes[row].scope for row in rows}:
+                self._group_matrix.pop(scope, None)
+
+    def set_group_vectors(self, scope: str | None, ids: Sequence[str], blobs: Sequence[bytes]) -> None:
+        """Attach stored vectors (float32 bytes) of episodes all of one group, a scope's read by
+        scope; those of episodes not in the index, or of another length, are dropped.
+
+        One matrix from the joined bytes, not an array per episode, and the group's kept matrix
+        dropped without looking up each episode's scope: a scope's first search reads them all."""
+        width = 4 * self.dimension
+        found = [(row, i) for i, (episode_id, blob) in enumerate(zip(ids, blobs, strict=True))
+                 if len(blob) == width and (row := self.rows.get(episode_id)) is not None]
+        if not found:
+            return
+        rows = [row for row, _ in found]
+        kept = blobs if len(found) == len(blobs) else [blobs[i] for _, i in found]
+        self._matrix[rows] = np.frombuffer(b"".join(kept), dtype=np.float32).reshape(len(rows), self.dimension)
+        self._has_vector[rows] = True
+        self._group_matrix.pop(scope, None)
 
     def success_rows(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
         """Rows of successful episodes of `scopes` (None is the unscoped group), group by group."""

@@ -319,13 +319,11 @@ class EpisodeLog:
             return
         with self.db.read() as conn:
             for scope in new:
-                found = {
-                    episode_id: np.frombuffer(blob, dtype=np.float32) for episode_id, blob in conn.execute(
-                        "SELECT id, embedding FROM episodes WHERE scope = ? AND success = 1 AND embedder = ?",
-                        (scope_key(scope), self.embedder.identity),
-                    )
-                }
-                self._index.set_group_vectors(scope, found)
+                found = conn.execute(
+                    "SELECT id, embedding FROM episodes WHERE scope = ? AND success = 1 AND embedder = ?",
+                    (scope_key(scope), self.embedder.identity),
+                ).fetchall()
+                self._index.set_group_vectors(scope, [r[0] for r in found], [r[1] for r in found])
         self._vector_groups.update(new)
 
     def _embed_missing(self, rows: Rows) -> None:
