@@ -448,32 +448,17 @@ def _blend_vectors(
     or, for all rows, `steps` (`RunContext.steps`): each adds one neighbour to a slice of rows,
     in each row's order of neighbours, with the same products.
     """
-    if rows is not None:
-        wanted = list(rows)
-        return _add_neighbours(own, own[wanted].astype(np.float64), arrays, [neighbours[i] for i in wanted])
-    blended = own.astype(np.float64)
-    if steps is None:
-        return _add_neighbours(own, blended, arrays, neighbours)
-    for to, source, share in steps:
-        blended[to] += own[source] * np.float32(share)
-    return _unit_rows(blended)
-
-
-def _add_neighbours(
-    own: Vectors, blended: npt.NDArray[np.float64], arrays: tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]] | None,
-    neighbours: Sequence[Sequence[tuple[int, float]]],
-) -> Vectors:
-    """`_blend_vectors` of the rows of `blended` (float64 copies of theirs in `own`), whose
-    neighbours are `arrays` (else `neighbours`), a neighbour slot at a time."""
-    at, shares, _ = arrays if arrays is not None else neighbour_arrays(neighbours)
-    shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
-    for slot in range(at.shape[1]):
-        blended += own[at[:, slot]] * shares32[:, slot, None]
-    return _unit_rows(blended)
-
-
-def _unit_rows(blended: npt.NDArray[np.float64]) -> Vectors:
-    """The rows renormalised to unit length (zero rows stay zero), as float32."""
+    if steps is not None and rows is None:
+        blended = own.astype(np.float64)
+        for to, source, share in steps:
+            blended[to] += own[source] * np.float32(share)
+    else:
+        wanted = range(len(own)) if rows is None else list(rows)
+        blended = own.astype(np.float64) if rows is None else own[wanted].astype(np.float64)
+        at, shares, _ = arrays if arrays is not None else neighbour_arrays([neighbours[i] for i in wanted])
+        shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
+        for slot in range(at.shape[1]):
+            blended += own[at[:, slot]] * shares32[:, slot, None]
     norms = np.linalg.norm(blended, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: Vectors = (blended / norms).astype(np.float32)
