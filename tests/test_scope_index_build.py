@@ -121,7 +121,7 @@ def test_neighbour_arrays_made_along_runs_equal_those_of_the_neighbour_lists(
 ) -> None:
     records = _records(rows)
     lists = _neighbours(records, weights)
-    got, want = _neighbour_plan(records, weights), neighbour_arrays(lists)
+    got, want = _neighbour_plan(records, weights).arrays, neighbour_arrays(lists)
     for array, expected in zip(got, want, strict=True):
         assert array.dtype == expected.dtype and array.shape == expected.shape
         assert array.tobytes() == expected.tobytes()
@@ -169,3 +169,58 @@ def test_an_empty_scan_is_an_empty_index() -> None:
     index = ScopeIndex.of_scan([], np.zeros((0, 0), dtype=np.float32), EMBEDDER.dimension)
     assert len(index) == 0 and index.matrix.shape == (0, EMBEDDER.dimension)
     assert index.search(EMBEDDER.embed("anything"), "anything", k=3, keep=lambda r: True) == []
+
+
+#: A customer's notes (no thread, runs broken by long gaps) or one conversation, sometimes with
+#: a document chunk among them (then a run is not of consecutive records).
+consecutive_strategy = st.tuples(
+    st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+                       st.sampled_from([0.0, 1.0, 600.0, 7200.0]), st.sampled_from(["note"] * 9 + ["doc"]),
+                       st.sampled_from([None, None, "2023-05-07"])),
+             min_size=1, max_size=40),
+    st.sampled_from([None, "t1"]),
+)
+
+
+def _consecutive_records(drawn: tuple[list[tuple[str, float, str, str | None]], str | None]) -> list[VectorRecord]:
+    rows, thread = drawn
+    return _records([(text, thread, None, gap, kind, date) for text, gap, kind, date in rows])
+
+
+@settings(max_examples=200, deadline=None)
+@given(consecutive_strategy, st.sampled_from([Weights(), Weights(context_window=1), Weights(context_decay=1.0),
+                                              Weights(context_decay=1.3, context_window=6), Weights(context_gap=0.5),
+                                              Weights(context=0.0, context_unthreaded=0.0)]))
+def test_runs_of_consecutive_records_blend_and_weigh_terms_as_the_neighbour_arrays_do(
+    drawn: tuple[list[tuple[str, float, str, str | None]], str | None], weights: Weights
+) -> None:
+    """The fast path of small scopes (slices of consecutive records) gives bit for bit what the
+    general path (an array per neighbour slot) gives: vectors, term weights, lengths, scores."""
+    records = _consecutive_records(drawn)
+    plan = _neighbour_plan(records, weights)
+    if plan.steps is None:  # a document among the notes: the general path only
+        assert any(r.kind == "doc" for r in records)
+        return
+    own = np.stack([r.embedding for r in records]).astype(np.float32)
+    assert _blend_vectors(own, (), steps=plan.steps).tobytes() == _blend_vectors(own, (), arrays=plan.arrays).tobytes()
+    tokens = tokenize_many([r.text for r in records])
+    nearer = weights.context_decay <= 1
+    by_steps = ContextTerms(tokens, (), steps=plan.steps, nearer_weighs_more=nearer)
+    by_slots = ContextTerms(tokens, (), arrays=plan.arrays, nearer_weighs_more=nearer)
+    plain = ContextTerms(tokens, neighbour_lists(*plan.arrays), nearer_weighs_more=nearer)
+    for other in (by_slots, plain):
+        assert by_steps._vocab == other._vocab
+        for mine, theirs in ((by_steps._holders, other._holders), (by_steps._weights, other._weights),
+                             (by_steps._bounds, other._bounds), (by_steps._lengths, other._lengths)):
+            assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes()
+        assert by_steps._total == other._total
+        for query in (["refund", "parcel"], ["maria", "invoic", "invoic"], ["absent"]):
+            assert by_steps.scores(query) == other.scores(query)
+
+
+def test_a_customers_notes_take_the_fast_path_and_interleaved_threads_do_not() -> None:
+    notes = _records([(f"note {i} refund", None, None, 5.0, "note", None) for i in range(30)])
+    plan = _neighbour_plan(notes, Weights())
+    assert plan.steps is not None and len(plan.steps) == 2 * Weights().context_window
+    threads = _records([(f"turn {i}", f"t{i % 2}", None, 5.0, "note", None) for i in range(30)])
+    assert _neighbour_plan(threads, Weights()).steps is None

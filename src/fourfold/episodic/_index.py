@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -143,6 +142,23 @@ class EpisodeIndex:
             for scope in {self.episodes[row].scope for row in rows}:
                 self._group_matrix.pop(scope, None)
 
+    def set_group_vectors(self, scope: str | None, ids: Sequence[str], blobs: Sequence[bytes]) -> None:
+        """Attach stored vectors (float32 bytes) of episodes all of one group, a scope's read by
+        scope; those of episodes not in the index, or of another length, are dropped.
+
+        One matrix from the joined bytes, not an array per episode, and the group's kept matrix
+        dropped without looking up each episode's scope: a scope's first search reads them all."""
+        width = 4 * self.dimension
+        found = [(row, i) for i, (episode_id, blob) in enumerate(zip(ids, blobs, strict=True))
+                 if len(blob) == width and (row := self.rows.get(episode_id)) is not None]
+        if not found:
+            return
+        rows = [row for row, _ in found]
+        kept = blobs if len(found) == len(blobs) else [blobs[i] for _, i in found]
+        self._matrix[rows] = np.frombuffer(b"".join(kept), dtype=np.float32).reshape(len(rows), self.dimension)
+        self._has_vector[rows] = True
+        self._group_matrix.pop(scope, None)
+
     def success_rows(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
         """Rows of successful episodes of `scopes` (None is the unscoped group), group by group."""
         return np.concatenate([self.group_rows(scope) for scope in scopes]) if scopes else np.zeros(0, dtype=np.intp)
@@ -208,12 +224,15 @@ class EpisodeIndex:
         if group is None:
             group = self._groups[scope] = _Postings()
         new = rows[len(group.lengths) :]  # rows only ever append to a group
-        for tokens in tokenize_many([lexical_text(self.episodes[row]) for row in new]):
-            pos = len(group.lengths)
-            for term, tf in Counter(tokens).items():
-                found = group.postings.get(term)
+        postings = group.postings
+        for pos, tokens in enumerate(tokenize_many([lexical_text(self.episodes[row]) for row in new]), len(group.lengths)):
+            counts: dict[str, int] = {}  # a plain dict counts a few words faster than a Counter
+            for token in tokens:
+                counts[token] = counts.get(token, 0) + 1
+            for term, tf in counts.items():
+                found = postings.get(term)
                 if found is None:
-                    group.postings[term] = ([pos], [tf])
+                    postings[term] = ([pos], [tf])
                 else:
                     found[0].append(pos)
                     found[1].append(tf)

@@ -317,15 +317,13 @@ class EpisodeLog:
         new = [scope for scope in scopes if scope not in self._vector_groups]
         if not new:
             return
-        found: dict[str, Vectors] = {}
         with self.db.read() as conn:
             for scope in new:
-                for episode_id, blob in conn.execute(
+                found = conn.execute(
                     "SELECT id, embedding FROM episodes WHERE scope = ? AND success = 1 AND embedder = ?",
                     (scope_key(scope), self.embedder.identity),
-                ):
-                    found[episode_id] = np.frombuffer(blob, dtype=np.float32)
-        self._index.set_vectors({i: v for i, v in found.items() if i in self._index.rows})
+                ).fetchall()
+                self._index.set_group_vectors(scope, [r[0] for r in found], [r[1] for r in found])
         self._vector_groups.update(new)
 
     def _embed_missing(self, rows: Rows) -> None:

@@ -17,7 +17,9 @@ import numpy.typing as npt
 
 from fourfold.text.bm25 import K1, B, CollectionStats, bm25_idf
 
-__all__ = ["ContextTerms", "Neighbours", "neighbour_arrays", "neighbour_lists", "run_neighbour_arrays"]
+__all__ = [
+    "ContextTerms", "Neighbours", "RunContext", "Step", "neighbour_arrays", "neighbour_lists", "run_neighbour_arrays",
+]
 
 #: Each record's neighbours as (position, share of weight), nearest first; symmetric, and a
 #: share set by the distance, as `fourfold.longterm.retrieval._neighbours` makes them.
@@ -26,6 +28,59 @@ Ints = npt.NDArray[np.intp]
 #: Up to this many (term, record) cells the weights are summed in a dense table (32 MB).
 _DENSE_PAIRS = 1 << 22
 Floats = npt.NDArray[np.float64]
+#: One step of context along a run of consecutive records: the records of the first slice take
+#: the words and vectors of those of the second (as many, shifted by a distance) at the share.
+Step = tuple[slice, slice, float]
+#: Past this many steps (many short runs) the neighbour arrays take fewer numpy calls.
+_STEP_LIMIT = 16
+
+
+class RunContext:
+    """Which records lend each other context: `runs` (members in order, positions among `n`)
+    and each run's shares at distance 1, 2, ... (cut at the first share <= 0).
+
+    Two equal forms: `arrays`, each record's neighbours (`run_neighbour_arrays`, made on first
+    use), and, when every run is of consecutive records and they are few (a customer's notes,
+    one conversation), `steps`: a slice of records per run, distance and side, in the order a
+    record adds its neighbours (nearest first, the one before first). A sum made step by step
+    adds the same terms in the same order as one made neighbour by neighbour, with a few numpy
+    calls in all instead of an index array per neighbour slot.
+    """
+
+    __slots__ = ("_arrays", "n", "runs", "shares", "steps")
+
+    def __init__(self, runs: Sequence[Sequence[int]], shares: Sequence[Sequence[float]], n: int) -> None:
+        self.runs, self.shares, self.n = runs, shares, n
+        self._arrays: tuple[Ints, Floats, Ints] | None = None
+        self.steps = _run_steps(runs, shares)
+
+    @property
+    def arrays(self) -> tuple[Ints, Floats, Ints]:
+        """`neighbour_arrays` of the records' neighbours along their runs."""
+        if self._arrays is None:
+            self._arrays = run_neighbour_arrays(self.runs, self.shares, self.n)
+        return self._arrays
+
+
+def _run_steps(runs: Sequence[Sequence[int]], run_shares: Sequence[Sequence[float]]) -> list[Step] | None:
+    """`RunContext.steps`, or None when a run is not of consecutive records or there would be
+    more than `_STEP_LIMIT` steps."""
+    steps: list[Step] = []
+    for members, shares in zip(runs, run_shares, strict=True):
+        reach = next((d for d, share in enumerate(shares) if share <= 0), len(shares))
+        size = len(members)
+        if size < 2 or not reach:
+            continue
+        first = members[0]
+        if members[-1] - first != size - 1:  # members ascend: consecutive exactly then
+            return None
+        for d in range(1, min(reach, size - 1) + 1):
+            share = float(shares[d - 1])
+            steps.append((slice(first + d, first + size), slice(first, first + size - d), share))  # the one before
+            steps.append((slice(first, first + size - d), slice(first + d, first + size), share))  # the one after
+        if len(steps) > _STEP_LIMIT:
+            return None
+    return steps
 
 
 def neighbour_arrays(neighbours: Neighbours) -> tuple[Ints, Floats, Ints]:
@@ -100,44 +155,27 @@ class ContextTerms:
 
     def __init__(
         self, token_lists: Sequence[Sequence[str]], neighbours: Neighbours, *,
-        arrays: tuple[Ints, Floats, Ints] | None = None, nearer_weighs_more: bool = True, k1: float = K1, b: float = B,
-        dense_pairs: int = _DENSE_PAIRS,
+        arrays: tuple[Ints, Floats, Ints] | None = None, steps: Sequence[Step] | None = None,
+        nearer_weighs_more: bool = True, k1: float = K1, b: float = B, dense_pairs: int = _DENSE_PAIRS,
     ) -> None:
-        """`arrays`: `neighbour_arrays(neighbours)` when the caller has them; `nearer_weighs_more`:
-        whether shares shrink with distance (`Weights.context_decay` <= 1); up to `dense_pairs`
-        (term, record) cells the weights are summed in a table, past it through a sort."""
+        """`arrays`: `neighbour_arrays(neighbours)` when the caller has them, or `steps`, the
+        same neighbours as `RunContext.steps`; `nearer_weighs_more`: whether shares shrink with
+        distance (`Weights.context_decay` <= 1); up to `dense_pairs` (term, record) cells the
+        weights are summed in a table, past it through a sort."""
         self.k1, self.b = k1, b
         n = len(token_lists)
-        at, shares, counts = arrays if arrays is not None else neighbour_arrays(neighbours)
         vocab: dict[str, int] = {}
-        term_ids: list[int] = []
-        for tokens in token_lists:
-            for token in tokens:
-                term = vocab.get(token)
-                if term is None:
-                    term = vocab[token] = len(vocab)
-                term_ids.append(term)
-        sizes = np.fromiter((len(tokens) for tokens in token_lists), dtype=np.intp, count=n)
+        # A token's id: its vocabulary entry, made when first seen (setdefault reads len first).
+        term_ids = [vocab.setdefault(token, len(vocab)) for tokens in token_lists for token in tokens]
+        sizes = np.fromiter(map(len, token_lists), dtype=np.intp, count=n)
         terms = np.asarray(term_ids, dtype=np.intp)  # one entry per occurrence
         docs = np.repeat(np.arange(n, dtype=np.intp), sizes)
-        # Every occurrence is lent to each neighbour of its record, at that neighbour's share.
-        width = at.shape[1]
-        lent = np.arange(width)[None, :] < counts[docs][:, None]
-        lent_terms = np.broadcast_to(terms[:, None], lent.shape)[lent]
-        lent_to = at[docs][lent]
-        lent_shares = shares[docs][lent]
-        # A record adds its own occurrences first, then its neighbours' nearest first: sorting by
-        # share sorts by distance (equal shares are equal terms, whose order cannot matter).
-        # The few distinct shares are ranked, so the stable sort is a radix sort of small ints.
-        distinct = np.unique(lent_shares)
-        if nearer_weighs_more:
-            distinct = distinct[::-1]
-        rank = np.searchsorted(-distinct if nearer_weighs_more else distinct,
-                               -lent_shares if nearer_weighs_more else lent_shares)
-        order = np.argsort(rank.astype(np.int16 if len(distinct) < 1 << 15 else np.int64), kind="stable")
         stride = max(n, 1)
-        keys = np.concatenate([terms * stride + docs, (lent_terms * stride + lent_to)[order]])
-        values = np.concatenate([np.ones(len(terms)), lent_shares[order]])
+        if steps is not None:
+            keys, values, lengths = _lent_by_steps(terms * stride + docs, sizes, steps)
+        else:
+            at, shares, counts = arrays if arrays is not None else neighbour_arrays(neighbours)
+            keys, values, lengths = _lent_by_slots(terms, docs, sizes, at, shares, counts, stride, nearer_weighs_more)
         if len(vocab) * stride <= dense_pairs:  # a (term, record) table small enough to hold whole
             table = np.zeros(len(vocab) * stride, dtype=np.float64)
             np.add.at(table, keys, values)  # in the order given, one addition at a time
@@ -151,9 +189,6 @@ class ContextTerms:
         self._holders = (pairs % stride).astype(np.intp)
         self._weights = weights
         self._bounds = np.searchsorted(pairs // stride, np.arange(len(vocab) + 1))
-        lengths = sizes.astype(np.float64)
-        for slot in range(width):  # shares are 0 past a row's neighbours
-            lengths += shares[:, slot] * sizes[at[:, slot]]
         self._lengths = lengths
         total = 0.0
         for length in lengths.tolist():
@@ -216,3 +251,48 @@ class ContextTerms:
             out[holders] += idf * tf * (k1 + 1.0) / (tf + norm)
         hit = np.flatnonzero(out > 0)
         return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))
+
+
+def _lent_by_slots(
+    terms: Ints, docs: Ints, sizes: Ints, at: Ints, shares: Floats, counts: Ints, stride: int, nearer_weighs_more: bool,
+) -> tuple[Ints, Floats, Floats]:
+    """The (term, record) keys and weights to sum, own occurrences first, then every occurrence
+    lent to each neighbour of its record at its share, nearest first; and the records' lengths."""
+    width = at.shape[1]
+    lent = np.arange(width)[None, :] < counts[docs][:, None]
+    lent_terms = np.broadcast_to(terms[:, None], lent.shape)[lent]
+    lent_to = at[docs][lent]
+    lent_shares = shares[docs][lent]
+    # A record adds its own occurrences first, then its neighbours' nearest first: sorting by
+    # share sorts by distance (equal shares are equal terms, whose order cannot matter).
+    # The few distinct shares are ranked, so the stable sort is a radix sort of small ints.
+    distinct = np.unique(lent_shares)
+    if nearer_weighs_more:
+        distinct = distinct[::-1]
+    rank = np.searchsorted(-distinct if nearer_weighs_more else distinct,
+                           -lent_shares if nearer_weighs_more else lent_shares)
+    order = np.argsort(rank.astype(np.int16 if len(distinct) < 1 << 15 else np.int64), kind="stable")
+    keys = np.concatenate([terms * stride + docs, (lent_terms * stride + lent_to)[order]])
+    values = np.concatenate([np.ones(len(terms)), lent_shares[order]])
+    lengths = sizes.astype(np.float64)
+    for slot in range(width):  # shares are 0 past a row's neighbours
+        lengths += shares[:, slot] * sizes[at[:, slot]]
+    return keys, values, lengths
+
+
+def _lent_by_steps(own: Ints, sizes: Ints, steps: Sequence[Step]) -> tuple[Ints, Floats, Floats]:
+    """What `_lent_by_slots` gives, from `RunContext.steps`: `own` holds each occurrence's key
+    (term * stride + record) in record order, so a step's lent keys are the keys of its source
+    records' occurrences (one slice of `own`) shifted by the distance; the steps' order is each
+    record's order of neighbours, so every (term, record) sum adds the same weights in turn."""
+    starts = np.zeros(len(sizes) + 1, dtype=np.intp)
+    np.cumsum(sizes, out=starts[1:])
+    bounds = starts.tolist()
+    keys, values = [own], [np.ones(len(own))]
+    lengths = sizes.astype(np.float64)
+    for to, source, share in steps:
+        lent = own[bounds[source.start] : bounds[source.stop]]
+        keys.append(lent + (to.start - source.start))
+        values.append(np.full(len(lent), share))
+        lengths[to] += share * sizes[source]
+    return np.concatenate(keys), np.concatenate(values), lengths

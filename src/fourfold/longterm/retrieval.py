@@ -27,9 +27,10 @@ import numpy.typing as npt
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm._terms import (
     ContextTerms,
+    RunContext,
+    Step,
     neighbour_arrays,
     neighbour_lists,
-    run_neighbour_arrays,
 )
 from fourfold.ranking import Fusion, Parts, evidence_of, lexical_share, rank, typicality
 from fourfold.stores.vector import DOC_KIND, VectorRecord
@@ -40,7 +41,6 @@ from fourfold.text.tokenize import tokenize_many
 __all__ = ["THREAD_KEYS", "ScopeIndex", "Weights"]
 
 Floats = npt.NDArray[np.float64]
-NeighbourArrays = tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]]
 
 #: Metadata keys naming the conversation or thread a memory belongs to, read in this order.
 THREAD_KEYS = ("thread", "session")
@@ -146,14 +146,16 @@ class ScopeIndex:
         self._dimension = dimension
         self.records = records
         self._ids = {r.id for r in records}
-        # Neighbours as arrays; their lists (`_neighbours`) are made only when asked for.
-        arrays = self._near = _neighbour_plan(records, weights)
+        # Neighbours as runs (slices of them, or arrays); their lists (`_neighbours`) are made
+        # only when asked for.
+        plan = self._plan = _neighbour_plan(records, weights)
         self._neighbour_lists: list[list[tuple[int, float]]] | None = None
-        self.matrix = _blend_vectors(own, (), arrays=arrays)
+        arrays = plan.arrays if plan.steps is None else None
+        self.matrix = _blend_vectors(own, (), arrays=arrays, steps=plan.steps)
         self._token_lists = self._tokens_of(records)
         # Term weights in array steps (`ContextTerms`), not a term map per record.
         self._lexical: ContextTerms | BM25Table = ContextTerms(
-            self._token_lists, (), arrays=arrays, nearer_weighs_more=weights.context_decay <= 1
+            self._token_lists, (), arrays=arrays, steps=plan.steps, nearer_weighs_more=weights.context_decay <= 1
         )
         self._bm25: BM25Index | None = None
         self._typical: Floats | None = None
@@ -200,9 +202,9 @@ class ScopeIndex:
 
     @property
     def _neighbours(self) -> list[list[tuple[int, float]]]:
-        """Each record's neighbours as (position, share), nearest first (made from `_near`)."""
+        """Each record's neighbours as (position, share), nearest first (made from `_plan`)."""
         if self._neighbour_lists is None:
-            self._neighbour_lists = neighbour_lists(*self._near)
+            self._neighbour_lists = neighbour_lists(*self._plan.arrays)
         return self._neighbour_lists
 
     @_neighbours.setter
@@ -277,7 +279,7 @@ class ScopeIndex:
         out.records = [*self.records, *(replace(r, embedding=_NO_VECTOR) for r in new)]
         out._ids = self._ids | {r.id for r in new}
         out._own = np.concatenate([self._own, np.stack([r.embedding for r in new]).astype(np.float32, copy=False)])
-        out._near, out._neighbour_lists = _neighbour_plan(out.records, out.weights), None
+        out._plan, out._neighbour_lists = _neighbour_plan(out.records, out.weights), None
         changed = [i for i in range(n_old) if out._neighbours[i] != self._neighbours[i]]
         changed += range(n_old, len(out.records))
         out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
@@ -402,11 +404,10 @@ def _thread(record: VectorRecord) -> tuple[str, ...] | None:
     return None
 
 
-def _neighbour_plan(records: Sequence[VectorRecord], weights: Weights) -> NeighbourArrays:
-    """Each record's neighbours in its thread or run, as (index, share of weight), nearest
-    first, in arrays (`fourfold.longterm._terms.neighbour_arrays`' layout)."""
+def _neighbour_plan(records: Sequence[VectorRecord], weights: Weights) -> RunContext:
+    """Each record's neighbours in its thread or run, nearest first (`RunContext`)."""
     runs, shares = _runs(records, weights)
-    return run_neighbour_arrays(runs, shares, len(records))
+    return RunContext(runs, shares, len(records))
 
 
 def _runs(records: Sequence[VectorRecord], weights: Weights) -> tuple[list[list[int]], list[list[float]]]:
@@ -439,6 +440,7 @@ def _order(record: VectorRecord) -> tuple[float, int]:
 def _blend_vectors(
     own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]], *, rows: Sequence[int] | None = None,
     arrays: tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]] | None = None,
+    steps: Sequence[Step] | None = None,
 ) -> Vectors:
     """Each vector (or those of `rows`) plus its neighbours' at their shares, renormalised to
     unit length; a row comes out the same whichever other rows are computed with it.
@@ -446,14 +448,21 @@ def _blend_vectors(
     The k-th neighbours of all rows are added in one step, so each row still adds its own in
     order, with the same float32 products (a missing neighbour adds +0.0, which changes
     nothing): bit for bit the sum of one row at a time, without a Python step per neighbour.
-    `arrays` are `neighbour_arrays` of the wanted rows' neighbours, when the caller has them.
+    `arrays` are `neighbour_arrays` of the wanted rows' neighbours, when the caller has them;
+    or, for all rows, `steps` (`RunContext.steps`): each adds one neighbour to a slice of rows,
+    in each row's order of neighbours, with the same products.
     """
-    wanted = range(len(own)) if rows is None else list(rows)
-    blended = own.astype(np.float64) if rows is None else own[wanted].astype(np.float64)
-    at, shares, _ = arrays if arrays is not None else neighbour_arrays([neighbours[i] for i in wanted])
-    shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
-    for slot in range(at.shape[1]):
-        blended += own[at[:, slot]] * shares32[:, slot, None]
+    if steps is not None and rows is None:
+        blended = own.astype(np.float64)
+        for to, source, share in steps:
+            blended[to] += own[source] * np.float32(share)
+    else:
+        wanted = range(len(own)) if rows is None else list(rows)
+        blended = own.astype(np.float64) if rows is None else own[wanted].astype(np.float64)
+        at, shares, _ = arrays if arrays is not None else neighbour_arrays([neighbours[i] for i in wanted])
+        shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
+        for slot in range(at.shape[1]):
+            blended += own[at[:, slot]] * shares32[:, slot, None]
     norms = np.linalg.norm(blended, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: Vectors = (blended / norms).astype(np.float32)

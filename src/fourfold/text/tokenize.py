@@ -62,16 +62,19 @@ _STEMS_LIMIT = 50_000
 
 
 def _stem(words: list[str]) -> list[str]:
-    """The Snowball stems of words."""
+    """The Snowball stems of words (a word's stem does not depend on the words around it, so
+    only the words the memo lacks go to the stemmer: a scope's first read with a few new words
+    does not stem all of its words again)."""
     memo = _STEMS
     try:
         return [memo[word] for word in words]
     except KeyError:
         pass
-    stems: list[str] = _stemmer().stemWords(words)
+    missing = list(dict.fromkeys(word for word in words if word not in memo))
+    fresh = dict(zip(missing, _stemmer().stemWords(missing), strict=True))
     if len(memo) < _STEMS_LIMIT:
-        memo.update(zip(words, stems, strict=True))
-    return stems
+        memo.update(fresh)
+    return [fresh[word] if word in fresh else memo[word] for word in words]
 
 
 def tokenize(text: str, *, stem: bool = True) -> list[str]:
