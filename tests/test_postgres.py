@@ -92,6 +92,27 @@ def test_a_restarted_server_is_an_error_then_recovers(tmp_path: Path) -> None:
         assert len(mem.long_term.recall("outage", scope="c1", k=5)) == 2
 
 
+def test_a_cache_check_while_the_server_is_down_is_store_unavailable_every_time() -> None:
+    """A scope's version is read on an idle pooled connection, which the stopped server broke;
+    the fresh one is refused too. Each call must be a typed error (it once was a ValueError from
+    the pool, an HTTP 500 in the service), and the pool must work again after the outage."""
+    with PostgresServer() as server:
+        db = PostgresDatabase(server.url)
+        try:
+            assert db.version("customer:1") == 0  # leaves one idle connection in the pool
+            server.pause()
+            for _ in range(3):
+                with pytest.raises(StoreUnavailable):
+                    db.version("customer:1")
+            server.resume()
+            assert [db.version("customer:1") for _ in range(3)] == [0, 0, 0]
+            with db.write() as conn:
+                db.bump(conn, ["customer:1"])
+            assert db.version("customer:1") > 0
+        finally:
+            db.close()
+
+
 def test_tenants_are_schemas_of_one_database(postgres_url: str) -> None:
     from fourfold.service.tenancy import Tenants
 
