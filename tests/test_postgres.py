@@ -162,6 +162,25 @@ def _wait(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise AssertionError("the service did not start")
 
 
+def test_a_live_service_answering_many_503s_keeps_answering(tmp_path: Path) -> None:
+    """The service logs every 5xx; `LiveService` once gave it a stderr pipe nobody read, so
+    after ~64 KiB of those logs (about 80 answers while PostgreSQL was down) the service
+    stopped answering and clients timed out (a flaky ReadTimeout in the restart test)."""
+    import httpx
+
+    from fourfold.service.testing import LiveService
+
+    with PostgresServer() as server, LiveService(tmp_path / "svc", store=server.url, startup_timeout=120) as live:
+        server.pause()
+        with httpx.Client(base_url=live.url, timeout=20) as client:
+            statuses = {client.post("/v1/memories/search", json={"query": "q", "scope": "c1"}).status_code
+                        for _ in range(150)}
+            server.resume()
+            assert client.post("/v1/memories", json={"text": "prefers parcels", "scope": "c1"}).status_code == 201
+        assert statuses == {503}
+        assert "store_unavailable" in live.log()
+
+
 @pytest.mark.slow
 def test_two_service_replicas_on_one_database_read_each_others_writes(postgres_url: str) -> None:
     from fourfold.testing.chroma_server import free_port
