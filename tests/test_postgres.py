@@ -92,6 +92,27 @@ def test_a_restarted_server_is_an_error_then_recovers(tmp_path: Path) -> None:
         assert len(mem.long_term.recall("outage", scope="c1", k=5)) == 2
 
 
+def test_a_cache_check_while_the_server_is_down_is_store_unavailable_every_time() -> None:
+    """A scope's version is read on an idle pooled connection, which the stopped server broke;
+    the fresh one is refused too. Each call must be a typed error (it once was a ValueError from
+    the pool, an HTTP 500 in the service), and the pool must work again after the outage."""
+    with PostgresServer() as server:
+        db = PostgresDatabase(server.url)
+        try:
+            assert db.version("customer:1") == 0  # leaves one idle connection in the pool
+            server.pause()
+            for _ in range(3):
+                with pytest.raises(StoreUnavailable):
+                    db.version("customer:1")
+            server.resume()
+            assert [db.version("customer:1") for _ in range(3)] == [0, 0, 0]
+            with db.write() as conn:
+                db.bump(conn, ["customer:1"])
+            assert db.version("customer:1") > 0
+        finally:
+            db.close()
+
+
 def test_tenants_are_schemas_of_one_database(postgres_url: str) -> None:
     from fourfold.service.tenancy import Tenants
 
@@ -139,6 +160,25 @@ def _wait(port: int, proc: subprocess.Popen[bytes]) -> None:
         except OSError:
             time.sleep(0.2)
     raise AssertionError("the service did not start")
+
+
+def test_a_live_service_answering_many_503s_keeps_answering(tmp_path: Path) -> None:
+    """The service logs every 5xx; `LiveService` once gave it a stderr pipe nobody read, so
+    after ~64 KiB of those logs (about 80 answers while PostgreSQL was down) the service
+    stopped answering and clients timed out (a flaky ReadTimeout in the restart test)."""
+    import httpx
+
+    from fourfold.service.testing import LiveService
+
+    with PostgresServer() as server, LiveService(tmp_path / "svc", store=server.url, startup_timeout=120) as live:
+        server.pause()
+        with httpx.Client(base_url=live.url, timeout=20) as client:
+            statuses = {client.post("/v1/memories/search", json={"query": "q", "scope": "c1"}).status_code
+                        for _ in range(150)}
+            server.resume()
+            assert client.post("/v1/memories", json={"text": "prefers parcels", "scope": "c1"}).status_code == 201
+        assert statuses == {503}
+        assert "store_unavailable" in live.log()
 
 
 @pytest.mark.slow

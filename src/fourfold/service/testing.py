@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,6 +76,7 @@ class LiveService:
         self.keys: dict[str, list[str]] = {}
         self._wanted = dict(keys or {})
         self._process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None  # the service's stderr (a file: a pipe nobody reads fills up and blocks it)
 
     @property
     def pid(self) -> int | None:
@@ -95,8 +97,11 @@ class LiveService:
             for _ in range(count):
                 self.create_key(tenant)
         args = [*self._where(), "--embedder", self.embedder, "serve", "--port", str(self.port)]
+        # stderr goes to a file: the service logs every 5xx, and once a pipe that nobody
+        # drains held 64 KiB of them, its next log call blocked every request (client timeouts).
+        self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
-            cli_command(*args, *self.serve_args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            cli_command(*args, *self.serve_args), stdout=subprocess.DEVNULL, stderr=self._log
         )
         self._wait_ready()
         return self
@@ -110,8 +115,7 @@ class LiveService:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                err = self._process.stderr.read().decode(errors="replace") if self._process.stderr else ""
-                raise StoreUnavailable(f"fourfold serve exited with {self._process.returncode}: {err.strip()}")
+                raise StoreUnavailable(f"fourfold serve exited with {self._process.returncode}: {self.log().strip()}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
                     return
@@ -125,9 +129,17 @@ class LiveService:
         if self._process is None:
             return
         terminate(self._process, timeout=15)
-        if self._process.stderr:
-            self._process.stderr.close()
         self._process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def log(self) -> str:
+        """What the running service wrote to stderr so far (its warnings and errors)."""
+        if self._log is None:
+            return ""
+        fd = self._log.fileno()  # read without moving the offset the service writes at
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()

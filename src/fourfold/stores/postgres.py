@@ -322,23 +322,25 @@ class PostgresDatabase(Database):
         if self._closed or self._state().depth:
             return super().version(name)
         psycopg = psycopg_module()
-        raw = self._pool.get(self.timeout)
-        broken = True
-        try:
+        for attempt in (1, 2):
+            # Each connection goes back exactly once (a second put of the first one, when the
+            # fresh one could not be had, once released the pool's semaphore twice).
+            raw = self._pool.get(self.timeout)
+            broken = True
             try:
                 row = raw.execute(self._version_sql, (name,)).fetchone()
-            except psycopg.OperationalError:
+                broken = False
+            except psycopg.OperationalError as exc:
                 # An idle connection from before a server restart: once more on a fresh one.
-                self._pool.put(raw, broken=True)
-                raw = self._pool.get(self.timeout)
-                with self.errors():
-                    row = raw.execute(self._version_sql, (name,)).fetchone()
+                if attempt == 2:
+                    raise translate(exc, self.url, timeout=self.timeout) from None
+                continue
             except psycopg.Error as exc:
                 raise translate(exc, self.url, timeout=self.timeout) from None
-            broken = False
-        finally:
-            self._pool.put(raw, broken=broken)
-        return int(row[0]) if row else 0
+            finally:
+                self._pool.put(raw, broken=broken)
+            return int(row[0]) if row else 0
+        raise AssertionError("unreachable")
 
     # -- erasure ------------------------------------------------------------------------------
 
