@@ -8,11 +8,13 @@ with that customer.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from fourfold._validate import check_scope, check_text
 from fourfold.agent._ordinary import own_words
@@ -33,6 +35,9 @@ __all__ = ["CUSTOMER_PREFIX", "CaseBase", "check_ticket"]
 CUSTOMER_PREFIX = "customer:"
 #: Tags of a case episode: what it is, and who wrote it.
 CASE_TAG = "case"
+#: How many words of a statement another customer's ticket must share with it to be about
+#: the same problem (`_Vocabulary.supported`).
+SAME_PROBLEM = 2
 
 
 class CaseBase:
@@ -65,25 +70,31 @@ class CaseBase:
         self._vocabulary = _vocabulary(self._log, min_customers or 1)
         self._reference: tuple[tuple[object, ...], frozenset[str]] = ((), frozenset())
 
-    def deidentify(self, ticket: Ticket) -> Case:
-        """The case a ticket makes: the model's (checked), else the extracted one."""
+    def deidentify(self, ticket: Ticket, *, source_scope: str | None = None) -> Case:
+        """The case a ticket makes: the model's (checked), else the extracted one. The
+        customer's own tickets (`source_scope`) never count as another customer's use of a word."""
         shared: Callable[[str], bool] | None = None
         company: Callable[[str], bool] | None = None
         personal: Callable[[str], bool] | None = None
+        supported: Callable[[str, frozenset[str]], bool] | None = None
+        others: Callable[[str], bool] | None = None
         if self.min_customers is not None:
             company = self.company_words()  # one read of the log, the documents and the facts
             shared = self._shared(company)
             personal = self._vocabulary.personal.__contains__
+            supported = partial(self._vocabulary.supported, scope=source_scope)
+            others = partial(self._vocabulary.used_by_another, scope=source_scope)
         if self.model is not None:
             written = case_from_model(self.model, ticket, shared=shared, company=company)
             if written is not None:
                 return written
-        return extract_case(ticket, shared=shared, company=company, personal=personal)
+        return extract_case(ticket, shared=shared, company=company, personal=personal, supported=supported,
+                            others=None if os.environ.get("FF_NOOTHERS") else others)
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
         ticket, source_scope = check_ticket(ticket), _source(source_scope)
-        case = self.deidentify(ticket)
+        case = self.deidentify(ticket, source_scope=source_scope)
         if not tokenize(case.fix) or not tokenize(case.problem):
             return None
         item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
@@ -209,6 +220,13 @@ class _Vocabulary:
         self.personal: set[str] = set()
         self._customers: dict[str, set[str]] = {}
         self._outcomes: dict[str, set[str]] = {}
+        #: Each customer ticket's words (its scope, its goal's stems), and the tickets that
+        #: hold each word: who else used a word, and about what (`supported`).
+        self._tickets: list[tuple[str, frozenset[str]]] = []
+        self._holding: dict[str, list[int]] = {}
+        #: For each word of a customer's message or an operator's outcome, up to two of the
+        #: customers whose tickets hold it: enough to tell whether anyone but X used it.
+        self._users: dict[str, tuple[str, ...]] = {}
 
     def update(self, log: CaseLog) -> None:
         with self._lock:
@@ -222,8 +240,32 @@ class _Vocabulary:
         scope = episode.scope or ""
         if scope.startswith(CUSTOMER_PREFIX):
             self._tally(episode.goal, scope, self.common, self._customers)
+            stems = frozenset(tokenize(episode.goal))
+            for stem in stems:
+                self._holding.setdefault(stem, []).append(len(self._tickets))
+            self._tickets.append((scope, stems))
+            for stem in stems.union(tokenize(episode.outcome)):
+                users = self._users.get(stem, ())
+                if len(users) < 2 and scope not in users:
+                    self._users[stem] = (*users, scope)
             self.personal.update(s for w in own_words(episode.goal) for s in tokenize(w))
             self._tally(episode.outcome, scope, self.operator, self._outcomes)
+
+    def supported(self, stem: str, context: frozenset[str], scope: str | None) -> bool:
+        """Did a customer other than `scope` use `stem` about the same problem: in a ticket that
+        holds `SAME_PROBLEM` more of the `context` words (the statement it stands in)?
+
+        A word of the problem ("thermostat", "offline") comes back in other customers'
+        tickets about that problem; a town or a surname that happens to be an ordinary word
+        ("sandwich") comes back, if at all, in tickets about anything else."""
+        others = context - {stem}
+        return any(owner != scope and len(others & stems) >= SAME_PROBLEM
+                   for owner, stems in (self._tickets[i] for i in self._holding.get(stem, ())))
+
+    def used_by_another(self, stem: str, scope: str | None) -> bool:
+        """Does the ticket of a customer other than `scope` hold `stem` (their message or the
+        operator's outcome)?"""
+        return any(user != scope for user in self._users.get(stem, ()))
 
     def _tally(self, text: str, scope: str, common: set[str], owners_of: dict[str, set[str]]) -> None:
         for word in set(tokenize(text)) - common:
