@@ -8,9 +8,9 @@ with that customer.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,7 +18,14 @@ from functools import partial
 
 from fourfold._validate import check_scope, check_text
 from fourfold.agent._ordinary import own_words
-from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
+from fourfold.agent.deidentify import (
+    Case,
+    Ticket,
+    case_from_model,
+    extract_case,
+    problem_query,
+    remask,
+)
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic.codec import build_episode
 from fourfold.episodic.log import LogCursor
@@ -89,12 +96,14 @@ class CaseBase:
             if written is not None:
                 return written
         return extract_case(ticket, shared=shared, company=company, personal=personal, supported=supported,
-                            others=None if os.environ.get("FF_NOOTHERS") else others)
+                            others=others)
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
         ticket, source_scope = check_ticket(ticket), _source(source_scope)
         case = self.deidentify(ticket, source_scope=source_scope)
+        if self.min_customers is not None:
+            self._remask(ticket, source_scope)
         if not tokenize(case.fix) or not tokenize(case.problem):
             return None
         item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
@@ -102,6 +111,48 @@ class CaseBase:
         episode = replace(build_episode(item, ts=time.time()), scope=PENDING_SCOPE if self.review else SHARED_SCOPE)
         self._log.insert([episode], derived_from={episode.id: source_scope})
         return episode
+
+    def _remask(self, ticket: Ticket, source_scope: str) -> int:
+        """Mask, in the cases already written, the words this customer's ticket showed to be
+        nobody's problem vocabulary; returns how many cases were rewritten.
+
+        A word of a first ticket travels on its own merits (ordinary vocabulary no one else
+        has used); when another customer then uses it about something else ("in our sandwich
+        shop", about a parcel), or gives it as their own name or place, it is masked in the
+        earlier cases too. A rewritten case is a new episode with the same link to its
+        customer (so `forget_customer` still erases it), and the old one is erased.
+        """
+        vocabulary, company = self._vocabulary, self.company_words()
+        touched = {s for s in tokenize(ticket.goal) if not company(s)}
+        ids = vocabulary.cases_holding(touched)
+        if not ids:
+            return 0
+        sources = self._log.sources(sorted(ids))
+        rewritten: list[tuple[str, Episode, str]] = []  # (old id, new case, its customer)
+        for episode in (*self.shared(), *self.pending()):
+            source = sources.get(episode.id)
+            if episode.id not in ids or source is None or source == source_scope:
+                continue
+            goal = remask(episode.goal, partial(self._nobodys, touched=touched, source=source,
+                                                fix=frozenset(tokenize(episode.outcome)),
+                                                context=frozenset(tokenize(episode.goal))))
+            if goal != episode.goal:
+                rewritten.append((episode.id, replace(episode, goal=goal, id=uuid.uuid4().hex), source))
+        if rewritten:
+            self._log.insert([new for _, new, _ in rewritten],
+                             derived_from={new.id: source for _, new, source in rewritten})
+            for old, _, _ in rewritten:
+                self._log.forget(old)
+        return len(rewritten)
+
+    def _nobodys(self, stem: str, *, touched: set[str], source: str, fix: frozenset[str],
+                 context: frozenset[str]) -> bool:
+        """Is a word of a case (made from `source`'s ticket) now known to be nobody's problem
+        vocabulary: given by some customer as their own, or used by another customer, and
+        never about the same problem? Words of the case's fix are the operator's: they stay."""
+        vocabulary = self._vocabulary
+        return stem in touched and stem not in fix and (stem in vocabulary.personal or (
+            vocabulary.used_by_another(stem, scope=source) and not vocabulary.supported(stem, context, scope=source)))
 
     def shared(self) -> list[Episode]:
         """The cases every customer's turn may read, oldest first."""
@@ -227,6 +278,8 @@ class _Vocabulary:
         #: For each word of a customer's message or an operator's outcome, up to two of the
         #: customers whose tickets hold it: enough to tell whether anyone but X used it.
         self._users: dict[str, tuple[str, ...]] = {}
+        #: The shared and pending cases that hold each word (`CaseBase._remask` looks them up).
+        self._cases: dict[str, set[str]] = {}
 
     def update(self, log: CaseLog) -> None:
         with self._lock:
@@ -238,6 +291,9 @@ class _Vocabulary:
 
     def _count(self, episode: Episode) -> None:
         scope = episode.scope or ""
+        if scope in (SHARED_SCOPE, PENDING_SCOPE):
+            for stem in tokenize(episode.goal):
+                self._cases.setdefault(stem, set()).add(episode.id)
         if scope.startswith(CUSTOMER_PREFIX):
             self._tally(episode.goal, scope, self.common, self._customers)
             stems = frozenset(tokenize(episode.goal))
@@ -261,6 +317,10 @@ class _Vocabulary:
         others = context - {stem}
         return any(owner != scope and len(others & stems) >= SAME_PROBLEM
                    for owner, stems in (self._tickets[i] for i in self._holding.get(stem, ())))
+
+    def cases_holding(self, stems: set[str]) -> set[str]:
+        """The ids of the cases whose problem holds one of `stems`."""
+        return set().union(*(self._cases.get(stem, ()) for stem in stems))
 
     def used_by_another(self, stem: str, scope: str | None) -> bool:
         """Does the ticket of a customer other than `scope` hold `stem` (their message or the

@@ -31,7 +31,8 @@ from fourfold.text import STOPWORDS, detect, redact, tokenize
 from fourfold.text.gazetteer import known_words
 from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 
-__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query"]
+__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query",
+           "remask"]
 
 #: Kinds whose words taint the rest of a case (a preference's words are ordinary: "email").
 _TAINTING = frozenset(
@@ -144,6 +145,12 @@ def _mask(text: str, keep: Callable[[str, int], bool]) -> tuple[str, int]:
     return "".join(out), masked
 
 
+def remask(text: str, masked: Callable[[str], bool]) -> str:
+    """`text` with every word one of whose stems is `masked` replaced by "…" (a case written
+    before later tickets showed the word to be someone's)."""
+    return " ".join(_mask(text, lambda word, at: not any(masked(s) for s in tokenize(word)))[0].split())
+
+
 def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset[str]], bool] | None, *,
            stated: Callable[[str, frozenset[str]], bool] | None = None, own: frozenset[str] = frozenset(),
            company: Callable[[str], bool] | None = None) -> tuple[str, int]:
@@ -253,7 +260,14 @@ def _theirs(ticket: Ticket, outcome_stems: set[str], common: Callable[[str], boo
     after "... regards, sugar". The statement is the one the problem is cut from (`company`
     scores the sentences, as there)."""
     goal = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redact(ticket.goal, policy="personal")[0]))
-    start, end = _statement(goal, own_words(ticket.goal), lambda s: s in outcome_stems or company(s))
+    def companys(stem: str) -> bool:
+        return stem in outcome_stems or company(stem)
+
+    start, end = _statement(goal, own_words(ticket.goal), companys)
+    if end <= start:  # no sentence qualifies as the statement: the one most about the fix is it
+        sentences = [m.span() for m in re.finditer(r"[^.!?]+[.!?]*", goal)]
+        start, end = max(sentences, key=lambda span: sum(map(companys, tokenize(goal[span[0]:span[1]]))),
+                         default=(0, len(goal)))
     stated = set(tokenize(goal[start:end]))
     # a later message often repeats the fix ("clearing the cache fixed it"): only the words it
     # gives as the customer's own count there
