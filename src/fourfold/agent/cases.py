@@ -177,8 +177,10 @@ class CaseBase:
     ) -> list[Episode]:
         """The k cases most like `situation` (at least `min_score` relevant), without those made
         from `exclude_source`'s tickets (that customer sees its own episodes) and without repeats."""
+        vocabulary, reference = self._vocabulary, self._reference[1]  # as last read: no store reads here
+        query = problem_query(situation, company=lambda stem: stem in vocabulary.operator or stem in reference)
         found = self.memory.episodes.similar_successes(
-            problem_query(situation), k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
+            query, k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
         )
         own = self._log.sources([e.id for e in found]) if exclude_source else {}
         kept: list[Episode] = []

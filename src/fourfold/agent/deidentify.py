@@ -376,12 +376,14 @@ def _statement(text: str, own: frozenset[str] = frozenset(),
     return best
 
 
-def problem_query(message: str) -> str:
-    """A customer's message as a query for the case base: what describes the problem, with
-    the same details removed as from the cases (the customer's order number and card would
-    otherwise match whichever case mentions orders or cards)."""
+def problem_query(message: str, *, company: Callable[[str], bool] | None = None) -> str:
+    """A customer's message as a query for the case base: the statement of the problem
+    (`_statement`, the sentence with the most `company` words) when one qualifies, else what
+    describes the problem, with the same details removed as from the cases (the customer's
+    order number and card would otherwise match whichever case mentions orders or cards, and a
+    greeting or a signature whichever case kept the same words)."""
     redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redact(message, policy="personal")[0]))
-    start, end = _statement(redacted, own_words(message))
+    start, end = _statement(redacted, own_words(message), company)
     if end > start:
         return " ".join(redacted[start:end].split())
     return _informative(" ".join(redacted.split())) or message
