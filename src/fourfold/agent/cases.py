@@ -122,16 +122,18 @@ class CaseBase:
         earlier cases too. A rewritten case is a new episode with the same link to its
         customer (so `forget_customer` still erases it), and the old one is erased.
         """
+        with self._vocabulary.rewriting:  # one rewrite at a time per log in this process
+            return self._rewrite(ticket, source_scope)
+
+    def _rewrite(self, ticket: Ticket, source_scope: str) -> int:
         vocabulary, company = self._vocabulary, self.company_words()
         touched = {s for s in tokenize(ticket.goal) if not company(s)}
-        ids = vocabulary.cases_holding(touched)
-        if not ids:
-            return 0
-        sources = self._log.sources(sorted(ids))
         rewritten: list[tuple[str, Episode, str]] = []  # (old id, new case, its customer)
-        for episode in (*self.shared(), *self.pending()):
+        holding = vocabulary.cases_holding(touched)
+        sources = self._log.sources([e.id for e in holding]) if holding else {}
+        for episode in holding:
             source = sources.get(episode.id)
-            if episode.id not in ids or source is None or source == source_scope:
+            if source is None or source == source_scope:
                 continue
             goal = remask(episode.goal, partial(self._nobodys, touched=touched, source=source,
                                                 fix=frozenset(tokenize(episode.outcome)),
@@ -142,7 +144,10 @@ class CaseBase:
             self._log.insert([new for _, new, _ in rewritten],
                              derived_from={new.id: source for _, new, source in rewritten})
             for old, _, _ in rewritten:
-                self._log.forget(old)
+                try:
+                    self._log.forget(old)
+                except NotFound:  # another process rewrote or erased it meanwhile
+                    continue
         return len(rewritten)
 
     def _nobodys(self, stem: str, *, touched: set[str], source: str, fix: frozenset[str],
@@ -259,6 +264,8 @@ class _Vocabulary:
     def __init__(self, min_customers: int) -> None:
         self.min_customers = min_customers
         self._lock = threading.Lock()  # the service's requests share one vocabulary per log
+        #: Held while earlier cases are rewritten (`CaseBase._remask`).
+        self.rewriting = threading.Lock()
         self._cursor: LogCursor | None = None
         self._clear()
 
@@ -280,8 +287,10 @@ class _Vocabulary:
         #: For each word of a customer's message or an operator's outcome, up to two of the
         #: customers whose tickets hold it: enough to tell whether anyone but X used it.
         self._users: dict[str, tuple[str, ...]] = {}
-        #: The shared and pending cases that hold each word (`CaseBase._remask` looks them up).
-        self._cases: dict[str, set[str]] = {}
+        #: The shared and pending cases, and the ids of those that hold each word
+        #: (`CaseBase._remask` looks them up).
+        self._cases: dict[str, Episode] = {}
+        self._case_words: dict[str, set[str]] = {}
 
     def update(self, log: CaseLog) -> None:
         with self._lock:
@@ -294,8 +303,9 @@ class _Vocabulary:
     def _count(self, episode: Episode) -> None:
         scope = episode.scope or ""
         if scope in (SHARED_SCOPE, PENDING_SCOPE):
+            self._cases[episode.id] = episode
             for stem in tokenize(episode.goal):
-                self._cases.setdefault(stem, set()).add(episode.id)
+                self._case_words.setdefault(stem, set()).add(episode.id)
         if scope.startswith(CUSTOMER_PREFIX):
             self._tally(episode.goal, scope, self.common, self._customers)
             stems = frozenset(tokenize(episode.goal))
@@ -320,9 +330,10 @@ class _Vocabulary:
         return any(owner != scope and len(others & stems) >= SAME_PROBLEM
                    for owner, stems in (self._tickets[i] for i in self._holding.get(stem, ())))
 
-    def cases_holding(self, stems: set[str]) -> set[str]:
-        """The ids of the cases whose problem holds one of `stems`."""
-        return set().union(*(self._cases.get(stem, ()) for stem in stems))
+    def cases_holding(self, stems: set[str]) -> list[Episode]:
+        """The cases whose problem holds one of `stems`, oldest first."""
+        ids: set[str] = set().union(*(self._case_words.get(stem, ()) for stem in stems))
+        return sorted((self._cases[i] for i in ids), key=lambda e: e.ts)
 
     def used_by_another(self, stem: str, scope: str | None) -> bool:
         """Does the ticket of a customer other than `scope` hold `stem` (their message or the
