@@ -14,7 +14,8 @@ Every later customer's system prompt is checked for
 - fix_reached: the share whose prompt carries the fix;
 - failed_offered: later prompts that carry a failed attempt's outcome (goal: 0);
 - pii_leaked: personal details of another customer found in a prompt (goal: 0), each one
-  counted.
+  counted (a lowercase surname or town that is an everyday word counts where the prompt has
+  it outside the operators' own fix texts: "matching it by amount" names no one).
 
 Variants: `detector` (the personal detector and the taint only), `shared-words` (plus the
 offline lever: a customer's word travels only if 3 customers' tickets, the docs, the facts

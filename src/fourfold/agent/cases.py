@@ -52,11 +52,15 @@ class CaseBase:
 
     `model` (an LLM) writes each case as a generic problem and fix; without one, or when its
     answer is unusable, the case is extracted. `min_customers` is the shared-words lever of
-    extraction: a word of the customer's own text travels only when that many customers'
-    tickets hold it, or the documentation, the facts or the operator's outcome do; a word that
-    is a known name or place (`fourfold.text.gazetteer`), or one some customer gave as their
-    own by its position, only when the company's own texts use it (`company_words`). None
-    turns the lever off (the detector alone decides).
+    extraction: a word of the customer's own text travels when the documentation, the facts or
+    the operator's outcome hold it, or another customer used it about the same problem
+    (`_Vocabulary.supported`; outside the statement of the problem, that many customers'
+    tickets must hold it too), or, in the statement, when it is ordinary vocabulary that no
+    other customer has used yet; a word that is a known name or place
+    (`fourfold.text.gazetteer`), or one some customer gave as their own by its position, only
+    when the company's own texts use it (`company_words`). A later ticket that shows a word to
+    be nobody's problem vocabulary has it masked in the cases already written (`_remask`).
+    None turns the lever off (the detector alone decides).
     """
 
     def __init__(

@@ -8,10 +8,14 @@ misses:
   customer said "I'm Maria Okonkwo") is masked everywhere else in the case too ("sent
   Okonkwo a new link" in the operator's outcome);
 - *shared words* (offline): a word of the customer's own text travels only if it is common
-  ground, seen in the tickets of several customers, in the documentation, in the facts or in
-  the operator's outcome, or ordinary vocabulary (lowercase dictionary words, short acronyms
-  and numbers, see `_ordinary`); the rest is masked. A detail the detector does not know (a
-  rare surname, a street it cannot parse, an instruction someone tries to plant) stays behind.
+  ground: in the documentation, the facts or the operator's outcome, or used by another
+  customer about the same problem (several customers, outside the statement of the problem),
+  or, in the statement, ordinary vocabulary (lowercase dictionary words, short acronyms and
+  numbers, see `_ordinary`) that no other customer has used about something else; the rest
+  is masked. A detail the detector does not know (a rare surname, a town that is an everyday
+  word, a street it cannot parse, an instruction someone tries to plant) stays behind. A word
+  of the operator's outcome that only the customer's own introduction or signature holds
+  too ("told sugar to ...") is the customer's, and is masked as well.
 
 With a chat model the model writes the generic problem and fix; the detector and the taint
 then check what it wrote, and a text that copies a run of the customer's own words is refused.
