@@ -14,7 +14,8 @@ Every later customer's system prompt is checked for
 - fix_reached: the share whose prompt carries the fix;
 - failed_offered: later prompts that carry a failed attempt's outcome (goal: 0);
 - pii_leaked: personal details of another customer found in a prompt (goal: 0), each one
-  counted.
+  counted (a lowercase surname or town that is an everyday word counts where the prompt has
+  it outside the operators' own fix texts: "matching it by amount" names no one).
 
 Variants: `detector` (the personal detector and the taint only), `shared-words` (plus the
 offline lever: a customer's word travels only if 3 customers' tickets, the docs, the facts
@@ -511,6 +512,11 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14, lower: s
                 reply = agent.turn(asker.cid, message)
                 data = _prompt_data(reply.report.system_prompt)
                 lowered = data.lower()
+                # A held-out word that the operator's own fix text holds ("matching it by amount",
+                # and a town called Matching) is no detail of anyone's where only that text has it.
+                operators = lowered
+                for p in PROBLEMS:
+                    operators = operators.replace(p[2].lower(), " ").replace(p[4].lower(), " ")
                 tally.later += 1
                 reached = key.lower() in _fix_text_only(data).lower()
                 tally.reached += reached
@@ -521,7 +527,8 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14, lower: s
                     if other == asker.cid:
                         continue
                     for kind, value in markers.items():
-                        if _carries(lowered, kind, value) and not _carries(asker.message.lower(), kind, value):
+                        seen = operators if kind in WORD_MARKERS else lowered
+                        if _carries(seen, kind, value) and not _carries(asker.message.lower(), kind, value):
                             tally.leaks[kind] += 1
                             if VERBOSE:
                                 line = next(x for x in data.splitlines() if value.lower() in x.lower())

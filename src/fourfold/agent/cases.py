@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from fourfold._validate import check_scope, check_text
 from fourfold.agent._ordinary import own_words
-from fourfold.agent.deidentify import Case, Ticket, case_from_model, extract_case, problem_query
+from fourfold.agent.deidentify import (
+    Case,
+    Ticket,
+    case_from_model,
+    extract_case,
+    problem_query,
+    remask,
+)
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic.codec import build_episode
 from fourfold.episodic.log import LogCursor
@@ -33,6 +42,9 @@ __all__ = ["CUSTOMER_PREFIX", "CaseBase", "check_ticket"]
 CUSTOMER_PREFIX = "customer:"
 #: Tags of a case episode: what it is, and who wrote it.
 CASE_TAG = "case"
+#: How many words of a statement another customer's ticket must share with it to be about
+#: the same problem (`_Vocabulary.supported`).
+SAME_PROBLEM = 2
 
 
 class CaseBase:
@@ -40,11 +52,15 @@ class CaseBase:
 
     `model` (an LLM) writes each case as a generic problem and fix; without one, or when its
     answer is unusable, the case is extracted. `min_customers` is the shared-words lever of
-    extraction: a word of the customer's own text travels only when that many customers'
-    tickets hold it, or the documentation, the facts or the operator's outcome do; a word that
-    is a known name or place (`fourfold.text.gazetteer`), or one some customer gave as their
-    own by its position, only when the company's own texts use it (`company_words`). None
-    turns the lever off (the detector alone decides).
+    extraction: a word of the customer's own text travels when the documentation, the facts or
+    the operator's outcome hold it, or another customer used it about the same problem
+    (`_Vocabulary.supported`; outside the statement of the problem, that many customers'
+    tickets must hold it too), or, in the statement, when it is ordinary vocabulary that no
+    other customer has used yet; a word that is a known name or place
+    (`fourfold.text.gazetteer`), or one some customer gave as their own by its position, only
+    when the company's own texts use it (`company_words`). A later ticket that shows a word to
+    be nobody's problem vocabulary has it masked in the cases already written (`_remask`).
+    None turns the lever off (the detector alone decides).
     """
 
     def __init__(
@@ -65,25 +81,33 @@ class CaseBase:
         self._vocabulary = _vocabulary(self._log, min_customers or 1)
         self._reference: tuple[tuple[object, ...], frozenset[str]] = ((), frozenset())
 
-    def deidentify(self, ticket: Ticket) -> Case:
-        """The case a ticket makes: the model's (checked), else the extracted one."""
+    def deidentify(self, ticket: Ticket, *, source_scope: str | None = None) -> Case:
+        """The case a ticket makes: the model's (checked), else the extracted one. The
+        customer's own tickets (`source_scope`) never count as another customer's use of a word."""
         shared: Callable[[str], bool] | None = None
         company: Callable[[str], bool] | None = None
         personal: Callable[[str], bool] | None = None
+        supported: Callable[[str, frozenset[str]], bool] | None = None
+        others: Callable[[str], bool] | None = None
         if self.min_customers is not None:
             company = self.company_words()  # one read of the log, the documents and the facts
             shared = self._shared(company)
             personal = self._vocabulary.personal.__contains__
+            supported = partial(self._vocabulary.supported, scope=source_scope)
+            others = partial(self._vocabulary.used_by_another, scope=source_scope)
         if self.model is not None:
             written = case_from_model(self.model, ticket, shared=shared, company=company)
             if written is not None:
                 return written
-        return extract_case(ticket, shared=shared, company=company, personal=personal)
+        return extract_case(ticket, shared=shared, company=company, personal=personal, supported=supported,
+                            others=others)
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
         ticket, source_scope = check_ticket(ticket), _source(source_scope)
-        case = self.deidentify(ticket)
+        case = self.deidentify(ticket, source_scope=source_scope)
+        if self.min_customers is not None:
+            self._remask(ticket, source_scope)
         if not tokenize(case.fix) or not tokenize(case.problem):
             return None
         item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
@@ -91,6 +115,53 @@ class CaseBase:
         episode = replace(build_episode(item, ts=time.time()), scope=PENDING_SCOPE if self.review else SHARED_SCOPE)
         self._log.insert([episode], derived_from={episode.id: source_scope})
         return episode
+
+    def _remask(self, ticket: Ticket, source_scope: str) -> int:
+        """Mask, in the cases already written, the words this customer's ticket showed to be
+        nobody's problem vocabulary; returns how many cases were rewritten.
+
+        A word of a first ticket travels on its own merits (ordinary vocabulary no one else
+        has used); when another customer then uses it about something else ("in our sandwich
+        shop", about a parcel), or gives it as their own name or place, it is masked in the
+        earlier cases too. A rewritten case is a new episode with the same link to its
+        customer (so `forget_customer` still erases it), and the old one is erased.
+        """
+        with self._vocabulary.rewriting:  # one rewrite at a time per log in this process
+            return self._rewrite(ticket, source_scope)
+
+    def _rewrite(self, ticket: Ticket, source_scope: str) -> int:
+        vocabulary, company = self._vocabulary, self.company_words()
+        touched = {s for s in tokenize(ticket.goal) if not company(s)}
+        rewritten: list[tuple[str, Episode, str]] = []  # (old id, new case, its customer)
+        holding = vocabulary.cases_holding(touched)
+        sources = self._log.sources([e.id for e in holding]) if holding else {}
+        for episode in holding:
+            source = sources.get(episode.id)
+            if source is None or source == source_scope:
+                continue
+            goal = remask(episode.goal, partial(self._nobodys, touched=touched, source=source,
+                                                fix=frozenset(tokenize(episode.outcome)),
+                                                context=frozenset(tokenize(episode.goal))))
+            if goal != episode.goal:
+                rewritten.append((episode.id, replace(episode, goal=goal, id=uuid.uuid4().hex), source))
+        if rewritten:
+            self._log.insert([new for _, new, _ in rewritten],
+                             derived_from={new.id: source for _, new, source in rewritten})
+            for old, _, _ in rewritten:
+                try:
+                    self._log.forget(old)
+                except NotFound:  # another process rewrote or erased it meanwhile
+                    continue
+        return len(rewritten)
+
+    def _nobodys(self, stem: str, *, touched: set[str], source: str, fix: frozenset[str],
+                 context: frozenset[str]) -> bool:
+        """Is a word of a case (made from `source`'s ticket) now known to be nobody's problem
+        vocabulary: given by some customer as their own, or used by another customer, and
+        never about the same problem? Words of the case's fix are the operator's: they stay."""
+        vocabulary = self._vocabulary
+        return stem in touched and stem not in fix and (stem in vocabulary.personal or (
+            vocabulary.used_by_another(stem, scope=source) and not vocabulary.supported(stem, context, scope=source)))
 
     def shared(self) -> list[Episode]:
         """The cases every customer's turn may read, oldest first."""
@@ -115,8 +186,10 @@ class CaseBase:
     ) -> list[Episode]:
         """The k cases most like `situation` (at least `min_score` relevant), without those made
         from `exclude_source`'s tickets (that customer sees its own episodes) and without repeats."""
+        vocabulary, reference = self._vocabulary, self._reference[1]  # as last read: no store reads here
+        query = problem_query(situation, company=lambda stem: stem in vocabulary.operator or stem in reference)
         found = self.memory.episodes.similar_successes(
-            problem_query(situation), k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
+            query, k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
         )
         own = self._log.sources([e.id for e in found]) if exclude_source else {}
         kept: list[Episode] = []
@@ -195,6 +268,8 @@ class _Vocabulary:
     def __init__(self, min_customers: int) -> None:
         self.min_customers = min_customers
         self._lock = threading.Lock()  # the service's requests share one vocabulary per log
+        #: Held while earlier cases are rewritten (`CaseBase._remask`).
+        self.rewriting = threading.Lock()
         self._cursor: LogCursor | None = None
         self._clear()
 
@@ -209,6 +284,17 @@ class _Vocabulary:
         self.personal: set[str] = set()
         self._customers: dict[str, set[str]] = {}
         self._outcomes: dict[str, set[str]] = {}
+        #: Each customer ticket's words (its scope, its goal's stems), and the tickets that
+        #: hold each word: who else used a word, and about what (`supported`).
+        self._tickets: list[tuple[str, frozenset[str]]] = []
+        self._holding: dict[str, list[int]] = {}
+        #: For each word of a customer's message or an operator's outcome, up to two of the
+        #: customers whose tickets hold it: enough to tell whether anyone but X used it.
+        self._users: dict[str, tuple[str, ...]] = {}
+        #: The shared and pending cases, and the ids of those that hold each word
+        #: (`CaseBase._remask` looks them up).
+        self._cases: dict[str, Episode] = {}
+        self._case_words: dict[str, set[str]] = {}
 
     def update(self, log: CaseLog) -> None:
         with self._lock:
@@ -220,10 +306,43 @@ class _Vocabulary:
 
     def _count(self, episode: Episode) -> None:
         scope = episode.scope or ""
+        if scope in (SHARED_SCOPE, PENDING_SCOPE):
+            self._cases[episode.id] = episode
+            for stem in tokenize(episode.goal):
+                self._case_words.setdefault(stem, set()).add(episode.id)
         if scope.startswith(CUSTOMER_PREFIX):
             self._tally(episode.goal, scope, self.common, self._customers)
+            stems = frozenset(tokenize(episode.goal))
+            for stem in stems:
+                self._holding.setdefault(stem, []).append(len(self._tickets))
+            self._tickets.append((scope, stems))
+            for stem in stems.union(tokenize(episode.outcome)):
+                users = self._users.get(stem, ())
+                if len(users) < 2 and scope not in users:
+                    self._users[stem] = (*users, scope)
             self.personal.update(s for w in own_words(episode.goal) for s in tokenize(w))
             self._tally(episode.outcome, scope, self.operator, self._outcomes)
+
+    def supported(self, stem: str, context: frozenset[str], scope: str | None) -> bool:
+        """Did a customer other than `scope` use `stem` about the same problem: in a ticket that
+        holds `SAME_PROBLEM` more of the `context` words (the statement it stands in)?
+
+        A word of the problem ("thermostat", "offline") comes back in other customers'
+        tickets about that problem; a town or a surname that happens to be an ordinary word
+        ("sandwich") comes back, if at all, in tickets about anything else."""
+        others = context - {stem}
+        return any(owner != scope and len(others & stems) >= SAME_PROBLEM
+                   for owner, stems in (self._tickets[i] for i in self._holding.get(stem, ())))
+
+    def cases_holding(self, stems: set[str]) -> list[Episode]:
+        """The cases whose problem holds one of `stems`, oldest first."""
+        ids: set[str] = set().union(*(self._case_words.get(stem, ()) for stem in stems))
+        return sorted((self._cases[i] for i in ids), key=lambda e: e.ts)
+
+    def used_by_another(self, stem: str, scope: str | None) -> bool:
+        """Does the ticket of a customer other than `scope` hold `stem` (their message or the
+        operator's outcome)?"""
+        return any(user != scope for user in self._users.get(stem, ()))
 
     def _tally(self, text: str, scope: str, common: set[str], owners_of: dict[str, set[str]]) -> None:
         for word in set(tokenize(text)) - common:

@@ -8,10 +8,14 @@ misses:
   customer said "I'm Maria Okonkwo") is masked everywhere else in the case too ("sent
   Okonkwo a new link" in the operator's outcome);
 - *shared words* (offline): a word of the customer's own text travels only if it is common
-  ground, seen in the tickets of several customers, in the documentation, in the facts or in
-  the operator's outcome, or ordinary vocabulary (lowercase dictionary words, short acronyms
-  and numbers, see `_ordinary`); the rest is masked. A detail the detector does not know (a
-  rare surname, a street it cannot parse, an instruction someone tries to plant) stays behind.
+  ground: in the documentation, the facts or the operator's outcome, or used by another
+  customer about the same problem (several customers, outside the statement of the problem),
+  or, in the statement, ordinary vocabulary (lowercase dictionary words, short acronyms and
+  numbers, see `_ordinary`) that no other customer has used about something else; the rest
+  is masked. A detail the detector does not know (a rare surname, a town that is an everyday
+  word, a street it cannot parse, an instruction someone tries to plant) stays behind. A word
+  of the operator's outcome that only the customer's own introduction or signature holds
+  too ("told sugar to ...") is the customer's, and is masked as well.
 
 With a chat model the model writes the generic problem and fix; the detector and the taint
 then check what it wrote, and a text that copies a run of the customer's own words is refused.
@@ -31,7 +35,8 @@ from fourfold.text import STOPWORDS, detect, redact, tokenize
 from fourfold.text.gazetteer import known_words
 from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 
-__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query"]
+__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query",
+           "remask"]
 
 #: Kinds whose words taint the rest of a case (a preference's words are ordinary: "email").
 _TAINTING = frozenset(
@@ -144,22 +149,31 @@ def _mask(text: str, keep: Callable[[str, int], bool]) -> tuple[str, int]:
     return "".join(out), masked
 
 
-def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | None, *,
-           ordinary: Callable[[str], bool] | None = None, own: frozenset[str] = frozenset(),
+def remask(text: str, masked: Callable[[str], bool]) -> str:
+    """`text` with every word one of whose stems is `masked` replaced by "…" (a case written
+    before later tickets showed the word to be someone's)."""
+    return " ".join(_mask(text, lambda word, at: not any(masked(s) for s in tokenize(word)))[0].split())
+
+
+def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset[str]], bool] | None, *,
+           stated: Callable[[str, frozenset[str]], bool] | None = None, own: frozenset[str] = frozenset(),
            company: Callable[[str], bool] | None = None) -> tuple[str, int]:
     """The detector's redaction, then tainted words (and, with `allowed`, rare ones) masked.
 
-    `ordinary` words are kept too, but only in the statement of the problem (`_statement`):
-    elsewhere ordinary words could carry an instruction someone plants for other customers.
-    The statement is never a sentence made mostly of `own` words (the customer's name,
-    town, pet): it is about the customer, not the problem. With `company`, a known name or
-    place (`known_words`: "baker", "reading") is kept only if `company` says every stem of
-    it is the company's own vocabulary, however common or ordinary it is. A stated
-    preference is dropped without a trace: it says how to treat one customer.
+    In the statement of the problem (`_statement`) a word is kept when `stated(word,
+    statement's stems)` says so instead: elsewhere the words it lets through could carry an
+    instruction someone plants for other customers. The statement is never a sentence made
+    mostly of `own` words (the customer's name, town, pet): it is about the customer, not the
+    problem. With `company`, a known name or place (`known_words`: "baker", "reading") is kept
+    only if `company` says every stem of it is the company's own vocabulary, however common or
+    ordinary it is. A stated preference is dropped without a trace: it says how to treat one
+    customer.
     """
     redacted, found = redact(text, policy="personal")
     redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted))
-    start, end = _statement(redacted, own, company) if ordinary is not None else (0, 0)
+    start, end = _statement(redacted, own, company) if stated is not None else (0, 0)
+    # what the ticket is about: its statement, or all of it when no sentence states the problem
+    context = frozenset(tokenize(redacted[start:end] if end > start else redacted))
     candidates = [(a, b) for a, b, _ in known_words(redacted)] if company is not None and allowed is not None else []
 
     def keep(word: str, at: int) -> bool:
@@ -170,44 +184,100 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str], bool] | 
             return True
         if company is not None and any(a <= at < b for a, b in candidates):
             return all(company(s) for s in tokenize(word))
-        if allowed(word):
-            return True
-        return ordinary is not None and start <= at < end and ordinary(word)
+        if stated is not None and start <= at < end:
+            return stated(word, context)
+        return allowed(word, context)
 
     masked, count = _mask(redacted, keep)
     return " ".join(masked.split()), len(found) + count
 
 
 def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
-                 company: Callable[[str], bool] | None = None, personal: Callable[[str], bool] | None = None) -> Case:
+                 company: Callable[[str], bool] | None = None, personal: Callable[[str], bool] | None = None,
+                 supported: Callable[[str, frozenset[str]], bool] | None = None,
+                 others: Callable[[str], bool] | None = None) -> Case:
     """Offline: the opening message as the problem, the operator's outcome as the fix, scrubbed.
 
     `shared(stem)` says whether a word of the customer's is common ground (the shared-words
     lever); None lets every word the detector and the taint leave through. With the lever, a
     known name or place of the customer's travels only when `company(stem)` (the company's
     documents, facts, operators' outcomes) or this ticket's outcome holds it, and a word
-    `personal(stem)` says some customer gave as their own name or place is no ordinary word
-    of the statement either, unless the company's texts use it.
+    `personal(stem)` says some customer gave as their own name or place does not travel
+    unless the company's texts use it.
+
+    `supported(stem, context)` says whether another customer used a word about the same
+    problem (`context`: the stems of the ticket's statement). With it, a word of the customer's
+    travels only if the company's texts or this outcome hold it, or another customer used it
+    about the same problem (and, outside the statement, `shared` says so too): a town or a
+    surname that is an ordinary word ("in our sandwich shop") is used, if by anyone, about
+    other problems. Without it, an ordinary word of the statement travels (`is_ordinary`).
+
+    `others(stem)` says whether another customer's ticket holds a word: with it, a word of
+    the operator's outcome that the customer wrote too ("told sugar to restart", after
+    "regards, sugar") and that neither the company's texts nor another customer's ticket
+    hold is the customer's (`_theirs`): it is masked wherever it occurs in the case.
     """
-    tainted = _tainted(ticket, ticket.outcome, shared, company)
+    def companys(stem: str) -> bool:
+        return company is not None and company(stem)
+
     outcome_stems = set(tokenize(ticket.outcome))
+    # The operator's words that only this customer's own texts hold too are the customer's.
+    theirs = (_theirs(ticket, outcome_stems, lambda s: companys(s) or others(s), companys)
+              if others is not None else set())
+    outcome_stems -= theirs
     own = own_words(ticket.goal)  # "our dog biscuit": however common the word, it is theirs here
 
-    def allowed(word: str) -> bool:
+    def unowned(word: str) -> bool:
+        return word.lower() not in own and not any(
+            personal is not None and personal(s) and not (s in outcome_stems or companys(s)) for s in tokenize(word))
+
+    def allowed(word: str, context: frozenset[str]) -> bool:
         stems = tokenize(word)
-        return word.lower() not in own and all(s in outcome_stems or (shared is not None and shared(s)) for s in stems)
+        if supported is None:
+            return word.lower() not in own and all(
+                s in outcome_stems or (shared is not None and shared(s)) for s in stems)
+        return unowned(word) and all(
+            s in outcome_stems or companys(s) or (shared is not None and shared(s) and supported(s, context))
+            for s in stems)
 
-    def ordinary(word: str) -> bool:
-        return word.lower() not in own and is_ordinary(word) and not (
-            personal is not None and any(personal(s) and not companys(s) for s in tokenize(word)))
+    def stated(word: str, context: frozenset[str]) -> bool:
+        if supported is None:
+            return allowed(word, context) or (unowned(word) and is_ordinary(word))
+        return unowned(word) and all(s in outcome_stems or companys(s) or supported(s, context) or (
+            is_ordinary(word) and not (others is not None and others(s))) for s in tokenize(word))
 
-    def companys(stem: str) -> bool:
-        return stem in outcome_stems or (company is not None and company(stem))
-
-    problem, n = (_scrub(ticket.goal, tainted, allowed, ordinary=ordinary, own=own, company=companys)
+    tainted = _tainted(ticket, ticket.outcome, shared, company) | {
+        _key(w) for w in _WORD.findall(ticket.outcome) if any(s in theirs for s in tokenize(w))}
+    problem, n = (_scrub(ticket.goal, tainted, allowed, stated=stated, own=own,
+                         company=lambda s: s in outcome_stems or companys(s))
                   if shared is not None else _scrub(ticket.goal, tainted, None))
     fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
     return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
+
+
+def _theirs(ticket: Ticket, outcome_stems: set[str], common: Callable[[str], bool],
+            company: Callable[[str], bool]) -> set[str]:
+    """Stems of the operator's outcome that the customer wrote outside the statement of the
+    problem (their introduction, signature, details: the rest of the opening message, and
+    what a later message gives as theirs) and that nothing `common` (the
+    company's texts, another customer's ticket) holds: "told sugar to restart the router"
+    after "... regards, sugar". The statement is the one the problem is cut from (`company`
+    scores the sentences, as there)."""
+    goal = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redact(ticket.goal, policy="personal")[0]))
+    def companys(stem: str) -> bool:
+        return stem in outcome_stems or company(stem)
+
+    start, end = _statement(goal, own_words(ticket.goal), companys)
+    if end <= start:  # no sentence qualifies as the statement: the one most about the fix is it
+        sentences = [m.span() for m in re.finditer(r"[^.!?]+[.!?]*", goal)]
+        start, end = max(sentences, key=lambda span: sum(map(companys, tokenize(goal[span[0]:span[1]]))),
+                         default=(0, len(goal)))
+    stated = set(tokenize(goal[start:end]))
+    # a later message often repeats the fix ("clearing the cache fixed it"): only the words it
+    # gives as the customer's own count there
+    said = {s for text in (goal[:start], goal[end:]) for s in tokenize(text)}
+    said.update(s for text in ticket.messages for w in own_words(text) for s in tokenize(w))
+    return {s for s in outcome_stems & said if s not in stated and not common(s)}
 
 
 def _tainted(ticket: Ticket, shared_text: str, shared: Callable[[str], bool] | None,
@@ -310,11 +380,16 @@ def _statement(text: str, own: frozenset[str] = frozenset(),
     return best
 
 
-def problem_query(message: str) -> str:
-    """A customer's message as a query for the case base: what describes the problem, with
-    the same details removed as from the cases (the customer's order number and card would
-    otherwise match whichever case mentions orders or cards)."""
+def problem_query(message: str, *, company: Callable[[str], bool] | None = None) -> str:
+    """A customer's message as a query for the case base: the statement of the problem
+    (`_statement`, the sentence with the most `company` words) when one qualifies, else what
+    describes the problem, with the same details removed as from the cases (the customer's
+    order number and card would otherwise match whichever case mentions orders or cards, and a
+    greeting or a signature whichever case kept the same words)."""
     redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redact(message, policy="personal")[0]))
+    start, end = _statement(redacted, own_words(message), company)
+    if end > start:
+        return " ".join(redacted[start:end].split())
     return _informative(" ".join(redacted.split())) or message
 
 

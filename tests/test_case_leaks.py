@@ -1,0 +1,95 @@
+"""Issue 14: another customer never sees anything personal of someone else, even a surname or a
+town that no list knows and that is an ordinary word ("sugar", "sandwich")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fourfold import Memory
+from fourfold.agent import SupportAgent, customer_scope
+from fourfold.embeddings import HashEmbedder
+from fourfold.episodic import SHARED_SCOPE
+from fourfold.models import OfflineModel
+from fourfold.text.gazetteer import known
+
+FIX = "pinning the router to 2.4 GHz stopped the wifi drops"
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[SupportAgent]:
+    with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as mem:
+        yield SupportAgent(mem, OfflineModel())
+
+
+def _carries(text: str, word: str) -> bool:
+    return re.search(rf"\b{word}\b", text, re.I) is not None
+
+
+def test_the_words_are_unknown_to_the_lists() -> None:
+    """What the tests below show holds without the gazetteer."""
+    assert known("sugar") is None and known("sandwich") is None
+
+
+def test_a_surname_the_operator_repeats_from_the_customers_signature_stays_behind(agent: SupportAgent) -> None:
+    agent.turn("alice", "The wifi on my router drops each hour. Thanks a lot, sugar")
+    case = agent.resolve("alice", f"told sugar that {FIX}").case
+    assert case is not None
+    prompt = agent.turn("bob", "my router keeps dropping the wifi, what can I do?").report.system_prompt
+    assert FIX in prompt  # the fix travels ...
+    assert not _carries(prompt, "sugar")  # ... and alice's surname does not
+
+
+def test_a_town_in_the_customers_statement_stays_behind_once_others_use_it_for_other_things(
+        agent: SupportAgent) -> None:
+    """The first ticket's ordinary words travel (no one else has used them); when customers then
+    use "sandwich" about anything but the problem, it is masked in the case already written."""
+    agent.turn("alice", "The wifi on my router drops each hour in our sandwich shop.")
+    agent.resolve("alice", FIX)
+    for who, problem in (("carl", "my parcel is late"), ("dina", "the invoice total is wrong")):
+        agent.turn(who, f"{problem}, we are the sandwich bakery")
+        agent.resolve(who, "sorted it out")
+    prompt = agent.turn("bob", "my router keeps dropping the wifi, what can I do?").report.system_prompt
+    assert FIX in prompt
+    assert not _carries(prompt, "sandwich")
+
+
+def test_a_town_several_customers_use_about_other_problems_never_travels(agent: SupportAgent) -> None:
+    for who, problem in (("carl", "my parcel is late"), ("dina", "the invoice total is wrong"),
+                         ("ezra", "I cannot log in")):
+        agent.turn(who, f"{problem}, greetings to the sandwich team")
+        agent.resolve(who, "sorted it out")
+    agent.turn("alice", "The wifi on my router drops each hour in our sandwich shop.")
+    case = agent.resolve("alice", FIX).case
+    assert case is not None and not _carries(case.goal, "sandwich")
+    assert "router drops each hour" in case.goal  # the problem's own words still travel
+    prompt = agent.turn("bob", "my router keeps dropping the wifi, what can I do?").report.system_prompt
+    assert FIX in prompt and not _carries(prompt, "sandwich")
+
+
+def test_a_word_other_customers_use_about_the_same_problem_travels(agent: SupportAgent) -> None:
+    """The lever masks words that are nobody's problem vocabulary, not the problem's."""
+    for who in ("carl", "dina"):
+        agent.turn(who, "The zorblax router drops the wifi every hour")
+        agent.resolve(who, "sorted it out")
+    agent.turn("alice", "My zorblax router drops the wifi every hour.")
+    case = agent.resolve("alice", FIX).case
+    assert case is not None and "zorblax router drops the wifi" in case.goal
+
+
+def test_a_rewritten_case_is_still_erased_with_its_customer(agent: SupportAgent) -> None:
+    agent.turn("alice", "The wifi on my router drops each hour in our sandwich shop.")
+    first = agent.resolve("alice", FIX).case
+    for who, problem in (("carl", "my parcel is late"), ("dina", "the invoice total is wrong")):
+        agent.turn(who, f"{problem}, we are the sandwich bakery")
+        agent.resolve(who, "sorted it out")
+    mem = agent.memory
+    cases = mem.episodes.episodes(scope=SHARED_SCOPE)
+    alices = [c for c in cases if mem.episodes.sources([c.id]).get(c.id) == customer_scope("alice")]
+    assert first is not None and [c.id for c in alices] != [first.id]  # rewritten: a new episode
+    assert len(alices) == 1 and not _carries(alices[0].goal, "sandwich") and alices[0].ts == first.ts
+    agent.forget_customer("alice")
+    assert not any(FIX in c.outcome for c in mem.episodes.episodes(scope=SHARED_SCOPE))
