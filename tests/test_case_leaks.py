@@ -93,3 +93,25 @@ def test_a_rewritten_case_is_still_erased_with_its_customer(agent: SupportAgent)
     assert len(alices) == 1 and not _carries(alices[0].goal, "sandwich") and alices[0].ts == first.ts
     agent.forget_customer("alice")
     assert not any(FIX in c.outcome for c in mem.episodes.episodes(scope=SHARED_SCOPE))
+
+
+@pytest.mark.parametrize("alice_first", [True, False], ids=["case-then-place", "place-then-case"])
+def test_a_town_that_is_also_a_word_of_the_fix_stays_behind_in_the_problem(
+        agent: SupportAgent, alice_first: bool) -> None:
+    """alice's town is "pinning", and the operator's fix says "pinning the router": once some
+    customer gives the word as their own place, the fix keeps it (it is the operator's) but the
+    problem that quotes alice does not."""
+    def alice() -> None:
+        agent.turn("alice", "The wifi on my router drops each hour in our pinning shop.")
+        agent.resolve("alice", FIX)
+
+    def carl() -> None:
+        agent.turn("carl", "my parcel is late, greetings from pinning")
+        agent.resolve("carl", "sorted it out")
+
+    for step in ((alice, carl) if alice_first else (carl, alice)):
+        step()
+    prompt = agent.turn("bob", "my router keeps dropping the wifi, what can I do?").report.system_prompt
+    assert FIX in prompt  # the fix travels with its own "pinning" ...
+    problem = prompt.split(FIX)[0]
+    assert "router drops each hour" in prompt and not _carries(prompt.replace(FIX, ""), "pinning"), problem

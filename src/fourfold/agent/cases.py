@@ -158,10 +158,12 @@ class CaseBase:
                  context: frozenset[str]) -> bool:
         """Is a word of a case (made from `source`'s ticket) now known to be nobody's problem
         vocabulary: given by some customer as their own, or used by another customer, and
-        never about the same problem? Words of the case's fix are the operator's: they stay."""
+        never about the same problem? A word some customer gave as their own name or place goes
+        even when the case's fix holds it too (a town called "pinning", a fix "pinning the
+        router"): only the fix keeps it, as the operator's word; other words of the fix stay."""
         vocabulary = self._vocabulary
-        return stem in touched and stem not in fix and (stem in vocabulary.personal or (
-            vocabulary.used_by_another(stem, scope=source) and not vocabulary.supported(stem, context, scope=source)))
+        return stem in touched and (stem in vocabulary.personal or (stem not in fix and (
+            vocabulary.used_by_another(stem, scope=source) and not vocabulary.supported(stem, context, scope=source))))
 
     def shared(self) -> list[Episode]:
         """The cases every customer's turn may read, oldest first."""

@@ -229,7 +229,7 @@ def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
 
     def unowned(word: str) -> bool:
         return word.lower() not in own and not any(
-            personal is not None and personal(s) and not (s in outcome_stems or companys(s)) for s in tokenize(word))
+            personal is not None and personal(s) and not companys(s) for s in tokenize(word))
 
     def allowed(word: str, context: frozenset[str]) -> bool:
         stems = tokenize(word)
