@@ -84,13 +84,15 @@ class CaseBase:
     def deidentify(self, ticket: Ticket, *, source_scope: str | None = None) -> Case:
         """The case a ticket makes: the model's (checked), else the extracted one. The
         customer's own tickets (`source_scope`) never count as another customer's use of a word."""
+        company = self.company_words() if self.min_customers is not None else None
+        return self._deidentify(ticket, source_scope, company)
+
+    def _deidentify(self, ticket: Ticket, source_scope: str | None, company: Callable[[str], bool] | None) -> Case:
         shared: Callable[[str], bool] | None = None
-        company: Callable[[str], bool] | None = None
         personal: Callable[[str], bool] | None = None
         supported: Callable[[str, frozenset[str]], bool] | None = None
         others: Callable[[str], bool] | None = None
-        if self.min_customers is not None:
-            company = self.company_words()  # one read of the log, the documents and the facts
+        if company is not None:
             shared = self._shared(company)
             personal = self._vocabulary.personal.__contains__
             supported = partial(self._vocabulary.supported, scope=source_scope)
@@ -105,9 +107,11 @@ class CaseBase:
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
         ticket, source_scope = check_ticket(ticket), _source(source_scope)
-        case = self.deidentify(ticket, source_scope=source_scope)
-        if self.min_customers is not None:
-            self._remask(ticket, source_scope)
+        # one read of the log, the documents and the facts serves the case and the rewrites
+        company = self.company_words() if self.min_customers is not None else None
+        case = self._deidentify(ticket, source_scope, company)
+        if company is not None:
+            self._remask(ticket, source_scope, company)
         if not tokenize(case.fix) or not tokenize(case.problem):
             return None
         item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
@@ -116,7 +120,7 @@ class CaseBase:
         self._log.insert([episode], derived_from={episode.id: source_scope})
         return episode
 
-    def _remask(self, ticket: Ticket, source_scope: str) -> int:
+    def _remask(self, ticket: Ticket, source_scope: str, company: Callable[[str], bool]) -> int:
         """Mask, in the cases already written, the words this customer's ticket showed to be
         nobody's problem vocabulary; returns how many cases were rewritten.
 
@@ -127,10 +131,10 @@ class CaseBase:
         customer (so `forget_customer` still erases it), and the old one is erased.
         """
         with self._vocabulary.rewriting:  # one rewrite at a time per log in this process
-            return self._rewrite(ticket, source_scope)
+            return self._rewrite(ticket, source_scope, company)
 
-    def _rewrite(self, ticket: Ticket, source_scope: str) -> int:
-        vocabulary, company = self._vocabulary, self.company_words()
+    def _rewrite(self, ticket: Ticket, source_scope: str, company: Callable[[str], bool]) -> int:
+        vocabulary = self._vocabulary
         touched = {s for s in tokenize(ticket.goal) if not company(s)}
         rewritten: list[tuple[str, Episode, str]] = []  # (old id, new case, its customer)
         holding = vocabulary.cases_holding(touched)

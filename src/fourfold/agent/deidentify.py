@@ -34,6 +34,7 @@ from fourfold.models.base import ChatModel
 from fourfold.text import STOPWORDS, detect, redact, tokenize
 from fourfold.text.gazetteer import known_words
 from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
+from fourfold.types import Redaction
 
 __all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query",
            "remask"]
@@ -155,6 +156,13 @@ def remask(text: str, masked: Callable[[str], bool]) -> str:
     return " ".join(_mask(text, lambda word, at: not any(masked(s) for s in tokenize(word)))[0].split())
 
 
+def _without_details(text: str) -> tuple[str, tuple[Redaction, ...]]:
+    """`text` with the detector's personal details redacted and stated preferences dropped,
+    and what the detector found."""
+    redacted, found = redact(text, policy="personal")
+    return _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted)), found
+
+
 def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset[str]], bool] | None, *,
            stated: Callable[[str, frozenset[str]], bool] | None = None, own: frozenset[str] = frozenset(),
            company: Callable[[str], bool] | None = None) -> tuple[str, int]:
@@ -169,8 +177,7 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset
     ordinary it is. A stated preference is dropped without a trace: it says how to treat one
     customer.
     """
-    redacted, found = redact(text, policy="personal")
-    redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted))
+    redacted, found = _without_details(text)
     start, end = _statement(redacted, own, company) if stated is not None else (0, 0)
     # what the ticket is about: its statement, or all of it when no sentence states the problem
     context = frozenset(tokenize(redacted[start:end] if end > start else redacted))
@@ -263,7 +270,7 @@ def _theirs(ticket: Ticket, outcome_stems: set[str], common: Callable[[str], boo
     company's texts, another customer's ticket) holds: "told sugar to restart the router"
     after "... regards, sugar". The statement is the one the problem is cut from (`company`
     scores the sentences, as there)."""
-    goal = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redact(ticket.goal, policy="personal")[0]))
+    goal = _without_details(ticket.goal)[0]
     def companys(stem: str) -> bool:
         return stem in outcome_stems or company(stem)
 
@@ -386,7 +393,7 @@ def problem_query(message: str, *, company: Callable[[str], bool] | None = None)
     describes the problem, with the same details removed as from the cases (the customer's
     order number and card would otherwise match whichever case mentions orders or cards, and a
     greeting or a signature whichever case kept the same words)."""
-    redacted = _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redact(message, policy="personal")[0]))
+    redacted = _without_details(message)[0]
     start, end = _statement(redacted, own_words(message), company)
     if end > start:
         return " ".join(redacted[start:end].split())
