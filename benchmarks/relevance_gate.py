@@ -9,7 +9,7 @@ that prose. Measured here, from query-only evidence:
 - ``shipped``: relevance = logistic(slope * (evidence - w_n * null) + offset), as shipped;
 - ``refit``: the same form, slope, offset, null weight and floor refitted on the dev sets;
 - ``chatter``: minus w_c times the query's closeness to a background of chatter
-  (`fourfold._background._CHATTER`: greetings, thanks, small talk, commands to other apps;
+  (`fourfold._background.CHATTER`: greetings, thanks, small talk, commands to other apps;
   the mean cosine of its 3 nearest), a weight of its own;
 - ``merged``: the chatter texts added to the one background, so the null itself is the
   closeness to prose, questions and chatter;
@@ -42,7 +42,7 @@ import _paraphrase_data as pdata
 import episodes_relevance as er
 import relevance_lab as rl
 from _embed_cache import CACHE_DIR, CachedEmbedder
-from fourfold._background import _CHATTER, TEXTS
+from fourfold._background import CHATTER, TEXTS
 from fourfold.ranking import EPISODES, RELEVANCE_FLOOR, Background, Fusion
 from fourfold.text import tokenize
 
@@ -76,7 +76,7 @@ def _nearest(matrix: Arr, v: Arr, n: int = 3) -> float:
 def collect() -> list[Asked]:
     emb = CachedEmbedder(CACHE_DIR / "relevance-gate-minilm.npz")
     prose = emb.embed_many(list(TEXTS)).astype(np.float64)
-    chatter = emb.embed_many(list(_CHATTER)).astype(np.float64)
+    chatter = emb.embed_many(list(CHATTER)).astype(np.float64)
     both = np.vstack([prose, chatter])
 
     def asked(set_: str, split: str, kind: str, text: str, cands: Sequence[tuple[bool, float]]) -> Asked:

@@ -265,7 +265,7 @@ TEXTS: tuple[str, ...] = _STATEMENTS + _QUESTIONS
 # reactions, small talk, commands to other apps, asides). A chat message close to these is
 # conversation, not a question a memory answers. Written for issue 19 without near-mirrors of the
 # benchmarks' off-topic messages (`benchmarks/_episode_data.CHATTER`, `benchmarks/_handwritten`).
-_CHATTER: tuple[str, ...] = (
+CHATTER: tuple[str, ...] = (
     "hello again",
     "morning!",
     "yo",
@@ -354,4 +354,3 @@ _CHATTER: tuple[str, ...] = (
     "love it",
 )
 
-CHATTER: tuple[str, ...] = _CHATTER

@@ -87,10 +87,8 @@ class BM25Index:
             return
         counts: dict[str, float] = {}
         for term, weight in weights.items():
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight):
-                raise InvalidInput(f"weight of {term!r} must be a finite number, got {weight!r}")
-            if weight > 0:
-                counts[term] = float(weight)
+            if (checked := _checked_weight(term, weight)) > 0:
+                counts[term] = checked
         self._store(doc_id, counts)
 
     def _store(self, doc_id: str, counts: dict[str, float]) -> None:
