@@ -11,7 +11,7 @@ import pytest
 
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import EpisodeLog
-from fourfold.ranking import EPISODES, RELEVANCE_FLOOR, Background, Fusion
+from fourfold.ranking import RELEVANCE_FLOOR, Background
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -80,11 +80,6 @@ def test_the_chatter_part_of_the_null_is_zero_below_where_it_starts_and_grows_pa
     # nearest 3 of 2 chatter rows: mean cosine 0.5, past CHATTER_FROM by 0.1
     want = Background(prose).null(hello) + Background.CHATTER_WEIGHT * (0.5 - Background.CHATTER_FROM)
     assert background.null(hello) == pytest.approx(want)
-
-
-def test_episodes_have_their_own_calibration_on_the_shared_ranker() -> None:
-    assert EPISODES.lexical == Fusion().lexical and EPISODES.typical == Fusion().typical
-    assert (EPISODES.slope, EPISODES.offset, EPISODES.null) != (Fusion().slope, Fusion().offset, Fusion().null)
 
 
 def test_the_episode_desk_splits_by_type_and_keeps_its_chatter_apart_from_the_background() -> None:

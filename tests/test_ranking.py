@@ -16,7 +16,6 @@ from fourfold.ranking import (
     RELEVANCE_FLOOR,
     Background,
     Fusion,
-    contenders,
     lexical_share,
     rank,
     relevance,
@@ -71,17 +70,28 @@ def test_best_possible_bounds_every_score() -> None:
     assert max(index.scores(query).values()) < index.best_possible(query)
 
 
-def test_ranking_only_the_contenders_gives_the_same_top_k_as_ranking_all() -> None:
+def test_a_tie_break_asked_of_the_contenders_only_gives_the_same_top_k_as_one_over_all() -> None:
+    """`newer` as a function of positions (the episode log's places among the asked rows,
+    costly over a whole log) is asked only about the candidates that can reach the top k."""
     rng = np.random.default_rng(7)
     for _ in range(50):
         n, k = int(rng.integers(1, 300)), int(rng.integers(1, 12))
         dense = np.round(rng.uniform(-0.2, 0.8, n), 2)  # rounded: many ties at the k-th place
         lexical = np.where(rng.random(n) < 0.2, np.round(rng.random(n), 1), 0.0)
-        newer = rng.permutation(n).astype(np.float64)
-        near = contenders(dense, lexical, k=k, fusion=Fusion())
-        whole = rank(dense, lexical, k=k, fusion=Fusion(), newer=newer)
-        part = rank(dense[near], lexical[near], k=k, fusion=Fusion(), newer=newer[near])
-        assert [(int(near[i]), s) for i, s in part] == whole
+        ts = rng.permutation(n).astype(np.float64)
+        asked: list[int] = []
+
+        def places(part: np.ndarray, ts: np.ndarray = ts, asked: list[int] = asked) -> np.ndarray:
+            asked.append(len(part))
+            out = np.empty(len(part))
+            out[np.argsort(ts[part])] = np.arange(len(part))  # ranks among the asked rows only
+            return out
+
+        assert rank(dense, lexical, k=k, fusion=Fusion(), newer=places) == rank(
+            dense, lexical, k=k, fusion=Fusion(), newer=ts)
+        if n > 4 * k:
+            evidence = dense + Fusion().lexical * lexical
+            assert asked == [int((evidence >= np.sort(evidence)[-k]).sum())]
 
 
 def test_equal_scores_go_to_the_newer_candidate() -> None:

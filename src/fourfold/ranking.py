@@ -52,7 +52,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 
 import numpy as np
@@ -61,7 +63,7 @@ import numpy.typing as npt
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput
 
-__all__ = ["EPISODES", "RELEVANCE_FLOOR", "Background", "Fusion", "Parts", "contenders", "evidence_of", "lexical_share", "rank", "relevance", "typicality"]
+__all__ = ["EPISODES", "RELEVANCE_FLOOR", "Background", "Fusion", "Parts", "evidence_of", "lexical_share", "rank", "relevance", "typicality"]
 
 Floats = npt.NDArray[np.float64]
 
@@ -177,7 +179,7 @@ def rank(
     k: int,
     fusion: Fusion,
     boost: Floats | None = None,
-    newer: Floats | None = None,
+    newer: Floats | Callable[[npt.NDArray[np.intp]], Floats] | None = None,
     null: float = 0.0,
     typical: Floats | None = None,
 ) -> list[tuple[int, float]]:
@@ -186,24 +188,14 @@ def rank(
     `dense` holds cosines, `lexical` lexical shares (`lexical_share`), `boost` 0/1 flags, `null`
     the query's `Background.null`, `typical` the candidates' `typicality` (none: not taken
     off); among equal scores the candidate with the larger `newer` (default: the later
-    position) wins.
+    position) wins. `newer` may be a function of candidate positions giving their tie-break
+    values, for a caller whose tie-break is costly over many candidates (a sort of a large
+    log's timestamps): it is asked only about the few that can reach the top k.
     """
     evidence = evidence_of(dense, lexical, fusion, boost=boost, typical=typical)
-    tiebreak = newer if newer is not None else np.arange(len(evidence), dtype=np.float64)
-    top = _top_k(evidence, k, tiebreak=tiebreak)
+    top = _top_k(evidence, k, tiebreak=newer if callable(newer) else partial(_at, newer))
     scores = relevance(evidence[top], fusion, null=null)
     return [(i, float(s)) for i, s in zip(top, scores, strict=True)]
-
-
-def contenders(dense: Floats, lexical: Floats, *, k: int, fusion: Fusion) -> npt.NDArray[np.intp]:
-    """Positions of the candidates `rank` (without boost or typicality) could return among its
-    k best (every one tied with the k-th too), in order: a caller whose tie-break is costly over many candidates (a sort
-    of a large log's timestamps) ranks only these, and gets the same result."""
-    if dense.size <= k:
-        return np.arange(dense.size)
-    evidence = evidence_of(dense, lexical, fusion)
-    out: npt.NDArray[np.intp] = np.nonzero(evidence >= np.partition(evidence, -k)[-k])[0]
-    return out
 
 
 def evidence_of(
@@ -281,13 +273,19 @@ _backgrounds: dict[str, Background] = {}
 _backgrounds_lock = threading.Lock()
 
 
-def _top_k(scores: Floats, k: int, *, tiebreak: Floats) -> list[int]:
-    """Indices of the k highest scores; among equal scores the largest tiebreak first."""
+def _at(values: Floats | None, part: npt.NDArray[np.intp]) -> Floats:
+    """`values` at the positions `part`; without values, the positions themselves."""
+    return part.astype(np.float64) if values is None else values[part]
+
+
+def _top_k(scores: Floats, k: int, *, tiebreak: Callable[[npt.NDArray[np.intp]], Floats]) -> list[int]:
+    """Indices of the k highest scores; among equal scores the largest `tiebreak(part)` first
+    (asked only about `part`: the candidates that can reach the top k)."""
     if scores.size > k * 4:
         part = np.argpartition(-scores, k - 1)[:k]
         # keep everything tied with the k-th score so the tie-break is fair
         part = np.nonzero(scores >= scores[part].min())[0]
     else:
         part = np.arange(scores.size)
-    order = np.lexsort((-tiebreak[part], -scores[part]))
+    order = np.lexsort((-tiebreak(part), -scores[part]))
     return [int(i) for i in part[order][:k]]

@@ -25,7 +25,7 @@ from fourfold.embeddings.coalescing import for_reader
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.episodic.codec import build_episode
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
-from fourfold.ranking import EPISODES, Background, contenders, lexical_share, rank
+from fourfold.ranking import EPISODES, Background, lexical_share, rank
 from fourfold.stores.database import Database
 from fourfold.stores.engine import open_database
 from fourfold.stores.sqlite import chunked_ids, scope_key, scope_of
@@ -355,7 +355,7 @@ class EpisodeLog:
             conn.executemany("UPDATE episodes SET embedding = ?, embedder = ? WHERE id = ?", rows)
 
     def _rank(
-        self, situation: str, rows: Rows, scopes: tuple[str | None, ...], k: int, min_score: float | None
+        self, situation: str, rows: npt.NDArray[np.intp], scopes: tuple[str | None, ...], k: int, min_score: float | None
     ) -> list[tuple[int, float]]:
         """The k best (row, relevance), by the shared ranker, newest first among equals.
 
@@ -372,12 +372,10 @@ class EpisodeLog:
         dense = np.concatenate(
             [np.einsum("ij,j->i", self._index.group_vectors(scope), query) for scope in scopes]
         ).astype(np.float64)
-        near = contenders(dense, lexical, k=k, fusion=EPISODES)  # newest-first order only among these
-        kept = np.asarray(rows, dtype=np.int64)[near]
         null = Background.of(self.embedder).null(query)
-        ranked = rank(dense[near], lexical[near], k=k, fusion=EPISODES,
-                      newer=_newest_order(self._index.timestamps(kept), kept), null=null)
-        return [(int(kept[i]), score) for i, score in ranked if min_score is None or score >= min_score]
+        ranked = rank(dense, lexical, k=k, fusion=EPISODES, null=null,  # newest first, sorted among the few
+                      newer=lambda part: _newest_order(self._index.timestamps(rows[part]), rows[part]))
+        return [(int(rows[i]), score) for i, score in ranked if min_score is None or score >= min_score]
 
     # -- forgetting --------------------------------------------------------------------
 
