@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,7 @@ import numpy.typing as npt
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm._terms import (
     ContextTerms,
+    Ints,
     RunContext,
     Step,
     neighbour_arrays,
@@ -153,10 +155,7 @@ class ScopeIndex:
         arrays = plan.arrays if plan.steps is None else None
         self.matrix = _blend_vectors(own, (), arrays=arrays, steps=plan.steps)
         self._token_lists = self._tokens_of(records)
-        # Term weights in array steps (`ContextTerms`), not a term map per record.
-        self._lexical: ContextTerms | BM25Table = ContextTerms(
-            self._token_lists, (), arrays=arrays, steps=plan.steps, nearer_weighs_more=weights.context_decay <= 1
-        )
+        self._lexical: ContextTerms | BM25Table = _context_terms(self._token_lists, plan, weights)
         self._bm25: BM25Index | None = None
         self._typical: Floats | None = None
         self._by_speaker: dict[str, list[int]] = {}
@@ -280,13 +279,13 @@ class ScopeIndex:
         out._ids = self._ids | {r.id for r in new}
         out._own = np.concatenate([self._own, np.stack([r.embedding for r in new]).astype(np.float32, copy=False)])
         out._plan, out._neighbour_lists = _neighbour_plan(out.records, out.weights), None
-        changed = [i for i in range(n_old) if out._neighbours[i] != self._neighbours[i]]
-        changed += range(n_old, len(out.records))
+        changed = _new_neighbours(self._plan.arrays, out._plan.arrays, n_old)
         out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
-        out.matrix[changed] = _blend_vectors(out._own, out._neighbours, rows=changed)
+        at, shares, counts = out._plan.arrays
+        out.matrix[changed] = _blend_vectors(out._own, (), rows=changed, arrays=(at[changed], shares[changed], counts[changed]))
         out._typical = None  # every member's moves with the scope's sum: recomputed on first search
         out._token_lists = [*self._token_lists, *out._tokens_of(new)]
-        out._lexical = ContextTerms(out._token_lists, out._neighbours, nearer_weighs_more=out.weights.context_decay <= 1)
+        out._lexical = _context_terms(out._token_lists, out._plan, out.weights)
         out._bm25 = None
         out._by_speaker = {token: list(rows) for token, rows in self._by_speaker.items()}
         for i in range(n_old, len(out.records)):
@@ -402,6 +401,26 @@ def _thread(record: VectorRecord) -> tuple[str, ...] | None:
         if key in record.metadata:
             return ("thread", key, json.dumps(record.metadata[key], sort_keys=True))
     return None
+
+
+def _context_terms(token_lists: list[list[str]], plan: RunContext, weights: Weights) -> ContextTerms:
+    """The records' term weights with their neighbours' context, in array steps (not a term
+    map per record): by slices of runs when the plan has them."""
+    return ContextTerms(token_lists, (), arrays=plan.arrays if plan.steps is None else None, steps=plan.steps,
+                        nearer_weighs_more=weights.context_decay <= 1)
+
+
+def _new_neighbours(old: tuple[Ints, Floats, Ints], new: tuple[Ints, Floats, Ints], n_old: int) -> list[int]:
+    """The rows whose neighbours differ between two `neighbour_arrays` (the first `n_old`
+    rows held in both), and every row after them (new in `new`)."""
+    width = max(old[0].shape[1], new[0].shape[1])
+
+    def padded(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return np.pad(a[:n_old], ((0, 0), (0, width - a.shape[1])))  # a missing neighbour: row 0, share 0
+
+    differ = ((old[2][:n_old] != new[2][:n_old]) | (padded(old[0]) != padded(new[0])).any(axis=1)
+              | (padded(old[1]) != padded(new[1])).any(axis=1))
+    return [*np.nonzero(differ)[0].tolist(), *range(n_old, len(new[2]))]
 
 
 def _neighbour_plan(records: Sequence[VectorRecord], weights: Weights) -> RunContext:
