@@ -291,13 +291,12 @@ class PostgresVectorStore(SQLiteVectorStore):
     def _move_totals(conn: Any, grown: dict[str, float], moved: dict[str, Floats]) -> None:
         """Add to large scopes' total lengths and sums of blended vectors (a scope being promoted
         has no row yet: its promotion writes both when it ends)."""
-        for key in sorted(set(grown) | set(moved)):
-            shift = moved.get(key)
+        for key in sorted(moved):  # both callers move a scope's length and vector sum together
             conn.execute(
-                "UPDATE large_scopes SET total_length = total_length + ?, total_ann = CASE WHEN CAST(? AS float8[])"
-                " IS NULL THEN total_ann ELSE (SELECT array_agg(t + d ORDER BY i) FROM unnest(total_ann,"
-                " CAST(? AS float8[])) WITH ORDINALITY AS u(t, d, i)) END WHERE scope = ?",
-                (grown.get(key, 0.0), *([shift.tolist()] * 2 if shift is not None else [None, None]), key),
+                "UPDATE large_scopes SET total_length = total_length + ?, total_ann = (SELECT array_agg(t + d"
+                " ORDER BY i) FROM unnest(total_ann, CAST(? AS float8[])) WITH ORDINALITY AS u(t, d, i))"
+                " WHERE scope = ?",
+                (grown[key], moved[key].tolist(), key),
             )
 
     def delete(self, ids: Sequence[str]) -> None:
