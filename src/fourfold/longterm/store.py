@@ -416,12 +416,9 @@ class LongTermMemory:
     ) -> list[Recalled]:
         """Every current memory of a scope, oldest first (documents only when kinds asks for
         them); `where`, `as_of` and `include_superseded` as in `recall`."""
-        keep = _kind_filter(kinds)
-        match = _where(where)
-        holds = validity(as_of, include_superseded)
+        keep = _record_filter(kinds, where, as_of, include_superseded)
         index = self._index(check_scope(scope))
-        records = sorted((r for r in index.records if keep(r.kind) and holds(r) and match(fields_of(r))),
-                         key=lambda r: r.created_at)
+        records = sorted(filter(keep, index.records), key=lambda r: r.created_at)
         return [_recalled(r, 1.0) for r in records]
 
     # -- reading --------------------------------------------------------------------------
@@ -476,16 +473,8 @@ class LongTermMemory:
         query = check_text(query, what="query", max_chars=self.max_chars)
         k = check_k(k)
         scope = check_scope(scope)
-        keep_kind = _kind_filter(kinds)
-        match = _where(where)
+        keep = _record_filter(kinds, where, as_of, include_superseded)
         check_min_score(min_score)
-        holds = validity(as_of, include_superseded)
-
-        unfiltered = not where  # then no fields to make per record (a large scope's hundreds)
-
-        def keep(r: VectorRecord) -> bool:
-            return bool(keep_kind(r.kind)) and holds(r) and (unfiltered or match(fields_of(r)))
-
         stats = None
         if self._large is not None and self._large.store.is_large(scope):
             vector = self.embedder.embed(query)
@@ -725,9 +714,17 @@ def _recalled(record: VectorRecord, score: float) -> Recalled:
     )
 
 
-def _where(where: Mapping[str, Any] | None) -> Callable[[Mapping[str, Any]], bool]:
-    """A filter checked as metadata is (JSON, size), then compiled; the same for every engine."""
-    return compile_where(check_metadata(where) if where else None)
+def _record_filter(
+    kinds: Sequence[str] | None, where: Mapping[str, Any] | None, as_of: When | None, include_superseded: bool
+) -> Callable[[VectorRecord], bool]:
+    """Which records a read keeps: of `kinds`, valid as asked, matching `where`. Without a
+    `where`, no fields are made per record (a large scope's hundreds of candidates). The filter
+    is checked as metadata is (JSON, size), then compiled: the same for every engine."""
+    keep_kind, holds = _kind_filter(kinds), validity(as_of, include_superseded)
+    if not where:
+        return lambda r: bool(keep_kind(r.kind)) and holds(r)
+    match = compile_where(check_metadata(where))
+    return lambda r: bool(keep_kind(r.kind)) and holds(r) and match(fields_of(r))
 
 
 def _judge(consolidate: object, default: Consolidator | None) -> Consolidator | None:
