@@ -34,10 +34,9 @@ import numpy as np
 import _episode_data as edata
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold import Memory
-from fourfold.longterm import Weights
-from fourfold.ranking import EPISODES, RELEVANCE_FLOOR, Background, Fusion
+from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background, Calibration, relevance
 
-DOCUMENTS = Weights().fusion  # documents are long-term memories of kind "doc"
+DOCUMENTS = MEMORIES  # documents are long-term memories of kind "doc"
 
 CACHE = CACHE_DIR / "episodes-minilm.npz"
 K = 10  # candidates kept per query for the calibration (the top 3 count for hit@3)
@@ -53,10 +52,15 @@ class Top:
     candidates: tuple[tuple[bool, float, float], ...]
 
 
-def _evidence(score: float, fusion: Fusion, null: float) -> float:
+def _evidence(score: float, calibration: Calibration, null: float) -> float:
     """The ranking sum behind a relevance (the inverse of `fourfold.ranking.relevance`)."""
     s = min(max(score, 1e-15), 1 - 1e-15)
-    return (math.log(s / (1 - s)) - fusion.offset) / fusion.slope + fusion.null * null
+    return (math.log(s / (1 - s)) - calibration.offset) / calibration.slope + calibration.null * null
+
+
+def _relevance(calibration: Calibration, evidence: float, null: float) -> float:
+    """`fourfold.ranking.relevance` of one candidate."""
+    return float(relevance(np.array([evidence]), calibration, null=null)[0])
 
 
 def run(memory: Any, embedder: Any, scopes: Sequence[edata.Scope], queries: Sequence[edata.Query]) -> tuple[list[Top], list[Top]]:
@@ -77,22 +81,6 @@ def run(memory: Any, embedder: Any, scopes: Sequence[edata.Scope], queries: Sequ
 
 
 @dataclass(frozen=True, slots=True)
-class Calibration:
-    """relevance = 1 / (1 + exp(-(slope * (evidence - null * query's null) + offset)))"""
-
-    slope: float
-    offset: float
-    null: float
-
-    @classmethod
-    def of(cls, fusion: Fusion) -> Calibration:
-        return cls(fusion.slope, fusion.offset, fusion.null)
-
-    def __call__(self, evidence: float, null: float) -> float:
-        return 1.0 / (1.0 + math.exp(-(self.slope * (evidence - self.null * null) + self.offset)))
-
-
-@dataclass(frozen=True, slots=True)
 class Outcome:
     hit3: float
     floor_drop: float
@@ -103,16 +91,16 @@ class Outcome:
 def outcome(tops: Sequence[Top], calibration: Calibration, floor: float = RELEVANCE_FLOOR) -> Outcome:
     on = [t for t in tops if t.query.kind == "on-topic"]
     hit = [any(rel for rel, _, _ in t.candidates[:3]) for t in on]
-    kept = [any(rel and calibration(e, n) >= floor for rel, e, n in t.candidates[:3]) for t in on]
+    kept = [any(rel and _relevance(calibration, e, n) >= floor for rel, e, n in t.candidates[:3]) for t in on]
     empty: dict[str, float] = {}
     for kind in ("chatter", "unrelated", "unanswerable"):
         off = [t for t in tops if t.query.kind == kind]
-        empty[kind] = float(np.mean([not any(calibration(e, n) >= floor for _, e, n in t.candidates) for t in off]))
+        empty[kind] = float(np.mean([not any(_relevance(calibration, e, n) >= floor for _, e, n in t.candidates) for t in off]))
     empty["off-topic"] = (empty["chatter"] + empty["unrelated"]) / 2
     by_size: dict[int, tuple[float, float]] = {}
     for size in edata.SIZES:
         def top(t: Top) -> float:
-            return max((calibration(e, n) for _, e, n in t.candidates), default=0.0)
+            return max((_relevance(calibration, e, n) for _, e, n in t.candidates), default=0.0)
         a = [top(t) for t in on if t.size == size]
         b = [top(t) for t in tops if t.size == size and t.query.kind in ("chatter", "unrelated")]
         by_size[size] = (float(np.mean(a)), float(np.mean(b)))
@@ -183,7 +171,7 @@ def desk() -> tuple[list[edata.Scope], list[edata.Query], list[Top], list[Top]]:
 def main(argv: Sequence[str]) -> None:
     scopes, queries, episodes, docs = desk()
     halves = {h: [i for i, q in enumerate(queries) if edata.split_of(q) == h] for h in ("dev", "test")}
-    shipped = {"episodes": Calibration.of(EPISODES), "documents": Calibration.of(DOCUMENTS)}
+    shipped = {"episodes": EPISODES, "documents": DOCUMENTS}
     print(f"{len(scopes)} scopes of {min(edata.SIZES)}-{max(edata.SIZES)} tickets, {len(queries)} queries; "
           f"floor {RELEVANCE_FLOOR}")
     last: list[str] = []

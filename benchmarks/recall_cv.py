@@ -30,10 +30,8 @@ Uses cached MiniLM vectors (`_embed_cache`), so it never waits on the model afte
 from __future__ import annotations
 
 import itertools
-import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +41,7 @@ import _paraphrase_data as pdata
 import locomo
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold.longterm import LongTermMemory, Weights
+from fourfold.ranking import Calibration, relevance
 from fourfold.stores import InMemoryVectorStore
 
 LEXICAL = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5)
@@ -105,16 +104,9 @@ def hit3(dataset: pdata.Dataset, run: Sequence[Top], types: set[str]) -> float:
     return sum(got) / len(got)
 
 
-@dataclass(frozen=True, slots=True)
-class Calibration:
-    """relevance = 1 / (1 + exp(-(slope * (evidence - null_weight * null) + offset)))"""
-
-    slope: float
-    offset: float
-    null_weight: float
-
-    def __call__(self, evidence: float, null: float) -> float:
-        return 1.0 / (1.0 + math.exp(-(self.slope * (evidence - self.null_weight * null) + self.offset)))
+def _relevance(calibration: Calibration, evidence: float, null: float) -> float:
+    """`fourfold.ranking.relevance` of one candidate."""
+    return float(relevance(np.array([evidence]), calibration, null=null)[0])
 
 
 def fit_logistic(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -137,7 +129,7 @@ def floor_outcome(
     for q, top, use in zip(dataset.questions, run, picked, strict=True):
         if not use:
             continue
-        kept = [rel for rel, e, null in top if calibration(e, null) >= floor]
+        kept = [rel for rel, e, null in top if _relevance(calibration, e, null) >= floor]
         if q.answer is None:
             off += 1
             empty += not kept
@@ -286,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show(c: Calibration) -> str:
-    return f"slope={c.slope:.2f} offset={c.offset:.2f} null={c.null_weight:.2f}"
+    return f"slope={c.slope:.2f} offset={c.offset:.2f} null={c.null:.2f}"
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import episodes_relevance as er
 import relevance_lab as rl
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold._background import CHATTER, TEXTS
-from fourfold.ranking import EPISODES, RELEVANCE_FLOOR, Background, Fusion
+from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background
 from fourfold.text import tokenize
 
 Arr = np.ndarray[Any, Any]
@@ -199,13 +199,13 @@ def shipped(table: Table) -> None:
     print(f"\nshipped (chatter part {Background.CHATTER_WEIGHT} x max(0, closeness - {Background.CHATTER_FROM}); "
           f"floor {RELEVANCE_FLOOR}):")
     for s in (*SETS, "hand-written"):
-        fusion = EPISODES if s == "episodes" else Fusion()
-        w = (fusion.null, 0.0, 0.0, 0.0, fusion.null * Background.CHATTER_WEIGHT, Background.CHATTER_FROM)
+        c = EPISODES if s == "episodes" else MEMORIES
+        w = (c.null, 0.0, 0.0, 0.0, c.null * Background.CHATTER_WEIGHT, Background.CHATTER_FROM)
         for split in ("dev", "test", "hand"):
             m = table.mask(set=s, split=split)
             if m.any():
                 p = table.part(m)
-                lost, off, un = outcome(p, z_of(p, w), fusion.slope, fusion.offset, RELEVANCE_FLOOR)
+                lost, off, un = outcome(p, z_of(p, w), c.slope, c.offset, RELEVANCE_FLOOR)
                 print(f"   {s} {split}: hit@3 lost {lost:.4f}, off-topic empty {off:.3f}, unanswerable empty {un:.3f}")
     print()
 
@@ -220,7 +220,7 @@ def main() -> int:
                           f"wordless {table.features[(sets == s) & (kinds == k), 3].mean():.3f}"
                           for k in ("on-topic", "unrelated", "chatter", "unanswerable") if ((sets == s) & (kinds == k)).any()))
     dev = table.part(table.mask(split="dev"))
-    before = Fusion()
+    before = MEMORIES
     report("before the chatter part (every kind on the memories' calibration)", table, (before.null, 0.0, 0.0, 0.0),
            before.slope, before.offset, RELEVANCE_FLOOR)
     shipped(table)
@@ -255,7 +255,7 @@ def hinge(table: Table) -> None:
     dev = table.mask(split="dev")
     sets = np.array([a.set for a in table.rows])
     off = np.isin([a.kind for a in table.rows], ("unrelated", "chatter"))
-    lt_null = Fusion().null
+    lt_null = MEMORIES.null
     scored = []
     for h, start, ep_null in itertools.product(HINGE_WEIGHTS, HINGE_FROM, (0.25, 0.5, 0.75)):
         null = table.features[:, 0] + h * np.maximum(0.0, table.features[:, 1] - start)

@@ -37,9 +37,10 @@ from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold._background import _STATEMENTS
 from fourfold.longterm import LongTermMemory
 from fourfold.ranking import (
+    MEMORIES,
     RELEVANCE_FLOOR,
     Background,
-    Fusion,
+    Calibration,
     evidence_of,
     lexical_share,
     relevance,
@@ -51,7 +52,7 @@ Arr = np.ndarray[Any, Any]
 ALPHAS = (1e3, 1e-3, 1e-4, 1e-5, 1e-6)
 SMOOTH = 0.1  # temperature of the smooth maximum over an off-topic question's candidates
 #: The relevance before this pass: statements-only background, its slope, offset and floor.
-BEFORE = (Fusion(slope=5.60, offset=-1.88), 0.08)
+BEFORE = (Calibration(slope=5.60, offset=-1.88), 0.08)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +203,9 @@ def learned(rows: list[Row], questions: Sequence[pdata.Question]) -> None:
 
 def shipped_vs_before(rows: Sequence[Row], name: str) -> None:
     """The shipped relevance at its default floor beside the one before this pass, at its own."""
-    fusion, floor = Fusion(), RELEVANCE_FLOOR
+    calibration, floor = MEMORIES, RELEVANCE_FLOOR
     cells = []
-    for (f, fl), before in (((fusion, floor), False), (BEFORE, True)):
+    for (f, fl), before in (((calibration, floor), False), (BEFORE, True)):
         results: list[Outcome] = []
         for r in rows:
             score = relevance(r.evidence, f, null=r.null_before if before else r.null)

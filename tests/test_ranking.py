@@ -13,8 +13,10 @@ from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import EpisodeLog
 from fourfold.longterm import LongTermMemory
 from fourfold.ranking import (
+    MEMORIES,
     RELEVANCE_FLOOR,
     Background,
+    Calibration,
     Fusion,
     lexical_share,
     rank,
@@ -41,18 +43,18 @@ def test_a_clear_dense_match_beats_ordinary_words_shared_with_other_memories() -
     query = tokenize("how can we notify this customer about the fix?")
     by_doc = index.scores(query)
     lexical = lexical_share(np.array([by_doc.get(str(i), 0.0) for i in range(5)]), index.best_possible(query))
-    assert rank(dense, lexical, k=3, fusion=Fusion())[0][0] == 0
+    assert rank(dense, lexical, k=3, fusion=Fusion(), calibration=MEMORIES)[0][0] == 0
 
 
 def test_a_rare_word_of_the_query_lifts_its_memory_over_a_slightly_closer_one() -> None:
     dense = np.array([0.30, 0.27])
     lexical = np.array([0.0, 0.5])  # half of the query's best possible BM25 score
-    assert [i for i, _ in rank(dense, lexical, k=2, fusion=Fusion())] == [1, 0]
+    assert [i for i, _ in rank(dense, lexical, k=2, fusion=Fusion(), calibration=MEMORIES)] == [1, 0]
 
 
 def test_relevance_lies_in_zero_one_and_grows_with_the_evidence() -> None:
     evidence = np.array([-1.0, 0.0, 0.2, 0.5, 1.0, 3.0])
-    scores = relevance(evidence, Fusion())
+    scores = relevance(evidence, MEMORIES)
     assert np.all((scores > 0) & (scores < 1))
     assert np.all(np.diff(scores) > 0)
 
@@ -87,24 +89,32 @@ def test_a_tie_break_asked_of_the_contenders_only_gives_the_same_top_k_as_one_ov
             out[np.argsort(ts[part])] = np.arange(len(part))  # ranks among the asked rows only
             return out
 
-        assert rank(dense, lexical, k=k, fusion=Fusion(), newer=places) == rank(
-            dense, lexical, k=k, fusion=Fusion(), newer=ts)
+        assert rank(dense, lexical, k=k, fusion=Fusion(), calibration=MEMORIES, newer=places) == rank(
+            dense, lexical, k=k, fusion=Fusion(), calibration=MEMORIES, newer=ts)
         if n > 4 * k:
             evidence = dense + Fusion().lexical * lexical
             assert asked == [int((evidence >= np.sort(evidence)[-k]).sum())]
 
 
 def test_equal_scores_go_to_the_newer_candidate() -> None:
-    ranked = rank(np.array([0.5, 0.5, 0.1]), np.zeros(3), k=2, fusion=Fusion())
+    ranked = rank(np.array([0.5, 0.5, 0.1]), np.zeros(3), k=2, fusion=Fusion(), calibration=MEMORIES)
     assert [i for i, _ in ranked] == [1, 0]
 
 
-@pytest.mark.parametrize("field", ["lexical", "boost", "null", "slope", "offset"])
-def test_fusion_refuses_values_that_are_not_finite(field: str) -> None:
+@pytest.mark.parametrize(("kind", "field"), [
+    (Fusion, "lexical"), (Fusion, "boost"), (Fusion, "typical"),
+    (Calibration, "null"), (Calibration, "slope"), (Calibration, "offset"),
+])
+def test_fusion_and_calibration_refuse_values_that_are_not_finite(kind: type[Fusion | Calibration], field: str) -> None:
     with pytest.raises(InvalidInput):
-        Fusion(**{field: float("nan")})
+        kind(**{field: float("nan")})
     with pytest.raises(InvalidInput):
-        Fusion(slope=0.0)
+        kind(**{field: True})
+
+
+def test_a_calibration_refuses_a_slope_that_does_not_grow() -> None:
+    with pytest.raises(InvalidInput):
+        Calibration(slope=0.0)
 
 
 def test_a_lone_memory_scores_its_relevance_not_zero() -> None:
@@ -168,11 +178,11 @@ def test_document_search_shares_the_scale_of_recall() -> None:
 
 def test_a_query_close_to_background_prose_needs_more_evidence_for_the_same_relevance() -> None:
     evidence = np.array([0.3])
-    assert relevance(evidence, Fusion(), null=0.4)[0] < relevance(evidence, Fusion(), null=0.0)[0]
+    assert relevance(evidence, MEMORIES, null=0.4)[0] < relevance(evidence, MEMORIES, null=0.0)[0]
     # one number per query: the order within a query never changes
     dense, lexical = np.array([0.2, 0.5, 0.35]), np.array([0.3, 0.0, 0.1])
-    plain = [i for i, _ in rank(dense, lexical, k=3, fusion=Fusion())]
-    assert [i for i, _ in rank(dense, lexical, k=3, fusion=Fusion(), null=0.6)] == plain
+    plain = [i for i, _ in rank(dense, lexical, k=3, fusion=Fusion(), calibration=MEMORIES)]
+    assert [i for i, _ in rank(dense, lexical, k=3, fusion=Fusion(), calibration=MEMORIES, null=0.6)] == plain
 
 
 def test_the_background_null_is_a_queries_closeness_to_unrelated_prose() -> None:
@@ -202,7 +212,7 @@ def test_explain_gives_each_results_parts_and_the_same_scores_as_recall() -> Non
         parts.dense + fusion.lexical * parts.lexical + fusion.boost * parts.boost - fusion.typical * parts.typical
     )
     assert parts.typical != 0  # three memories: each stands apart from the others' average differently
-    assert parts.relevance == pytest.approx(float(relevance(np.array([parts.evidence]), fusion, null=parts.null)[0]))
+    assert parts.relevance == pytest.approx(float(relevance(np.array([parts.evidence]), MEMORIES, null=parts.null)[0]))
     assert parts.boost == 1.0 and 0 < parts.date < parts.lexical
     assert parts.context == pytest.approx(parts.dense - parts.own) and parts.context != 0  # its thread's neighbour
     oslo = next(p for r, p in explained if r.text == "Lives in Oslo")
@@ -256,6 +266,6 @@ def test_a_memory_close_to_all_its_scope_loses_a_tie_with_one_that_stands_apart(
     assert typical[0] > typical[1]
     dense = np.array([0.51, 0.5, 0.1, 0.1, 0.1, 0.1])
     lexical = np.zeros(6)
-    assert rank(dense, lexical, k=1, fusion=Fusion(), typical=typical)[0][0] == 1
-    assert rank(dense, lexical, k=1, fusion=Fusion(typical=0.0), typical=typical)[0][0] == 0
-    assert rank(dense, lexical, k=1, fusion=Fusion())[0][0] == 0  # no typicality given: not taken off
+    assert rank(dense, lexical, k=1, fusion=Fusion(), calibration=MEMORIES, typical=typical)[0][0] == 1
+    assert rank(dense, lexical, k=1, fusion=Fusion(typical=0.0), calibration=MEMORIES, typical=typical)[0][0] == 0
+    assert rank(dense, lexical, k=1, fusion=Fusion(), calibration=MEMORIES)[0][0] == 0  # no typicality given: not taken off

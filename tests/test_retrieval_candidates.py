@@ -11,7 +11,7 @@ import pytest
 
 from fourfold import InvalidInput
 from fourfold.longterm.retrieval import ScopeIndex, Weights
-from fourfold.ranking import lexical_share, rank, typicality
+from fourfold.ranking import MEMORIES, lexical_share, rank, typicality
 from fourfold.stores.vector import VectorRecord
 from fourfold.text import BM25Index
 from fourfold.text.bm25 import REST, BM25Table, CollectionStats
@@ -115,7 +115,7 @@ def test_candidates_rank_with_the_scopes_statistics_exactly_as_before() -> None:
     by_doc = reference.scores(tokens, stats=stats)
     lexical = lexical_share(np.array([by_doc.get(str(i), 0.0) for i in kept]), reference.best_possible(tokens, stats=stats))
     fusion = Weights().fusion
-    want = rank((matrix[kept] @ vector).astype(np.float64), lexical, k=4, fusion=fusion, boost=np.array([0.0, 1.0, 0.0]),
+    want = rank((matrix[kept] @ vector).astype(np.float64), lexical, k=4, fusion=fusion, calibration=MEMORIES, boost=np.array([0.0, 1.0, 0.0]),
                 newer=kept.astype(np.float64), null=0.1, typical=typicality(matrix, total=total, size=size)[kept])
     assert [(r.id, p.relevance) for r, p in got] == [(f"m{j}", score) for j, score in want]  # exact floats
     assert [p.lexical for _, p in got] == [float(lexical[j]) for j, _ in want]

@@ -22,13 +22,14 @@ against each other but not the scope's average score. That sum orders the candid
 Its relevance in [0, 1] also weighs the query's *null*: how close the query comes to
 `Background` texts, everyday prose and everyday questions unrelated to any store. Some queries are close to much of
 any text; a memory that a query matches no better than it matches random prose is not
-evidence of anything. The sum minus `Fusion.null` times the null is mapped by a logistic curve
-fitted on labelled sets (`Fusion.slope`, `Fusion.offset`), so `min_score` and the agent's
+evidence of anything. The sum minus `Calibration.null` times the null is mapped by a logistic curve
+fitted on labelled sets (`Calibration.slope`, `Calibration.offset`), so `min_score` and the agent's
 prompt floor read the same scale everywhere. The null is one number per query, so it never
 changes the order within a query, only how far the best result stands above chance. It also
 holds a part for chat (`Background.CHATTER_FROM`): a message as close to greetings, thanks and
 commands to other apps as "hi there!" needs more evidence, a desk question almost never does.
-Episodes have a calibration of their own (`EPISODES`) on the same ranker.
+Memories and documents share one calibration (`MEMORIES`); episodes have their own (`EPISODES`)
+on the same fusion.
 
 Measured (benchmarks/results/locomo-dev.md, paraphrase.md): the weights were chosen by
 cross-validation on the LoCoMo dev split (leave one conversation out) together with the
@@ -53,7 +54,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from importlib import resources
 
@@ -63,7 +64,7 @@ import numpy.typing as npt
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import InvalidInput
 
-__all__ = ["EPISODES", "RELEVANCE_FLOOR", "Background", "Fusion", "Parts", "evidence_of", "lexical_share", "rank", "relevance", "typicality"]
+__all__ = ["EPISODES", "MEMORIES", "RELEVANCE_FLOOR", "Background", "Calibration", "Fusion", "Parts", "evidence_of", "lexical_share", "rank", "relevance", "typicality"]
 
 Floats = npt.NDArray[np.float64]
 
@@ -75,7 +76,8 @@ RELEVANCE_FLOOR = 0.06
 
 @dataclass(frozen=True, slots=True)
 class Fusion:
-    """How dense and lexical evidence add up, and how the sum becomes a relevance in [0, 1]."""
+    """How dense and lexical evidence add up to a candidate's evidence, which orders a query's
+    candidates."""
 
     #: Weight of the lexical share (BM25 as a share of the query's best possible score).
     lexical: float = 1.75
@@ -83,28 +85,45 @@ class Fusion:
     boost: float = 0.15
     #: Weight of the candidate's typicality, taken off (hubness reduction).
     typical: float = 0.2
-    #: Weight of the query's null (its closeness to unrelated background text), taken off.
-    null: float = 0.75
-    #: Steepness of the logistic curve from evidence to relevance (> 0).
-    slope: float = 5.66
-    #: Shift of that curve: relevance = logistic(slope × (evidence − null × the query's null) + offset).
-    offset: float = -1.99
 
     def __post_init__(self) -> None:
-        for name in ("lexical", "boost", "typical", "null", "slope", "offset"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise InvalidInput(f"Fusion.{name} must be a finite number, got {value!r}")
-        if self.slope <= 0:
-            raise InvalidInput("Fusion.slope must be > 0: relevance must grow with the evidence")
+        _check_finite(self)
 
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """How evidence becomes a relevance in [0, 1]:
+    relevance = logistic(slope × (evidence − null × the query's null) + offset)."""
+
+    #: Steepness of the logistic curve from evidence to relevance (> 0).
+    slope: float = 5.66
+    #: Shift of that curve.
+    offset: float = -1.99
+    #: Weight of the query's null (its closeness to unrelated background text), taken off.
+    null: float = 0.75
+
+    def __post_init__(self) -> None:
+        _check_finite(self)
+        if self.slope <= 0:
+            raise InvalidInput("Calibration.slope must be > 0: relevance must grow with the evidence")
+
+
+def _check_finite(value: Fusion | Calibration) -> None:
+    for field in fields(value):
+        number = getattr(value, field.name)
+        if isinstance(number, bool) or not isinstance(number, int | float) or not math.isfinite(number):
+            raise InvalidInput(f"{type(value).__name__}.{field.name} must be a finite number, got {number!r}")
+
+
+#: How a memory's or a document's evidence becomes its relevance (`LongTermMemory.recall`).
+MEMORIES = Calibration()
 
 #: How an episode's evidence becomes its relevance (`EpisodeLog.similar_successes`). An episode's
 #: vector is of its goal and outcome together, whose cosines to a situation run higher than a
 #: memory's to a question, so its own slope, offset and null weight put the default floor where
 #: it costs as little of on-topic hit@3 as a memory's: fitted on the episode desk's dev half
-#: (benchmarks/episodes_relevance.py --fit). Its lexical weight is the memories' one.
-EPISODES = Fusion(slope=6.63, offset=-2.8, null=0.5)
+#: (benchmarks/episodes_relevance.py --fit). Its evidence is fused with the default `Fusion`.
+EPISODES = Calibration(slope=6.63, offset=-2.8, null=0.5)
 
 
 def lexical_share(scores: Floats, best_possible: float) -> Floats:
@@ -136,11 +155,11 @@ def typicality(matrix: Vectors, *, total: Vectors | None = None, size: int | Non
     return out
 
 
-def relevance(evidence: Floats, fusion: Fusion, *, null: float = 0.0) -> Floats:
-    """The calibrated relevance in [0, 1] of fused evidence (dense + weighted lexical + boost
-    - weighted typicality)
-    for a query whose background similarity is `null` (`Background.null`)."""
-    out: Floats = 1.0 / (1.0 + np.exp(-(fusion.slope * (evidence - fusion.null * null) + fusion.offset)))
+def relevance(evidence: Floats, calibration: Calibration, *, null: float = 0.0) -> Floats:
+    """The calibrated relevance in [0, 1] of fused evidence (`evidence_of`) for a query whose
+    background similarity is `null` (`Background.null`)."""
+    c = calibration
+    out: Floats = 1.0 / (1.0 + np.exp(-(c.slope * (evidence - c.null * null) + c.offset)))
     return out
 
 
@@ -178,6 +197,7 @@ def rank(
     *,
     k: int,
     fusion: Fusion,
+    calibration: Calibration,
     boost: Floats | None = None,
     newer: Floats | Callable[[npt.NDArray[np.intp]], Floats] | None = None,
     null: float = 0.0,
@@ -185,7 +205,7 @@ def rank(
 ) -> list[tuple[int, float]]:
     """The k best candidates as (position, relevance), best first.
 
-    `dense` holds cosines, `lexical` lexical shares (`lexical_share`), `boost` 0/1 flags, `null`
+    `fusion` adds the evidence up, `calibration` makes it a relevance; `dense` holds cosines, `lexical` lexical shares (`lexical_share`), `boost` 0/1 flags, `null`
     the query's `Background.null`, `typical` the candidates' `typicality` (none: not taken
     off); among equal scores the candidate with the larger `newer` (default: the later
     position) wins. `newer` may be a function of candidate positions giving their tie-break
@@ -194,7 +214,7 @@ def rank(
     """
     evidence = evidence_of(dense, lexical, fusion, boost=boost, typical=typical)
     top = _top_k(evidence, k, tiebreak=newer if callable(newer) else partial(_at, newer))
-    scores = relevance(evidence[top], fusion, null=null)
+    scores = relevance(evidence[top], calibration, null=null)
     return [(i, float(s)) for i, s in zip(top, scores, strict=True)]
 
 

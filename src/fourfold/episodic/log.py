@@ -25,7 +25,7 @@ from fourfold.embeddings.coalescing import for_reader
 from fourfold.episodic._index import EpisodeIndex, dense_text
 from fourfold.episodic.codec import build_episode
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
-from fourfold.ranking import EPISODES, Background, lexical_share, rank
+from fourfold.ranking import EPISODES, Background, Fusion, lexical_share, rank
 from fourfold.stores.database import Database
 from fourfold.stores.engine import open_database
 from fourfold.stores.sqlite import chunked_ids, scope_key, scope_of
@@ -57,6 +57,8 @@ class LogCursor(NamedTuple):
 
 
 _COLUMNS = "id, scope, ts, success, goal, actions, outcome, tags, seq"
+#: Episodes fuse their evidence as memories do; only their calibration (`EPISODES`) is their own.
+_FUSION = Fusion()
 
 
 class EpisodeLog:
@@ -373,7 +375,7 @@ class EpisodeLog:
             [np.einsum("ij,j->i", self._index.group_vectors(scope), query) for scope in scopes]
         ).astype(np.float64)
         null = Background.of(self.embedder).null(query)
-        ranked = rank(dense, lexical, k=k, fusion=EPISODES, null=null,  # newest first, sorted among the few
+        ranked = rank(dense, lexical, k=k, fusion=_FUSION, calibration=EPISODES, null=null,  # newest first, sorted among the few
                       newer=lambda part: _newest_order(self._index.timestamps(rows[part]), rows[part]))
         return [(int(rows[i]), score) for i, score in ranked if min_score is None or score >= min_score]
 

@@ -34,7 +34,7 @@ from fourfold.longterm._terms import (
     neighbour_arrays,
     neighbour_lists,
 )
-from fourfold.ranking import Fusion, Parts, evidence_of, lexical_share, rank, typicality
+from fourfold.ranking import MEMORIES, Fusion, Parts, evidence_of, lexical_share, rank, typicality
 from fourfold.stores.vector import DOC_KIND, VectorRecord
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.bm25 import BM25Table, CollectionStats
@@ -341,7 +341,7 @@ class ScopeIndex:
             return []
         fusion = w.fusion
         ranked = rank(
-            signals.dense, signals.lexical, k=k, fusion=fusion, boost=signals.named,
+            signals.dense, signals.lexical, k=k, fusion=fusion, calibration=MEMORIES, boost=signals.named,
             newer=signals.candidates.astype(np.float64), null=null, typical=signals.typical,
         )
         evidence = evidence_of(signals.dense, signals.lexical, fusion, boost=signals.named, typical=signals.typical)

@@ -23,7 +23,15 @@ from fourfold.longterm import LongTermMemory
 from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.longterm.store import DOC_KIND
 from fourfold.memory import Memory
-from fourfold.ranking import EPISODES, Background, Fusion, lexical_share, relevance
+from fourfold.ranking import (
+    EPISODES,
+    MEMORIES,
+    Background,
+    Calibration,
+    Fusion,
+    lexical_share,
+    relevance,
+)
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.types import Episode, Recalled
 
@@ -95,7 +103,7 @@ def explain_recall(
             )
         speaker_name = str(hit.metadata.get("speaker") or "") or None
         out.append(_explained(
-            hit.id, hit.text, hit.score, parts.dense, parts.own, parts.lexical, bool(parts.boost), fusion,
+            hit.id, hit.text, hit.score, parts.dense, parts.own, parts.lexical, bool(parts.boost), fusion, MEMORIES,
             null=parts.null, words=words, date=when.date().isoformat() if when else None,
             speaker_name=speaker_name, detail=_recalled_detail(hit), typical=parts.typical,
         ))
@@ -132,7 +140,7 @@ def explain_similar(
     best = bm25.best_possible(tokens)
     query_vector = log.embedder.embed(situation)
     vectors = log.embedder.embed_many([dense_text(e) for e in found])
-    fusion = EPISODES  # episodes' own calibration on the shared ranker
+    fusion = Fusion()  # episodes fuse as memories do, with their own calibration (EPISODES)
     null = Background.of(log.embedder).null(query_vector)
     out = []
     for e, vector in zip(found, vectors, strict=True):
@@ -143,7 +151,7 @@ def explain_similar(
         )
         share = float(lexical_share(np.array([sum(w.points for w in words)]), best)[0])
         dense = float(np.dot(vector, query_vector))
-        explained = _explained(e.id, e.goal, e.score, dense, dense, share, False, fusion, null=null, words=words,
+        explained = _explained(e.id, e.goal, e.score, dense, dense, share, False, fusion, EPISODES, null=null, words=words,
                                detail=_episode_detail(e))
         out.append(explained)
     return out
@@ -151,17 +159,17 @@ def explain_similar(
 
 def _explained(
     result_id: str, text: str, score: float | None, dense: float, dense_own: float, share: float, named: bool,
-    fusion: Fusion, *, null: float, words: tuple[Word, ...], date: str | None = None,
+    fusion: Fusion, calibration: Calibration, *, null: float, words: tuple[Word, ...], date: str | None = None,
     speaker_name: str | None = None, detail: Mapping[str, Any], typical: float = 0.0,
 ) -> Explained:
     lexical = fusion.lexical * share
     speaker = fusion.boost if named else 0.0
     taken = fusion.typical * typical
-    recomputed = float(relevance(np.array([dense + lexical + speaker - taken]), fusion, null=null)[0])
+    recomputed = float(relevance(np.array([dense + lexical + speaker - taken]), calibration, null=null)[0])
     return Explained(
         id=result_id, text=text, score=recomputed if score is None else float(score), recomputed=recomputed,
         dense=dense, dense_own=dense_own, lexical_share=share, lexical=lexical, speaker=speaker, words=words,
-        date=date, speaker_name=speaker_name, null=fusion.null * null, typical=taken, detail=detail,
+        date=date, speaker_name=speaker_name, null=calibration.null * null, typical=taken, detail=detail,
     )
 
 
