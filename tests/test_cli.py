@@ -176,3 +176,13 @@ def test_versions_from_the_command_line(tmp_path: Path) -> None:
          "--as-of", "someday"], capture_output=True, text=True, timeout=120,
     )
     assert human.returncode != 0 and "--as-of must be ISO 8601" in human.stderr
+
+
+def test_add_prints_a_write_as_the_service_does(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """One JSON form of the value types for every surface (`fourfold.serialize.to_json`): `add`
+    prints each `Remembered` with the field names of the REST service and of `remember`."""
+    said = tmp_path / "said.json"
+    said.write_text(json.dumps(["I prefer email over phone calls."]), encoding="utf-8")
+    code, out, _ = run("--json", "add", str(said), "--scope", "c:9")
+    written = json.loads(out)
+    assert code == 0 and [sorted(w) for w in written] == [["created", "id", "redacted", "supersedes", "text"]]

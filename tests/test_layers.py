@@ -3,8 +3,10 @@
 A module may import private names (`_x`, or anything from a `_module`) only from its own
 package: `fourfold.longterm.store` may use `fourfold.longterm._y`, not `fourfold.models._text`.
 The package's own private seams at the root (`fourfold._validate`, `fourfold._files`, ...) are
-shared by every package and stay allowed. The memory layers never import the surfaces built
-on them (the service, the CLI, the agent).
+shared by every package and stay allowed. Likewise for attributes: a module reaches private
+attributes (`x._write(...)`) only of its own package's objects, so `semantic.docs` writes
+through `LongTermMemory.write_documents`, not `_write`. The memory layers never import the
+surfaces built on them (the service, the CLI, the agent).
 """
 
 from __future__ import annotations
@@ -78,9 +80,54 @@ def upward_imports(root: Path = ROOT) -> set[tuple[str, str]]:
     return found
 
 
+#: Methods of named tuples: public despite their underscore (`urlsplit(url)._replace(...)`).
+NAMEDTUPLE_API = frozenset({"_replace", "_asdict", "_fields", "_make"})
+
+
+def _bound_private_names(tree: ast.AST) -> set[str]:
+    """The private names a module binds: its functions, classes, variables and attributes."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def private_attributes(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(module, attribute) for each private attribute a module reads that only other packages
+    define, such as `self._lt._write(...)` in `fourfold.semantic` on a `LongTermMemory`.
+
+    The check reads names, not types: a private name that the module's own package also
+    defines passes. Names the root's private seams define (`fourfold._extras.SDKClient`'s
+    `_keep_client`, inherited by models and embedders) are shared, as their imports are.
+    """
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in _modules(root).items()}
+    bound: dict[str, set[str]] = {}
+    for name, tree in trees.items():
+        bound.setdefault(_unit(name), set()).update(_bound_private_names(tree))
+    shared = set().union(*(names for unit, names in bound.items() if unit.startswith("fourfold._")))
+    found = set()
+    for name, tree in trees.items():
+        own = bound[_unit(name)] | shared | NAMEDTUPLE_API
+        others = set().union(*(names for unit, names in bound.items() if unit != _unit(name)))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in others and node.attr not in own:
+                found.add((name, node.attr))
+    return found
+
+
 def test_no_private_names_cross_packages() -> None:
     unexpected = sorted(private_crossings())
     assert not unexpected, f"private names imported from another package (make them public there): {unexpected}"
+
+
+def test_no_private_attributes_cross_packages() -> None:
+    unexpected = sorted(private_attributes())
+    assert not unexpected, f"private attributes of another package's objects (give them a public name): {unexpected}"
 
 
 def test_memory_layers_do_not_import_surfaces() -> None:
@@ -104,6 +151,15 @@ def test_private_imports_inside_a_package_and_from_root_seams_are_fine(tmp_path:
     _package(tmp_path, "semantic", "from fourfold.semantic._own import x\nfrom fourfold._validate import check_k\n"
                                    "from fourfold import _wire\n")
     assert private_crossings(tmp_path) == set()
+
+
+def test_a_private_method_of_another_package_is_caught(tmp_path: Path) -> None:
+    _package(tmp_path, "semantic", "def ingest(lt):\n    lt._write([])\n    return lt.url._replace(path='/')\n")
+    (tmp_path / "longterm" / "store.py").write_text("class LongTermMemory:\n    def _write(self, items): ...\n")
+    (tmp_path / "_extras.py").write_text("class SDKClient:\n    def _keep_client(self): ...\n")
+    assert private_attributes(tmp_path) == {("fourfold.semantic.probe", "_write")}
+    (tmp_path / "semantic" / "probe.py").write_text("def make(model):\n    model._keep_client()\n")
+    assert private_attributes(tmp_path) == set()  # a root seam's own names are shared
 
 
 @pytest.mark.parametrize("source", ["from fourfold.service.app import create_app\n", "import fourfold.cli\n",

@@ -57,3 +57,19 @@ def test_the_key_is_chosen_as_the_chat_model_chooses_it(
         OpenAIEmbedder(model="m", dimension=8, base_url=server.openai_url, api_key=given).embed("x")
         OpenAICompatModel(model="m", base_url=server.openai_url, api_key=given).chat([{"role": "user", "content": "hi"}])
         assert [r.headers["authorization"] for r in server.requests] == [sent, sent]
+
+
+def test_the_embedder_takes_the_chat_models_connection_keywords() -> None:
+    """One set of keywords (`SDKOptions`) for every SDK client, each reaching the SDK; a misspelt
+    one fails at construction, as a plain signature would, not at the first request."""
+    from fourfold.models import AnthropicModel, OpenAICompatModel
+
+    emb = OpenAIEmbedder(model="m", dimension=8, base_url="http://127.0.0.1:9/v1", timeout=3, max_retries=0)
+    assert (emb.client.max_retries, emb.client.timeout, str(emb.client.base_url)) == (0, 3, "http://127.0.0.1:9/v1/")
+    assert OpenAIEmbedder(model="m", dimension=8).client.max_retries == 1
+    assert OpenAICompatModel(model="m").client.max_retries == 2
+    makers = [lambda **kw: OpenAIEmbedder(model="m", dimension=8, **kw),
+              lambda **kw: OpenAICompatModel(model="m", **kw), lambda **kw: AnthropicModel(**kw)]
+    for make in makers:
+        with pytest.raises(TypeError, match="unexpected keyword arguments: timout"):
+            make(timout=5)

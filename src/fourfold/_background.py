@@ -263,8 +263,9 @@ TEXTS: tuple[str, ...] = _STATEMENTS + _QUESTIONS
 
 # Chatter: what people say to an assistant that is about no store at all (greetings, thanks,
 # reactions, small talk, commands to other apps, asides). A chat message close to these is
-# conversation, not a question a memory answers. Written for issue 19 without near-mirrors of the
-# benchmarks' off-topic messages (`benchmarks/_episode_data.CHATTER`, `benchmarks/_handwritten`).
+# conversation, not a question a memory answers. None is a near-mirror of the benchmarks'
+# off-topic messages (`benchmarks/_episode_data.CHATTER`, `benchmarks/_handwritten`), so that
+# they measure the chatter floor on text it was not written from.
 CHATTER: tuple[str, ...] = (
     "hello again",
     "morning!",

@@ -11,7 +11,7 @@ from typing import Literal
 from fourfold._files import write_private
 from fourfold.errors import EmbedderMismatch, StoreCorrupt, StoreUnavailable
 
-__all__ = ["FORMAT", "MANIFEST", "VECTORS", "LegacyFile", "StoreKind", "check_manifest", "read_manifest", "record_embedder", "store_kind"]
+__all__ = ["COLLECTION", "FORMAT", "MANIFEST", "VECTORS", "LegacyFile", "StoreKind", "check_manifest", "read_manifest", "record_embedder", "store_kind"]
 
 #: 2: memories and facts in one SQLite file (or long-term memory on Chroma, as "store" says);
 #: 1: fourfold 0.1, long-term memory on embedded Chroma.
@@ -19,6 +19,9 @@ FORMAT = 2
 MANIFEST = "fourfold.json"
 #: The folder of a data dir whose long-term memory is on embedded Chroma (store "chroma").
 VECTORS = "vectors"
+#: The Chroma collection of a data dir's long-term memory (a service tenant's has its own name,
+#: `ChromaVectorStore.tenant_collection`).
+COLLECTION = "fourfold_memories"
 StoreKind = Literal["sqlite", "chroma"]
 
 

@@ -29,7 +29,7 @@ from fourfold.longterm.store import LongTermMemory, MemoryId, MemoryInput, When
 from fourfold.longterm.versions import as_timestamp
 from fourfold.semantic.docs import TEXT_NEEDS_SOURCE, DocumentStore, read_document
 from fourfold.semantic.facts import FactStore
-from fourfold.serialize import from_json
+from fourfold.serialize import from_json, to_json
 from fourfold.service.errors import ServiceError, error_for
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
@@ -270,7 +270,7 @@ class Root:
         """Keep what a conversation says that is worth remembering (the service's model or rules)."""
         if isinstance(messages, (str, Mapping)):
             raise InvalidInput("messages must be a list of messages")
-        body = {"messages": [_plain(m) for m in messages], "scope": scope}
+        body = {"messages": [to_json(m) for m in messages], "scope": scope}
         return Call("POST", "/v1/memories/add", lambda d: [_remembered(r) for r in d["results"]], body)
 
 
@@ -281,14 +281,14 @@ class LongTerm:
     def remember(text: str, *, scope: str | None = None, kind: str = "note", metadata: Mapping[str, Any] | None = None,
                  key: str | None = None, valid_from: When | None = None) -> Call[MemoryId]:
         """One memory, redacted and embedded by the service (its own consolidation applies)."""
-        body = {"text": text, "scope": scope, "kind": kind, "metadata": _plain(metadata), "key": key,
+        body = {"text": text, "scope": scope, "kind": kind, "metadata": to_json(metadata), "key": key,
                 "valid_from": _when(valid_from, "valid_from")}
         return Call("POST", "/v1/memories", _memory_id, _unset(body, "key", "valid_from"))
 
     @like(LongTermMemory.update)
     def update(memory_id: str, text: str, kind: str | None, metadata: Mapping[str, Any] | None,
                valid_from: When | None) -> Call[MemoryId]:
-        body = {"text": text, "kind": kind, "metadata": _plain(metadata), "valid_from": _when(valid_from, "valid_from")}
+        body = {"text": text, "kind": kind, "metadata": to_json(metadata), "valid_from": _when(valid_from, "valid_from")}
         return Call("POST", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _memory_id, body)
 
     @like(LongTermMemory.history)
@@ -304,7 +304,7 @@ class LongTerm:
     @like(LongTermMemory.recall)
     def recall(query: str, scope: str | None, k: int, kinds: Sequence[str] | None, where: Mapping[str, Any] | None,
                min_score: float | None, as_of: When | None, include_superseded: bool) -> Call[list[Recalled]]:
-        body = {"query": query, "scope": scope, "k": k, "kinds": _kinds(kinds), "where": _plain(where),
+        body = {"query": query, "scope": scope, "k": k, "kinds": _kinds(kinds), "where": to_json(where),
                 "min_score": min_score, "as_of": _when(as_of, "as_of"), "include_superseded": include_superseded}
         return Call("POST", "/v1/memories/search", _recalled_list, body)
 
@@ -334,7 +334,7 @@ class Episodes:
     def record_many(items: Sequence[Mapping[str, Any]]) -> Call[list[Episode]]:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise InvalidInput("record_many takes a sequence of episode mappings")
-        return Call("POST", "/v1/episodes/batch", _episode_list, {"items": [_plain(item) for item in items]})
+        return Call("POST", "/v1/episodes/batch", _episode_list, {"items": [to_json(item) for item in items]})
 
     @like(EpisodeLog.similar_successes)
     def similar_successes(
@@ -483,22 +483,13 @@ def _segment(value: object, what: str) -> str:
     return quote(value, safe="").replace(".", "%2E")  # so "." and ".." stay names, not paths
 
 
-def _plain(value: Any) -> Any:
-    """Mappings and sequences as JSON-ready dicts and lists (tuples included)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _where_text(where: Mapping[str, Any] | None) -> str | None:
     """A filter as the JSON text of a query parameter (the service checks it)."""
     if where is None:
         return None
     if not isinstance(where, Mapping):
         raise InvalidInput(f"where must be a mapping of field -> condition, not {type(where).__name__}")
-    return json.dumps(_plain(where), ensure_ascii=True)
+    return json.dumps(to_json(where), ensure_ascii=True)
 
 
 def _list(value: Any) -> Any:
@@ -512,10 +503,10 @@ def _kinds(kinds: Sequence[str] | None) -> Any:
 
 def _memory_input(item: MemoryInput | Mapping[str, Any]) -> Any:
     if isinstance(item, MemoryInput):
-        body = {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": _plain(item.metadata),
+        body = {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": to_json(item.metadata),
                 "key": item.key, "valid_from": _when(item.valid_from, "valid_from")}
         return _unset(body, "key", "valid_from")
-    plain = _plain(item)
+    plain = to_json(item)
     if isinstance(plain, dict) and "valid_from" in plain:
         plain["valid_from"] = _when(plain["valid_from"], "valid_from")
     return plain

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from fourfold._manifest import COLLECTION
+
 __all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "STORE_ENV", "MemoryConfig", "default_data_dir"]
 
 DATA_DIR_ENV = "FOURFOLD_DATA_DIR"
@@ -26,6 +28,6 @@ class MemoryConfig:
     #: Seconds a writer waits for another process's write lock before `LockTimeout`.
     lock_timeout: float = 30.0
     #: Chroma collection name of the long-term store (docs share it, kept apart by kind).
-    collection: str = "fourfold_memories"
+    collection: str = COLLECTION
     #: Refuse memories longer than this many characters (documents are chunked instead).
     max_memory_chars: int = 20_000

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from fourfold._manifest import MANIFEST, VECTORS, LegacyFile
+from fourfold._manifest import COLLECTION, MANIFEST, VECTORS, LegacyFile
 from fourfold._validate import json_object
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.episodic.codec import decode_line
@@ -278,7 +278,7 @@ def migrate_legacy(data_dir: str | Path) -> Counts:
     identity = str(manifest["embedder"])
     embedder = StandInEmbedder(identity)
     vectors = root / VECTORS
-    homes = [("fourfold_memories", root)] + [
+    homes = [(COLLECTION, root)] + [
         (ChromaVectorStore.tenant_collection(home.name), home) for home in sorted((root / "tenants").glob("*")) if home.is_dir()
     ]
     total = Counts()

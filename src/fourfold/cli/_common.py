@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -18,6 +18,7 @@ import typer
 from fourfold._manifest import MANIFEST
 from fourfold.config import DATA_DIR_ENV, default_data_dir
 from fourfold.errors import InvalidInput
+from fourfold.serialize import to_json
 
 if TYPE_CHECKING:
     from fourfold.embeddings.base import Embedder
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from fourfold.memory import Memory
     from fourfold.models.base import ChatModel
 
-__all__ = ["AllVersionsOption", "AsOfOption", "KindsOption", "ScopeFilterOption", "State", "WhereOption", "_embedder", "_memory", "_model", "_out", "_plain", "_say_created", "_selected", "_store_url",
+__all__ = ["AllVersionsOption", "AsOfOption", "KindsOption", "ScopeFilterOption", "State", "WhereOption", "_embedder", "_memory", "_model", "_out", "_say_created", "_selected", "_store_url",
            "_when", "_where", "state"]
 
 T = TypeVar("T")
@@ -119,19 +120,9 @@ def _stamp(seconds: float) -> str:
 
 def _out(value: Any, human: str | None = None) -> None:
     if state.as_json or human is None:
-        typer.echo(json.dumps(_plain(value), ensure_ascii=False, indent=None if state.as_json else 2))
+        typer.echo(json.dumps(to_json(value), ensure_ascii=False, indent=None if state.as_json else 2))
     else:
         typer.echo(human)
-
-
-def _plain(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in asdict(value).items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
 
 
 def _when(text: str | None, option: str) -> float | datetime | None:

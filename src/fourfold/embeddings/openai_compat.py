@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from fourfold._extras import SDKClient
+from fourfold._extras import SDKClient, SDKOptions
 from fourfold.embeddings.base import Embedder, Vectors, normalize
 from fourfold.errors import ModelError
 
@@ -19,25 +19,20 @@ class OpenAIEmbedder(SDKClient, Embedder):
 
     The dimension must be given (a store records it before the first call), and is
     checked against what the server returns. `api_key` None reads OPENAI_API_KEY, else a
-    placeholder (local servers such as Ollama ignore it), as `OpenAICompatModel` does.
+    placeholder (local servers such as Ollama ignore it), as `OpenAICompatModel` does. The
+    connection keywords (`api_key`, `base_url`, `timeout`, `max_retries`, `client`) are the
+    chat models' (`SDKOptions`).
     """
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        dimension: int,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        client: Any = None,
-        batch_size: int = 64,
-        timeout: float = 60.0,
-    ) -> None:
+    #: One try again, not the chat models' two: a write or a recall waits on the embedder.
+    default_retries = 1
+
+    def __init__(self, *, model: str, dimension: int, batch_size: int = 64, **options: Unpack[SDKOptions]) -> None:
         self.name = f"openai:{model}"
         self.model = model
         self.dimension = dimension
         self.batch_size = batch_size
-        self._keep_client(client, api_key=api_key, base_url=base_url, timeout=timeout, max_retries=1)
+        self._keep_client(options)
 
     def _make_client(self) -> Any:
         from fourfold.models.openai_compat import openai_client

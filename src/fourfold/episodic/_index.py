@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fourfold.embeddings import Vectors
-from fourfold.text.bm25 import K1, B, bm25_idf
+from fourfold.text.bm25 import K1, bm25_idf, bm25_term_scores
 from fourfold.text.tokenize import tokenize_many
 from fourfold.types import Episode
 
@@ -202,9 +202,8 @@ class EpisodeIndex:
         avgdl = sum(g.total for g in groups) / n_docs or 1.0
         scores = np.zeros(n_docs, dtype=np.float64)
         best = 0.0
-        # Each term's hits are scored in one numpy step, with the operations of the plain
-        # per-hit formula in its order (so the same floats); a document gets its terms' scores
-        # added in query order, as before.
+        # Each term's hits are scored in one numpy step (the same floats as one hit at a time);
+        # a document gets its terms' scores added in query order, as `BM25Index.scores` adds them.
         for term in query_tokens:  # a repeated query term counts once per occurrence
             hits = [(g, g.arrays(term)) for g in groups]
             idf = bm25_idf(n_docs, sum(len(h[0]) for _, h in hits if h is not None))
@@ -213,8 +212,7 @@ class EpisodeIndex:
             for group, posting in hits:
                 if posting is not None:
                     pos, tf = posting
-                    norm = K1 * (1.0 - B + B * group.lengths_array()[pos] / avgdl)
-                    scores[base + pos] += idf * tf * (K1 + 1.0) / (tf + norm)
+                    scores[base + pos] += bm25_term_scores(idf, tf, group.lengths_array()[pos], avgdl)
                 base += len(group.lengths)
         return scores, best
 

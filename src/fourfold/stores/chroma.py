@@ -19,6 +19,7 @@ import numpy as np
 from fourfold._extras import require
 from fourfold._files import narrow_tree, private_dir, private_file
 from fourfold._locks import FileLock
+from fourfold._manifest import COLLECTION
 from fourfold.embeddings.base import Embedder
 from fourfold.errors import EmbedderMismatch, FourfoldError, StoreUnavailable
 from fourfold.stores.catalog import ScopeCatalog, catalog_path
@@ -39,7 +40,7 @@ _IDS_PER_GET = 2_000  # Chroma binds one SQL variable per id
 # fourfold never searches Chroma's vector index: it reads a scope's records (by id or by
 # scope) and ranks them itself, exactly. Chroma still builds an HNSW graph on every add, so
 # a small graph keeps writes cheap: measured here, 0.34 instead of 0.55 ms per record in
-# batches and 5.0 instead of 6.0 ms for a single add. (Collections created earlier keep theirs.)
+# batches and 5.0 instead of 6.0 ms for a single add. (A collection keeps the graph settings it was created with.)
 _HNSW = {"space": "cosine", "ef_construction": 16, "max_neighbors": 4}
 _RACE_MESSAGES = ("Error finding id", "Nothing found on disk", "hnsw segment reader", "torn read")
 _SERVER_HINT = "Run `chroma run` and open the memory with chroma_url=... to share one store between processes."
@@ -146,7 +147,7 @@ class ChromaVectorStore(VectorStore):
         client: Any,
         embedder: Embedder,
         *,
-        collection: str = "fourfold_memories",
+        collection: str = COLLECTION,
         lock: FileLock | None = None,
         generation_file: Path | None = None,
         where: str = "chroma",
@@ -208,7 +209,7 @@ class ChromaVectorStore(VectorStore):
 
     @classmethod
     def persistent(
-        cls, path: str | os.PathLike[str], embedder: Embedder, *, collection: str = "fourfold_memories", lock_timeout: float = 30.0
+        cls, path: str | os.PathLike[str], embedder: Embedder, *, collection: str = COLLECTION, lock_timeout: float = 30.0
     ) -> ChromaVectorStore:
         """Embedded Chroma on disk; writes from several processes are serialized by a file lock."""
         chromadb = _chromadb()
@@ -233,7 +234,7 @@ class ChromaVectorStore(VectorStore):
 
     @classmethod
     def http(
-        cls, url: str, embedder: Embedder, *, collection: str = "fourfold_memories", headers: dict[str, str] | None = None
+        cls, url: str, embedder: Embedder, *, collection: str = COLLECTION, headers: dict[str, str] | None = None
     ) -> ChromaVectorStore:
         """A Chroma server (`chroma run`): the path when one process or machine is not enough."""
         from urllib.parse import urlparse

@@ -323,8 +323,8 @@ class PostgresDatabase(Database):
             return super().version(name)
         psycopg = psycopg_module()
         for attempt in (1, 2):
-            # Each connection goes back exactly once (a second put of the first one, when the
-            # fresh one could not be had, once released the pool's semaphore twice).
+            # Each connection goes back exactly once: putting the first one back again, when no
+            # fresh one can be had, would release the pool's semaphore twice.
             raw = self._pool.get(self.timeout)
             broken = True
             try:

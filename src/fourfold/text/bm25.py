@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from fourfold.errors import InvalidInput
 
-__all__ = ["REST", "BM25Index", "BM25Table", "CollectionStats", "bm25_idf"]
+__all__ = ["REST", "BM25Index", "BM25Table", "CollectionStats", "bm25_idf", "bm25_term_scores"]
 
 #: A term no query can hold (tokens never contain NUL): in `BM25Table.to_index` it carries the
 #: part of a document's length that its given weights leave out.
@@ -26,6 +26,16 @@ K1, B = 0.9, 0.4
 def bm25_idf(n_docs: float, df: float) -> float:
     """Okapi BM25's inverse document frequency, never negative (Lucene's form)."""
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25_term_scores(
+    idf: float, tf: npt.NDArray[np.float64], lengths: npt.NDArray[np.float64], avgdl: float, *, k1: float = K1, b: float = B
+) -> npt.NDArray[np.float64]:
+    """One query term's Okapi BM25 score in each document holding it, in one numpy step: `tf` is
+    its weight in each, `lengths` their lengths. The operations are those of `BM25Index.scores`
+    in its order, so the floats are the same as a score computed one posting at a time."""
+    norm = k1 * (1.0 - b + b * lengths / avgdl)
+    return idf * tf * (k1 + 1.0) / (tf + norm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,9 +304,7 @@ class BM25Table:
             holders, tf = self._posting(term)
             if not len(holders):
                 continue
-            idf = self.idf(term, stats=stats)
-            norm = k1 * (1.0 - b + b * self._lengths[holders] / avgdl)
-            out[holders] += idf * tf * (k1 + 1.0) / (tf + norm)
+            out[holders] += bm25_term_scores(self.idf(term, stats=stats), tf, self._lengths[holders], avgdl, k1=k1, b=b)
         out[~(out > 0)] = 0.0
         return out
 
