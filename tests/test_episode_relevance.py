@@ -3,7 +3,6 @@ and a floor that drops chatter (goal 4 of issue 19)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +11,7 @@ import pytest
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import EpisodeLog
 from fourfold.ranking import RELEVANCE_FLOOR, Background
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import _episode_data as edata
+from fourfold.testing import episode_desk as edata
 from fourfold.text import tokenize
 
 
