@@ -1,7 +1,7 @@
 """Relevance of past tickets and documents: does the default floor keep what answers a customer's
 problem and drop chatter, in every scope size?
 
-A generated desk (`_episode_data`: 20 problem types × ticket and question wordings, scopes of
+A generated desk (`fourfold.testing.episode_desk`: 20 problem types × ticket and question wordings, scopes of
 1-40 resolved tickets) is written through the public API: each scope's tickets as successful
 episodes (tagged with their type), and the help articles of the same types as that scope's
 documents. Every query is asked of its scope through `EpisodeLog.similar_successes` and
@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-import _episode_data as edata
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold import Memory
 from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background, Calibration, relevance
+from fourfold.testing import episode_desk as edata
 
 DOCUMENTS = MEMORIES  # documents are long-term memories of kind "doc"
 

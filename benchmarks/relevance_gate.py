@@ -37,13 +37,13 @@ from typing import Any
 
 import numpy as np
 
-import _episode_data as edata
 import _paraphrase_data as pdata
 import episodes_relevance as er
 import relevance_lab as rl
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold._background import CHATTER, TEXTS
 from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background
+from fourfold.testing import episode_desk as edata
 from fourfold.text import tokenize
 
 Arr = np.ndarray[Any, Any]

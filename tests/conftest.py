@@ -1,11 +1,11 @@
-"""Shared fixtures: the fast hash embedder, the database engines, and vector-store backends
-for the conformance suite."""
+"""Shared fixtures: the fast hash embedder, a `Memory` on it, the database engines, and
+vector-store backends for the conformance suite."""
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +18,47 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from fourfold.embeddings import HashEmbedder
 
 if TYPE_CHECKING:
+    from fourfold import Memory
     from fourfold.testing.postgres import PostgresServer
 
 
 @pytest.fixture
 def embedder() -> HashEmbedder:
     return HashEmbedder()
+
+
+#: `open_memory(target=None, **options)`: what the `open_memory` fixture hands a test.
+OpenMemory = Callable[..., "Memory"]
+
+
+@pytest.fixture
+def open_memory(tmp_path: Path) -> Iterator[OpenMemory]:
+    """Open `Memory` handles for the test, each closed after it.
+
+    `open_memory()` opens the data dir `tmp_path / "data"` on the hash embedder; a target (another
+    dir, a PostgreSQL URL, `memory_target`) and any `Memory.open` option (`store=`, `config=`,
+    `embedder=`, ...) may be given. Calling it twice on one target gives two handles, as two
+    processes would have.
+    """
+    from fourfold import Memory
+
+    opened: list[Memory] = []
+
+    def open_(target: Path | str | None = None, /, **options: Any) -> Memory:
+        options.setdefault("embedder", HashEmbedder())
+        memory = Memory.open(tmp_path / "data" if target is None else target, **options)
+        opened.append(memory)
+        return memory
+
+    yield open_
+    for memory in reversed(opened):
+        memory.close()
+
+
+@pytest.fixture
+def memory(open_memory: OpenMemory) -> Memory:
+    """An embedded `Memory` on the hash embedder, in `tmp_path / "data"`, closed after the test."""
+    return open_memory()
 
 
 @pytest.fixture(scope="session")

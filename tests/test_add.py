@@ -1,4 +1,4 @@
-"""`mem.add(messages, scope=...)`: keep what a conversation says that is worth remembering,
+"""`memory.add(messages, scope=...)`: keep what a conversation says that is worth remembering,
 in every interface (issue 16, item 10)."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import pytest
 from mcp import Client
 
 from fourfold import InvalidInput, Memory
-from fourfold.embeddings import HashEmbedder
 from fourfold.models import ScriptedModel
 from fourfold.service.mcp import build_mcp_server
 from fourfold.service.testing import LiveService
@@ -29,47 +28,40 @@ CONVERSATION: list[Any] = [
 KEPT = ["User said: I live in Porto and I work at a bakery.", "User said: Please email me the invoices."]
 
 
-@pytest.fixture
-def mem(tmp_path: Path) -> Memory:
-    m = Memory.open(tmp_path / "data", embedder=HashEmbedder())
-    yield m  # type: ignore[misc]
-    m.close()
-
-
-def test_offline_rules_keep_lasting_facts_and_preferences_only(mem: Memory) -> None:
-    done = mem.add(CONVERSATION, scope="user:1")
+def test_offline_rules_keep_lasting_facts_and_preferences_only(memory: Memory) -> None:
+    done = memory.add(CONVERSATION, scope="user:1")
     assert [r.text for r in done] == KEPT and all(r.created for r in done)
-    stored = {m.text: (m.kind, m.key) for m in mem.long_term.all(scope="user:1")}
+    stored = {m.text: (m.kind, m.key) for m in memory.long_term.all(scope="user:1")}
     assert stored == {KEPT[0]: ("fact", None), KEPT[1]: ("preference", "contact_channel")}
-    again = mem.add(CONVERSATION, scope="user:1")
+    again = memory.add(CONVERSATION, scope="user:1")
     assert [r.created for r in again] == [False, False]  # nothing piles up
-    changed = mem.add(["From now on, text me instead of email."], scope="user:1")
+    changed = memory.add(["From now on, text me instead of email."], scope="user:1")
     assert changed[0].supersedes == (done[1].id,)
-    assert sorted(m.text for m in mem.long_term.all(scope="user:1")) == [
+    assert sorted(m.text for m in memory.long_term.all(scope="user:1")) == [
         "User said: From now on, text me instead of email.", KEPT[0]]
-    assert mem.add(["Can you help me?", "ok"], scope="user:1") == []
+    assert memory.add(["Can you help me?", "ok"], scope="user:1") == []
     with pytest.raises(InvalidInput):
-        mem.add("just one string", scope="user:1")  # type: ignore[arg-type]
+        memory.add("just one string", scope="user:1")  # type: ignore[arg-type]
 
 
-def test_a_chat_model_extracts_in_one_call(mem: Memory) -> None:
+def test_a_chat_model_extracts_in_one_call(memory: Memory) -> None:
     model = ScriptedModel([json.dumps({"memories": [
         {"text": "Lives in Porto", "kind": "fact"},
         {"text": "Prefers invoices by email", "kind": "preference", "key": "contact_channel"},
     ]})])
-    done = mem.add(CONVERSATION, scope="user:2", model=model)
+    done = memory.add(CONVERSATION, scope="user:2", model=model)
     assert [r.text for r in done] == ["Lives in Porto", "Prefers invoices by email"]
     assert len(model.requests) == 1  # nothing similar was stored yet: no consolidation call
     prompt = model.requests[0]["messages"][0]["content"]
     assert "I live in Porto" in prompt and "I am an assistant" not in prompt  # only the user's messages
     unreadable = ScriptedModel(["I would remember that they live in Porto."])
-    fallback = mem.add(CONVERSATION, scope="user:3", model=unreadable)
+    fallback = memory.add(CONVERSATION, scope="user:3", model=unreadable)
     assert [r.text for r in fallback] == KEPT
 
 
-def test_add_over_mcp(mem: Memory) -> None:
+def test_add_over_mcp(memory: Memory) -> None:
     async def main() -> None:
-        async with Client(build_mcp_server(lambda _r: mem, scope="user:me")) as client:
+        async with Client(build_mcp_server(lambda _r: memory, scope="user:me")) as client:
             result = await client.call_tool("remember_conversation", {"messages": [
                 "I live in Porto and I work at a bakery.", "Please email me the invoices."]})
             assert not result.is_error
@@ -78,7 +70,7 @@ def test_add_over_mcp(mem: Memory) -> None:
             outside = await client.call_tool("remember_conversation", {"messages": ["I live in Oslo."], "scope": "x"})
             assert outside.is_error
     anyio.run(main)
-    assert sorted(m.text for m in mem.long_term.all(scope="user:me")) == KEPT
+    assert sorted(m.text for m in memory.long_term.all(scope="user:me")) == KEPT
 
 
 def test_add_through_a_real_service_and_the_cli(tmp_path: Path) -> None:

@@ -12,18 +12,16 @@ import pytest
 
 from fourfold import InvalidInput, Memory
 from fourfold.agent import DATA_CLOSE, DATA_OPEN, OpenTicket, SupportAgent, customer_scope
-from fourfold.embeddings import HashEmbedder
 from fourfold.models import OfflineModel, ScriptedModel
 from fourfold.models.base import ChatResponse, ToolCall
 from fourfold.shortterm import EstimateCounter, is_summary
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Memory:
-    m = Memory.open(tmp_path / "data", embedder=HashEmbedder())
-    m.facts.set("refund_window_days", 30)
-    yield m  # type: ignore[misc]
-    m.close()
+def mem(memory: Memory) -> Memory:
+    """The shared `memory`, with the refund window the agent's answers quote."""
+    memory.facts.set("refund_window_days", 30)
+    return memory
 
 
 def data_block(system: str) -> list[str]:

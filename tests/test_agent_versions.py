@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from fourfold import Memory
 from fourfold.agent import DATA_CLOSE, DATA_OPEN, SupportAgent, customer_scope
 from fourfold.agent.prompt import PromptParts, assemble_system
-from fourfold.embeddings import HashEmbedder
 from fourfold.models import ScriptedModel
 from fourfold.types import Recalled
-
-
-@pytest.fixture
-def mem(tmp_path: Path) -> Memory:
-    m = Memory.open(tmp_path / "data", embedder=HashEmbedder())
-    yield m  # type: ignore[misc]
-    m.close()
 
 
 def memory_lines(system: str) -> list[str]:
@@ -47,35 +38,35 @@ def test_each_memory_line_starts_with_the_date_its_version_became_true() -> None
     ]
 
 
-def test_the_prompt_carries_only_the_current_version_with_its_date(mem: Memory) -> None:
+def test_the_prompt_carries_only_the_current_version_with_its_date(memory: Memory) -> None:
     scope = customer_scope("ann")
-    mem.long_term.remember("Prefers email for updates", scope=scope, kind="preference", key="contact_channel",
-                           valid_from=datetime(2024, 1, 5, tzinfo=UTC))
-    mem.long_term.remember("Prefers text messages for updates", scope=scope, kind="preference",
-                           key="contact_channel", valid_from=datetime(2024, 6, 1, tzinfo=UTC))
+    memory.long_term.remember("Prefers email for updates", scope=scope, kind="preference", key="contact_channel",
+                              valid_from=datetime(2024, 1, 5, tzinfo=UTC))
+    memory.long_term.remember("Prefers text messages for updates", scope=scope, kind="preference",
+                              key="contact_channel", valid_from=datetime(2024, 6, 1, tzinfo=UTC))
     model = ScriptedModel(["noted"])
-    SupportAgent(mem, model).turn("ann", "How will you send me updates, email or text messages?")
+    SupportAgent(memory, model).turn("ann", "How will you send me updates, email or text messages?")
     assert memory_lines(model.requests[0]["system"]) == ["[2024-06-01 00:00 UTC] Prefers text messages for updates"]
 
 
-def test_a_changed_contact_preference_replaces_the_old_one(mem: Memory) -> None:
+def test_a_changed_contact_preference_replaces_the_old_one(memory: Memory) -> None:
     from fourfold.models import OfflineModel
 
-    agent = SupportAgent(mem, OfflineModel())
+    agent = SupportAgent(memory, OfflineModel())
     agent.turn("ann", "My invoice download fails. Please email me when it is fixed.")
     agent.resolve("ann", "Invoice download fixed by clearing the cache")
     agent.turn("ann", "The export is slow. Text me instead of email, not email any more.")
     agent.resolve("ann", "Export sped up by archiving old reports")
-    prefs = mem.long_term.all(scope=customer_scope("ann"), kinds=("preference",))
+    prefs = memory.long_term.all(scope=customer_scope("ann"), kinds=("preference",))
     assert [(p.text, p.key) for p in prefs] == [
         ("Customer said: Text me instead of email, not email any more.", "contact_channel")]
-    history = mem.long_term.history(prefs[0].id)
+    history = memory.long_term.history(prefs[0].id)
     assert [h.text for h in history] == ["Customer said: Please email me when it is fixed.",
                                          "Customer said: Text me instead of email, not email any more."]
     agent.turn("ann", "Another question about my account")
     agent.resolve("ann", "Answered")  # the thread still holds both statements: nothing changes
-    assert [h.id for h in mem.long_term.history(prefs[0].id)] == [h.id for h in history]
-    assert mem.facts.keys() == []  # preferences never go into the company's facts
+    assert [h.id for h in memory.long_term.history(prefs[0].id)] == [h.id for h in history]
+    assert memory.facts.keys() == []  # preferences never go into the company's facts
 
 
 @pytest.mark.parametrize(("sentence", "key"), [

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fourfold import Memory
+from conftest import OpenMemory
 from fourfold.embeddings import CoalescingEmbedder, HashEmbedder, Vectors
 from fourfold.embeddings.asymmetric import AsymmetricEmbedder
 from fourfold.embeddings.coalescing import for_reader
@@ -59,16 +59,16 @@ def test_a_query_model_that_does_not_approximate_the_stored_one_is_refused() -> 
     AsymmetricEmbedder(_Model("exact"), CoalescingEmbedder(_Approximation()))  # seen through the coalescer
 
 
-def test_memory_stores_exact_vectors_and_recalls_with_query_vectors(tmp_path: Path) -> None:
+def test_memory_stores_exact_vectors_and_recalls_with_query_vectors(open_memory: OpenMemory) -> None:
     exact, approx = _Model("exact"), _Approximation()
-    with Memory.open(tmp_path, embedder=AsymmetricEmbedder(exact, approx)) as mem:
-        mem.long_term.remember("Prefers email over phone.", scope="user:1")
-        mem.episodes.record(goal="refund a damaged parcel", actions=["checked photos"], outcome="refunded",
-                            success=True, scope="user:1")
-        assert [r.text for r in mem.long_term.recall("contact preference", scope="user:1")] == [
-            "Prefers email over phone."
-        ]
-        mem.episodes.similar_successes("parcel arrived damaged", scope="user:1")
+    mem = open_memory(embedder=AsymmetricEmbedder(exact, approx))
+    mem.long_term.remember("Prefers email over phone.", scope="user:1")
+    mem.episodes.record(goal="refund a damaged parcel", actions=["checked photos"], outcome="refunded",
+                        success=True, scope="user:1")
+    assert [r.text for r in mem.long_term.recall("contact preference", scope="user:1")] == [
+        "Prefers email over phone."
+    ]
+    mem.episodes.similar_successes("parcel arrived damaged", scope="user:1")
     assert any("Prefers email over phone." in t for t in exact.texts)
     assert any("refund a damaged parcel" in t for t in exact.texts)  # the episode, embedded exactly
     assert approx.texts == ["contact preference", "parcel arrived damaged"]  # only the queries

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import OpenMemory
 from fourfold.cli.reference import cli_reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,15 +49,13 @@ def test_the_add_to_your_agent_example_runs(tmp_path: Path) -> None:
     assert ran.stdout.splitlines()[-1] == "30"
 
 
-def test_the_guides_code_runs(tmp_path: Path) -> None:
+def test_the_guides_code_runs(open_memory: OpenMemory) -> None:
     """Every Python block of these pages runs as written, against a fresh data dir."""
-    from fourfold.embeddings import HashEmbedder
-    from fourfold.memory import Memory
 
-    with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as mem:
-        system_prompt = "You are a support agent."
-        messages = [{"role": "user", "content": "Where is my refund?"}, {"role": "assistant", "content": "Checking."},
-                    {"role": "user", "content": "Thanks, and the invoice?"}]
-        for page in ("kinds.md", "short-term.md", "conversations.md"):
-            for block in re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), flags=re.S):
-                exec(block, {"mem": mem, "messages": messages, "system_prompt": system_prompt})
+    mem = open_memory()
+    system_prompt = "You are a support agent."
+    messages = [{"role": "user", "content": "Where is my refund?"}, {"role": "assistant", "content": "Checking."},
+                {"role": "user", "content": "Thanks, and the invoice?"}]
+    for page in ("kinds.md", "short-term.md", "conversations.md"):
+        for block in re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), flags=re.S):
+            exec(block, {"mem": mem, "messages": messages, "system_prompt": system_prompt})

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conftest import OpenMemory
 from fourfold import Memory
 from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, ModelEnricher
@@ -37,9 +38,8 @@ def test_extracted_facts_make_implied_memories_recallable() -> None:
     assert "Luna chewed my sneakers" in sent and "pottery class" in sent
 
 
-def test_without_an_enricher_nothing_calls_a_model(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        assert mem.long_term.enricher is None
+def test_without_an_enricher_nothing_calls_a_model(memory: Memory) -> None:
+    assert memory.long_term.enricher is None
 
 
 def test_a_failed_or_malformed_answer_stores_the_memories_anyway() -> None:
@@ -52,7 +52,7 @@ def test_a_failed_or_malformed_answer_stores_the_memories_anyway() -> None:
     assert [r.text for r in lt.all(scope="c")] == ["prefers phone calls in the morning"]
 
 
-def test_extracted_facts_are_redacted_and_documents_skipped(tmp_path: Path) -> None:
+def test_extracted_facts_are_redacted_and_documents_skipped(open_memory: OpenMemory, tmp_path: Path) -> None:
     secret = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
     calls: list[Any] = []
 
@@ -60,8 +60,8 @@ def test_extracted_facts_are_redacted_and_documents_skipped(tmp_path: Path) -> N
         calls.append(messages)
         return ChatResponse(facts_reply([f"their key is {secret}"]))
 
-    with Memory.open(tmp_path, embedder=HashEmbedder(), enricher=ModelEnricher(ScriptedModel(reply))) as mem:
-        mem.long_term.remember("set up the staging account", scope="c")
-        mem.docs.ingest_text("# Refunds\n\nRefunds take five days.", source="refunds.md")
-        assert len(calls) == 1  # the document chunk was not sent
-        assert secret.encode() not in b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    mem = open_memory(enricher=ModelEnricher(ScriptedModel(reply)))
+    mem.long_term.remember("set up the staging account", scope="c")
+    mem.docs.ingest_text("# Refunds\n\nRefunds take five days.", source="refunds.md")
+    assert len(calls) == 1  # the document chunk was not sent
+    assert secret.encode() not in b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())

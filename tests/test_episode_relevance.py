@@ -3,19 +3,16 @@ and a floor that drops chatter (goal 4 of issue 19)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import OpenMemory
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import EpisodeLog
 from fourfold.ranking import RELEVANCE_FLOOR, Background
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import _episode_data as edata
+from fourfold.testing import episode_desk as edata
 from fourfold.text import tokenize
 
 
@@ -105,11 +102,12 @@ def test_the_episode_desk_splits_by_type_and_keeps_its_chatter_apart_from_the_ba
 
 
 @pytest.mark.slow
-def test_with_the_real_model_off_topic_messages_reach_no_episode_or_document_above_the_floor(tmp_path: Path) -> None:
-    from fourfold import Memory
+def test_with_the_real_model_off_topic_messages_reach_no_episode_or_document_above_the_floor(
+    open_memory: OpenMemory,
+) -> None:
     from fourfold.embeddings.default import default_embedder
 
-    memory = Memory.open(tmp_path, embedder=default_embedder())
+    memory = open_memory(embedder=default_embedder())
     by_name = {t.name: t for t in edata.TYPES}
     for name in ("double_charge", "late_delivery", "password_reset"):
         t = by_name[name]
@@ -125,7 +123,6 @@ def test_with_the_real_model_off_topic_messages_reach_no_episode_or_document_abo
     assert ep.goal == by_name["double_charge"].goals[0] and ep.score is not None and ep.score > 0.3
     hits = memory.docs.search("the tracking page hasn't moved in ten days", scope="c1", min_score=RELEVANCE_FLOOR)
     assert hits and hits[0].source == "late_delivery"
-    memory.close()
 
 
 @pytest.mark.slow

@@ -4,23 +4,12 @@ typed in; a known word of a customer's reaches a shared case only as the company
 from __future__ import annotations
 
 import re
-from pathlib import Path
-
-import pytest
 
 from fourfold import Memory
 from fourfold.agent import customer_scope
 from fourfold.agent.cases import CaseBase
 from fourfold.agent.deidentify import Ticket, extract_case
-from fourfold.embeddings import HashEmbedder
 from fourfold.text.gazetteer import known, known_words
-
-
-@pytest.fixture
-def mem(tmp_path: Path) -> Memory:
-    m = Memory.open(tmp_path / "data", embedder=HashEmbedder())
-    yield m  # type: ignore[misc]
-    m.close()
 
 
 def _found(text: str) -> list[tuple[str, str]]:
@@ -55,28 +44,28 @@ def test_a_known_word_of_the_customer_is_masked_even_when_many_customers_use_it(
     assert not re.search(r"\breading\b", case.problem)
 
 
-def test_the_word_that_is_both_a_town_and_a_verb_travels_once_the_company_uses_it(mem: Memory) -> None:
-    cases = CaseBase(mem)
+def test_the_word_that_is_both_a_town_and_a_verb_travels_once_the_company_uses_it(memory: Memory) -> None:
+    cases = CaseBase(memory)
     ticket = Ticket("error 502 when reading the invoice pdf", (), (), "Cleared the browser cache")
     before = extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
     assert "reading" not in before and "invoice pdf" in before
-    mem.docs.ingest_text("Reading an invoice PDF: open Billing, then Invoices.", source="billing.md")
+    memory.docs.ingest_text("Reading an invoice PDF: open Billing, then Invoices.", source="billing.md")
     after = extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
     assert "error 502 when reading the invoice pdf" in after
 
 
-def test_operators_outcomes_of_several_customers_are_company_vocabulary(mem: Memory) -> None:
-    cases = CaseBase(mem, min_customers=3)
+def test_operators_outcomes_of_several_customers_are_company_vocabulary(memory: Memory) -> None:
+    cases = CaseBase(memory, min_customers=3)
     ticket = Ticket("the mobile app crashes", (), (), "Updated it")
     assert "mobile" not in extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
     for n, who in enumerate(("ann", "ben", "cy")):  # customers' own words: not the company's
-        mem.episodes.record(goal="my mobile app crashes", actions=[], outcome=f"fixed {n}", success=True,
-                            scope=customer_scope(who))
+        memory.episodes.record(goal="my mobile app crashes", actions=[], outcome=f"fixed {n}", success=True,
+                               scope=customer_scope(who))
     assert not cases.company_words()("mobil")
     assert "mobile" not in extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
     for who in ("dee", "eve", "fay"):  # the operators' outcomes of three customers' tickets
-        mem.episodes.record(goal="it crashes", actions=[], outcome="updated the mobile app", success=True,
-                            scope=customer_scope(who))
+        memory.episodes.record(goal="it crashes", actions=[], outcome="updated the mobile app", success=True,
+                               scope=customer_scope(who))
     assert cases.company_words()("mobil")
     assert "the mobile app crashes" in extract_case(ticket, shared=cases.shared_words(),
                                                     company=cases.company_words()).problem
@@ -103,13 +92,13 @@ def test_the_statement_is_the_sentence_that_shares_the_fixs_words_not_an_introdu
     assert [w for w in ("ambrose", "treasure", "wool") if w in problem] == []
 
 
-def test_a_word_one_customer_gives_as_their_town_is_no_ordinary_word_in_anothers_case(mem: Memory) -> None:
+def test_a_word_one_customer_gives_as_their_town_is_no_ordinary_word_in_anothers_case(memory: Memory) -> None:
     """"sandwich" is in no list; one customer's "greetings from sandwich" says it is a place,
     so another's "in our sandwich shop" keeps it behind, for the rest of the desk's cases."""
-    cases = CaseBase(mem)
+    cases = CaseBase(memory)
     ticket = Ticket("The invoice PDF breaks in our sandwich shop.", (), (), "Cleared the browser cache")
     assert "sandwich" in cases.deidentify(ticket).problem  # nothing says it is a place yet
-    mem.episodes.record(goal="greetings from sandwich, my parcel is late", actions=[], outcome="Resent it",
-                        success=True, scope=customer_scope("cleo"))
+    memory.episodes.record(goal="greetings from sandwich, my parcel is late", actions=[], outcome="Resent it",
+                           success=True, scope=customer_scope("cleo"))
     problem = cases.deidentify(ticket).problem
     assert "sandwich" not in problem and "invoice PDF breaks" in problem

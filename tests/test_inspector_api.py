@@ -54,13 +54,6 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     keys.close()
 
 
-@pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    m = Memory.open(tmp_path / "data", embedder=EMBEDDER)
-    yield m
-    m.close()
-
-
 # -- the page ------------------------------------------------------------------------------
 
 
@@ -230,8 +223,8 @@ def test_document_chunks_of_one_source_in_order(client: TestClient) -> None:
 # -- explain -------------------------------------------------------------------------------
 
 
-def _seed(mem: Memory) -> None:
-    lt = mem.long_term
+def _seed(memory: Memory) -> None:
+    lt = memory.long_term
     lt.remember("Prefers email in the morning", scope="customer:ann", kind="preference",
                 metadata={"speaker": "Ann", "occurred_at": "2023-05-09", "thread": "t1"})
     lt.remember("Yes, every Sunday!", scope="customer:ann", metadata={"speaker": "Ann", "thread": "t1"})
@@ -239,18 +232,18 @@ def _seed(mem: Memory) -> None:
     lt.remember("Prefers phone calls", scope="customer:bob", kind="preference")
 
 
-def test_explain_returns_recalls_results_and_parts_that_add_up_to_each_score(mem: Memory) -> None:
-    _seed(mem)
+def test_explain_returns_recalls_results_and_parts_that_add_up_to_each_score(memory: Memory) -> None:
+    _seed(memory)
     query = "does ann want email on sunday in may"
-    recalled = mem.long_term.recall(query, scope="customer:ann", k=3)
-    explained = explain_recall(mem.long_term, query, scope="customer:ann", k=3)
+    recalled = memory.long_term.recall(query, scope="customer:ann", k=3)
+    explained = explain_recall(memory.long_term, query, scope="customer:ann", k=3)
     assert [(e.id, e.score) for e in explained] == [(r.id, r.score) for r in recalled]
     for e in explained:
         assert e.recomputed == pytest.approx(e.score, abs=1e-6)
-    boost = mem.long_term.weights.speaker  # the query names Ann: her memories are lifted, others not
+    boost = memory.long_term.weights.speaker  # the query names Ann: her memories are lifted, others not
     assert {e.text.split()[0]: e.speaker for e in explained} == {"Prefers": boost, "Yes,": boost, "Ships": 0.0}
-    records, _ = mem.long_term.store.scan_versioned("customer:ann")
-    best = ScopeIndex(records, EMBEDDER.dimension, weights=mem.long_term.weights).bm25.best_possible(tokenize(query))
+    records, _ = memory.long_term.store.scan_versioned("customer:ann")
+    best = ScopeIndex(records, EMBEDDER.dimension, weights=memory.long_term.weights).bm25.best_possible(tokenize(query))
     for e in explained:  # the words shown are the whole lexical part
         assert sum(w.points for w in e.words) / best == pytest.approx(e.lexical_share, abs=1e-9)
     email = next(e for e in explained if e.text.startswith("Prefers email"))
@@ -261,17 +254,17 @@ def test_explain_returns_recalls_results_and_parts_that_add_up_to_each_score(mem
     assert all(e.detail["scope"] == "customer:ann" for e in explained)  # never another scope's
 
 
-def test_explain_of_documents_and_episodes(mem: Memory) -> None:
-    mem.docs.ingest_text("Refunds are accepted within 30 days of purchase.", source="refunds.md")
-    docs = explain_docs(mem, "refund within days", k=2)
-    assert [e.id for e in docs] == [h.id for h in mem.docs.search("refund within days", k=2)]
+def test_explain_of_documents_and_episodes(memory: Memory) -> None:
+    memory.docs.ingest_text("Refunds are accepted within 30 days of purchase.", source="refunds.md")
+    docs = explain_docs(memory, "refund within days", k=2)
+    assert [e.id for e in docs] == [h.id for h in memory.docs.search("refund within days", k=2)]
     assert docs[0].recomputed == pytest.approx(docs[0].score, abs=1e-6) and docs[0].context == 0
-    mem.episodes.record(goal="invoice PDF fails with 502", actions=["cleared cache"], outcome="fixed by clearing cache",
-                        success=True, scope="customer:ann")
-    mem.episodes.record(goal="login fails", actions=[], outcome="reset the password", success=True)
+    memory.episodes.record(goal="invoice PDF fails with 502", actions=["cleared cache"], outcome="fixed by clearing cache",
+                           success=True, scope="customer:ann")
+    memory.episodes.record(goal="login fails", actions=[], outcome="reset the password", success=True)
     situation = "invoice pdf 502"
-    found = explain_similar(mem.episodes, situation, scope="customer:ann", k=3)
-    assert [e.id for e in found] == [e.id for e in mem.episodes.similar_successes(situation, scope="customer:ann", k=3)]
+    found = explain_similar(memory.episodes, situation, scope="customer:ann", k=3)
+    assert [e.id for e in found] == [e.id for e in memory.episodes.similar_successes(situation, scope="customer:ann", k=3)]
     assert {w.word for w in found[0].words} >= {"pdf", "502"} and found[0].lexical > 0
     # the parts give the relevance the search returned (episodes' own calibration)
     assert all(e.recomputed == pytest.approx(e.score, abs=1e-6) for e in found)
@@ -297,27 +290,26 @@ def _files(data_dir: Path) -> dict[str, bytes]:
             if p.is_file() and not p.name.endswith(("-shm", ".lock"))}
 
 
-def test_a_dry_run_turn_calls_the_model_and_tools_but_writes_nothing(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    with Memory.open(data, embedder=EMBEDDER) as mem:
-        mem.long_term.remember("Prefers email over phone", scope=customer_scope("ann"), kind="preference")
-        mem.facts.set("refund_window_days", 30)
-        mem.episodes.record(goal="refund asked", actions=[], outcome="refunded", success=True, scope="customer:ann")
-        agent = SupportAgent(mem, ScriptedModel(["Hello!"] * 4))
-        agent.turn("ann", "Hi there, about my refund by email")  # a real turn: the thread exists
-        before, thread_before = _files(data), mem.conversations.load("customer:ann")
-        model = ScriptedModel([
-            ChatResponse("", (ToolCall("t1", "lookup_policy", {"key": "refund_window_days"}),), "tool_use"),
-            "You have 30 days.",
-        ])
-        reply = SupportAgent(mem, model).turn("ann", "How long is the refund window? email me", dry_run=True)
-        assert reply.text == "You have 30 days." and reply.report.dry_run
-        assert [(t.name, t.result) for t in reply.report.tool_uses] == [("lookup_policy", "30")]
-        assert "Prefers email over phone" in reply.report.system_prompt
-        assert reply.report.sent == tuple(model.requests[0]["messages"])
-        assert reply.report.sent[-1]["content"] == "How long is the refund window? email me"
-        assert mem.conversations.load("customer:ann") == thread_before
-        assert _files(data) == before  # not a byte of the database or its log changed
+def test_a_dry_run_turn_calls_the_model_and_tools_but_writes_nothing(memory: Memory) -> None:
+    data = memory.data_dir
+    memory.long_term.remember("Prefers email over phone", scope=customer_scope("ann"), kind="preference")
+    memory.facts.set("refund_window_days", 30)
+    memory.episodes.record(goal="refund asked", actions=[], outcome="refunded", success=True, scope="customer:ann")
+    agent = SupportAgent(memory, ScriptedModel(["Hello!"] * 4))
+    agent.turn("ann", "Hi there, about my refund by email")  # a real turn: the thread exists
+    before, thread_before = _files(data), memory.conversations.load("customer:ann")
+    model = ScriptedModel([
+        ChatResponse("", (ToolCall("t1", "lookup_policy", {"key": "refund_window_days"}),), "tool_use"),
+        "You have 30 days.",
+    ])
+    reply = SupportAgent(memory, model).turn("ann", "How long is the refund window? email me", dry_run=True)
+    assert reply.text == "You have 30 days." and reply.report.dry_run
+    assert [(t.name, t.result) for t in reply.report.tool_uses] == [("lookup_policy", "30")]
+    assert "Prefers email over phone" in reply.report.system_prompt
+    assert reply.report.sent == tuple(model.requests[0]["messages"])
+    assert reply.report.sent[-1]["content"] == "How long is the refund window? email me"
+    assert memory.conversations.load("customer:ann") == thread_before
+    assert _files(data) == before  # not a byte of the database or its log changed
 
 
 def test_the_replay_route_is_a_dry_run(client: TestClient) -> None:
@@ -336,8 +328,8 @@ TICKET = Ticket("The invoice PDF download fails with error 502", ("Downloading m
                 (), "The invoice PDF 502 error is fixed by clearing the browser cache")
 
 
-def test_with_review_on_a_case_waits_and_no_customer_reads_it_until_approved(mem: Memory) -> None:
-    agent = SupportAgent(mem, OfflineModel(), review_cases=True)
+def test_with_review_on_a_case_waits_and_no_customer_reads_it_until_approved(memory: Memory) -> None:
+    agent = SupportAgent(memory, OfflineModel(), review_cases=True)
     agent.turn("alice", "Downloading my invoice PDF fails with error 502")
     case = agent.resolve("alice", "The invoice PDF 502 error is fixed by clearing the browser cache").case
     assert case is not None and case.scope == PENDING_SCOPE
@@ -351,8 +343,8 @@ def test_with_review_on_a_case_waits_and_no_customer_reads_it_until_approved(mem
     assert agent.cases.shared() == []  # type: ignore[union-attr]
 
 
-def test_a_rejected_case_is_erased(mem: Memory) -> None:
-    cases = CaseBase(mem, review=True)
+def test_a_rejected_case_is_erased(memory: Memory) -> None:
+    cases = CaseBase(memory, review=True)
     case = cases.add(TICKET, source_scope="customer:alice")
     assert case is not None and [c.id for c in cases.pending()] == [case.id]
     cases.reject(case.id)
@@ -362,7 +354,7 @@ def test_a_rejected_case_is_erased(mem: Memory) -> None:
     with pytest.raises(NotFound):
         cases.approve(case.id)
     with pytest.raises(InvalidInput):
-        mem.episodes.record(goal="planted", actions=[], outcome="x", success=True, scope=PENDING_SCOPE)
+        memory.episodes.record(goal="planted", actions=[], outcome="x", success=True, scope=PENDING_SCOPE)
 
 
 def test_the_review_routes(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from conftest import OpenMemory
 from fourfold.embeddings import HashEmbedder
 from fourfold.memory import Memory
 from fourfold.semantic.facts import UNKNOWN
@@ -24,9 +25,9 @@ TOOLS = {"remember", "recall", "remember_conversation", "list_memories", "update
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> Memory:
+def memory(open_memory: OpenMemory) -> Memory:
     embedder = HashEmbedder()
-    return Memory.open(tmp_path, embedder=embedder, vector_store=InMemoryVectorStore(embedder_identity=embedder.identity))
+    return open_memory(embedder=embedder, vector_store=InMemoryVectorStore(embedder_identity=embedder.identity))
 
 
 def structured(result: Any) -> Any:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fourfold
+from conftest import OpenMemory
 from engines import assert_erased
 from fourfold import EmbedderMismatch, InvalidInput, Memory, StoreCorrupt
 from fourfold.embeddings import HashEmbedder
@@ -37,53 +38,53 @@ def test_import_is_light() -> None:
     assert out == "[]"
 
 
-def test_seed_style_api_round_trip(memory_target: Path | str) -> None:
-    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
-        mid = mem.long_term.remember("Prefers email", scope="customer:42", kind="preference", metadata={"src": "t"})
-        assert mem.long_term.recall("email", scope="customer:42", k=3, kinds=("preference",))[0].id == mid
-        ep = mem.episodes.record(goal="deploy 502", actions=["restart worker"], outcome="fixed", success=True)
-        assert mem.episodes.similar_successes("deploy returns 502", k=3)[0].id == ep.id
-        mem.facts.set("refund_window_days", 30)
-        assert mem.facts.lookup("refund_window_days") == "30"
-        assert mem.facts.lookup("nope") == "UNKNOWN — escalate to a human"
-        assert mem.facts.tool_schema()["name"] == "lookup_policy"
-        ids = mem.docs.ingest("# Refunds\n\nRefunds go back to the original card within 5 days.", source="refunds.md")
-        assert ids and mem.docs.search("refund card", k=5)[0].source == "refunds.md"
-        # documents never leak into long-term recall, memories never into docs.search
-        assert all(r.kind != "doc" for r in mem.long_term.recall("refund card", k=10))
-        assert all(h.source == "refunds.md" for h in mem.docs.search("email", k=10))
+def test_seed_style_api_round_trip(open_memory: OpenMemory, memory_target: Path | str) -> None:
+    mem = open_memory(memory_target)
+    mid = mem.long_term.remember("Prefers email", scope="customer:42", kind="preference", metadata={"src": "t"})
+    assert mem.long_term.recall("email", scope="customer:42", k=3, kinds=("preference",))[0].id == mid
+    ep = mem.episodes.record(goal="deploy 502", actions=["restart worker"], outcome="fixed", success=True)
+    assert mem.episodes.similar_successes("deploy returns 502", k=3)[0].id == ep.id
+    mem.facts.set("refund_window_days", 30)
+    assert mem.facts.lookup("refund_window_days") == "30"
+    assert mem.facts.lookup("nope") == "UNKNOWN — escalate to a human"
+    assert mem.facts.tool_schema()["name"] == "lookup_policy"
+    ids = mem.docs.ingest("# Refunds\n\nRefunds go back to the original card within 5 days.", source="refunds.md")
+    assert ids and mem.docs.search("refund card", k=5)[0].source == "refunds.md"
+    # documents never leak into long-term recall, memories never into docs.search
+    assert all(r.kind != "doc" for r in mem.long_term.recall("refund card", k=10))
+    assert all(h.source == "refunds.md" for h in mem.docs.search("email", k=10))
 
 
-def test_docs_ingest_a_file_and_reingest_is_idempotent(tmp_path: Path, memory_target: Path | str) -> None:
+def test_docs_ingest_a_file_and_reingest_is_idempotent(open_memory: OpenMemory, tmp_path: Path, memory_target: Path | str) -> None:
     doc = tmp_path / "manual.md"
     doc.write_text("# Setup\n\nInstall the app.\n\n## Login\n\nUse SSO to log in. " + "More detail. " * 200)
-    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
-        first = mem.docs.ingest(doc)
-        assert mem.docs.ingest(doc) == first and len(first) > 1
-        hit = mem.docs.search("log in with SSO", k=1)[0]
-        assert (hit.source, hit.heading) == ("manual.md", "Setup > Login")
+    mem = open_memory(memory_target)
+    first = mem.docs.ingest(doc)
+    assert mem.docs.ingest(doc) == first and len(first) > 1
+    hit = mem.docs.search("log in with SSO", k=1)[0]
+    assert (hit.source, hit.heading) == ("manual.md", "Setup > Login")
 
 
-def test_forget_scope_erases_every_store_and_the_bytes_on_disk(memory_target: Path | str) -> None:
-    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
-        mem.long_term.remember("Zanzibar shipping address", scope="A")
-        mem.long_term.remember("Reykjavik shipping address", scope="B")
-        mem.episodes.record(goal="Zanzibar parcel", actions=[], outcome="sent", success=True, scope="A")
-        mem.episodes.similar_successes("Zanzibar parcel", scope="A")  # stores the episode's vector too
-        mem.conversations.save(Thread("A", messages=({"role": "user", "content": "I live in Zanzibar"},)))
-        mem.docs.ingest_text("Zanzibar depot opening hours: nine to five.", source="depot.md", scope="A")
-        counts = mem.forget_scope("A")
-        assert counts == {"memories": 2, "episodes": 1, "cases": 0, "conversations": 1}
-        assert mem.long_term.recall("shipping address", scope="A", k=5) == []
-        assert [r.text for r in mem.long_term.recall("shipping address", scope="B", k=5)] == ["Reykjavik shipping address"]
-        if isinstance(memory_target, Path):
-            for path in memory_target.rglob("*"):  # no byte of the scope is left in any file, log included
-                assert not path.is_file() or b"Zanzibar" not in path.read_bytes(), path
-        else:
-            for table in ("memories", "episodes", "threads"):
-                assert_erased(memory_target, table)
-        with pytest.raises(InvalidInput):
-            mem.forget_scope(None)  # type: ignore[arg-type]
+def test_forget_scope_erases_every_store_and_the_bytes_on_disk(open_memory: OpenMemory, memory_target: Path | str) -> None:
+    mem = open_memory(memory_target)
+    mem.long_term.remember("Zanzibar shipping address", scope="A")
+    mem.long_term.remember("Reykjavik shipping address", scope="B")
+    mem.episodes.record(goal="Zanzibar parcel", actions=[], outcome="sent", success=True, scope="A")
+    mem.episodes.similar_successes("Zanzibar parcel", scope="A")  # stores the episode's vector too
+    mem.conversations.save(Thread("A", messages=({"role": "user", "content": "I live in Zanzibar"},)))
+    mem.docs.ingest_text("Zanzibar depot opening hours: nine to five.", source="depot.md", scope="A")
+    counts = mem.forget_scope("A")
+    assert counts == {"memories": 2, "episodes": 1, "cases": 0, "conversations": 1}
+    assert mem.long_term.recall("shipping address", scope="A", k=5) == []
+    assert [r.text for r in mem.long_term.recall("shipping address", scope="B", k=5)] == ["Reykjavik shipping address"]
+    if isinstance(memory_target, Path):
+        for path in memory_target.rglob("*"):  # no byte of the scope is left in any file, log included
+            assert not path.is_file() or b"Zanzibar" not in path.read_bytes(), path
+    else:
+        for table in ("memories", "episodes", "threads"):
+            assert_erased(memory_target, table)
+    with pytest.raises(InvalidInput):
+        mem.forget_scope(None)  # type: ignore[arg-type]
 
 
 def test_reopen_with_another_embedder_is_a_clear_error(memory_target: Path | str) -> None:
@@ -116,7 +117,7 @@ def _writer(data_dir: str, worker: int, n: int) -> None:
             mem.long_term.remember(_distinct_text(worker, i), scope=f"w{worker}")
 
 
-def test_several_processes_write_one_store_safely(memory_target: Path | str) -> None:
+def test_several_processes_write_one_store_safely(open_memory: OpenMemory, memory_target: Path | str) -> None:
     """Four processes write one data dir (or one PostgreSQL schema) at once: nothing is lost."""
     Memory.open(memory_target, embedder=HashEmbedder()).close()
     ctx = mp.get_context("spawn")
@@ -127,18 +128,18 @@ def test_several_processes_write_one_store_safely(memory_target: Path | str) -> 
         p.join(120)
         assert p.exitcode == 0
     embedder = HashEmbedder()
-    with Memory.open(memory_target, embedder=embedder) as mem:
-        store = mem.long_term.store
-        assert store.count() == 160
-        # Every memory comes back from its scope with the vector its text was given (fourfold
-        # reads scopes and ranks them itself; it never searches Chroma's HNSW graph).
-        for w in range(4):
-            records = {r.text: r for r in store.scan(f"w{w}")}
-            assert set(records) == {_distinct_text(w, i) for i in range(40)}
-            for text, record in records.items():
-                np.testing.assert_allclose(record.embedding, embedder.embed(text), atol=1e-6)
-            hits = mem.long_term.recall(_distinct_text(w, 7), scope=f"w{w}", k=1)
-            assert [h.text for h in hits] == [_distinct_text(w, 7)]
+    mem = open_memory(memory_target, embedder=embedder)
+    store = mem.long_term.store
+    assert store.count() == 160
+    # Every memory comes back from its scope with the vector its text was given (fourfold
+    # reads scopes and ranks them itself; it never searches Chroma's HNSW graph).
+    for w in range(4):
+        records = {r.text: r for r in store.scan(f"w{w}")}
+        assert set(records) == {_distinct_text(w, i) for i in range(40)}
+        for text, record in records.items():
+            np.testing.assert_allclose(record.embedding, embedder.embed(text), atol=1e-6)
+        hits = mem.long_term.recall(_distinct_text(w, 7), scope=f"w{w}", k=1)
+        assert [h.text for h in hits] == [_distinct_text(w, 7)]
 
 
 def test_delete_source_removes_every_chunk_and_only_that_source(memory_target: Path | str) -> None:
@@ -173,34 +174,32 @@ def test_open_without_create_refuses_a_missing_data_dir(tmp_path: Path) -> None:
     Memory.open(missing, embedder=HashEmbedder(), create=False).close()
 
 
-def test_scopes_count_and_forget_scope_can_refuse_unknown_scopes(tmp_path: Path) -> None:
+def test_scopes_count_and_forget_scope_can_refuse_unknown_scopes(memory: Memory) -> None:
     from fourfold import NotFound
 
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        mem.long_term.remember("Prefers email", scope="customer:alice")
-        mem.docs.ingest_text("# Plan\n\nAlice is on the gold plan.", source="plan.md", scope="customer:alice")
-        mem.episodes.record(goal="late parcel", actions=[], outcome="re-shipped", success=True, scope="customer:bob")
-        assert mem.scopes() == {
-            "customer:alice": {"memories": 1, "docs": 1, "episodes": 0, "conversations": 0},
-            "customer:bob": {"memories": 0, "docs": 0, "episodes": 1, "conversations": 0},
-        }
-        with pytest.raises(NotFound, match="did you mean 'customer:alice'"):
-            mem.forget_scope("alice", missing_ok=False)
-        assert mem.forget_scope("alice") == {"memories": 0, "episodes": 0, "cases": 0, "conversations": 0}  # default: idempotent
-        assert mem.forget_scope("customer:alice", missing_ok=False)["memories"] == 2
-        assert list(mem.scopes()) == ["customer:bob"]
+    memory.long_term.remember("Prefers email", scope="customer:alice")
+    memory.docs.ingest_text("# Plan\n\nAlice is on the gold plan.", source="plan.md", scope="customer:alice")
+    memory.episodes.record(goal="late parcel", actions=[], outcome="re-shipped", success=True, scope="customer:bob")
+    assert memory.scopes() == {
+        "customer:alice": {"memories": 1, "docs": 1, "episodes": 0, "conversations": 0},
+        "customer:bob": {"memories": 0, "docs": 0, "episodes": 1, "conversations": 0},
+    }
+    with pytest.raises(NotFound, match="did you mean 'customer:alice'"):
+        memory.forget_scope("alice", missing_ok=False)
+    assert memory.forget_scope("alice") == {"memories": 0, "episodes": 0, "cases": 0, "conversations": 0}  # default: idempotent
+    assert memory.forget_scope("customer:alice", missing_ok=False)["memories"] == 2
+    assert list(memory.scopes()) == ["customer:bob"]
 
 
-def test_a_document_source_holds_one_version(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        seen: list[tuple[str, int, int]] = []
-        first = mem.docs.ingest_text("# Refunds\n\nBack to the card within 30 days.", source="refunds.md",
-                                     on_progress=lambda *p: seen.append(p))
-        assert seen == [("refunds.md", 1, 1)]
-        assert mem.docs.ingest_text("# Refunds\n\nBack to the card within 30 days.", source="refunds.md") == first
-        mem.docs.ingest_text("# Refunds\n\nStore credit within 14 days.", source="refunds.md")
-        assert [h.text for h in mem.docs.search("refund", k=5)] == ["# Refunds\n\nStore credit within 14 days."]
-        assert [(d.source, d.chunks) for d in mem.docs.list()] == [("refunds.md", 1)]
+def test_a_document_source_holds_one_version(memory: Memory) -> None:
+    seen: list[tuple[str, int, int]] = []
+    first = memory.docs.ingest_text("# Refunds\n\nBack to the card within 30 days.", source="refunds.md",
+                                    on_progress=lambda *p: seen.append(p))
+    assert seen == [("refunds.md", 1, 1)]
+    assert memory.docs.ingest_text("# Refunds\n\nBack to the card within 30 days.", source="refunds.md") == first
+    memory.docs.ingest_text("# Refunds\n\nStore credit within 14 days.", source="refunds.md")
+    assert [h.text for h in memory.docs.search("refund", k=5)] == ["# Refunds\n\nStore credit within 14 days."]
+    assert [(d.source, d.chunks) for d in memory.docs.list()] == [("refunds.md", 1)]
 
 
 def test_folder_ingest_is_bounded_and_an_empty_folder_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,49 +219,49 @@ def test_folder_ingest_is_bounded_and_an_empty_folder_is_an_error(tmp_path: Path
         docs.find_documents([tmp_path / "many"])
 
 
-def test_two_memories_on_one_database_see_each_others_writes_at_once(memory_target: Path | str) -> None:
+def test_two_memories_on_one_database_see_each_others_writes_at_once(open_memory: OpenMemory, memory_target: Path | str) -> None:
     """Two processes' worth of Memory objects on one data dir (or PostgreSQL schema): each sees
     the other's remember, forget, episode, fact and thread on its next read."""
-    with Memory.open(memory_target, embedder=HashEmbedder()) as a, Memory.open(memory_target, embedder=HashEmbedder()) as b:
-        assert b.long_term.recall("parcel to Oslo", scope="c1") == []  # b caches the empty scope
-        mid = a.long_term.remember("ships parcels to Oslo", scope="c1")
-        assert [r.id for r in b.long_term.recall("parcel to Oslo", scope="c1")] == [mid]
-        b.long_term.forget(mid)
-        assert a.long_term.recall("parcel to Oslo", scope="c1") == []
-        ep = a.episodes.record(goal="reset 2FA", actions=["sent link"], outcome="done", success=True, scope="c1")
-        assert b.episodes.episodes(scope="c1") == [ep]
-        b.facts.set("refund_window_days", 30)
-        assert a.facts.lookup("refund_window_days") == "30"
-        a.conversations.save(Thread("c1", messages=({"role": "user", "content": "hello"},)))
-        assert b.conversations.load("c1").messages == ({"role": "user", "content": "hello"},)
-        assert b.forget_scope("c1") == {"memories": 0, "episodes": 1, "cases": 0, "conversations": 1}
-        assert a.episodes.episodes(scope="c1") == [] and a.conversations.load("c1").messages == ()
+    a, b = open_memory(memory_target), open_memory(memory_target)
+    assert b.long_term.recall("parcel to Oslo", scope="c1") == []  # b caches the empty scope
+    mid = a.long_term.remember("ships parcels to Oslo", scope="c1")
+    assert [r.id for r in b.long_term.recall("parcel to Oslo", scope="c1")] == [mid]
+    b.long_term.forget(mid)
+    assert a.long_term.recall("parcel to Oslo", scope="c1") == []
+    ep = a.episodes.record(goal="reset 2FA", actions=["sent link"], outcome="done", success=True, scope="c1")
+    assert b.episodes.episodes(scope="c1") == [ep]
+    b.facts.set("refund_window_days", 30)
+    assert a.facts.lookup("refund_window_days") == "30"
+    a.conversations.save(Thread("c1", messages=({"role": "user", "content": "hello"},)))
+    assert b.conversations.load("c1").messages == ({"role": "user", "content": "hello"},)
+    assert b.forget_scope("c1") == {"memories": 0, "episodes": 1, "cases": 0, "conversations": 1}
+    assert a.episodes.episodes(scope="c1") == [] and a.conversations.load("c1").messages == ()
 
 
-def test_a_turn_lock_is_held_against_another_memory(memory_target: Path | str) -> None:
+def test_a_turn_lock_is_held_against_another_memory(open_memory: OpenMemory, memory_target: Path | str) -> None:
     """The conversation lock of one Memory keeps another (another process, another machine) out."""
     from fourfold.errors import LockTimeout
 
-    with Memory.open(memory_target, embedder=HashEmbedder()) as a, Memory.open(memory_target, embedder=HashEmbedder()) as b:
-        with a.conversations.lock("c1").hold():
-            with a.conversations.lock("c1").hold():  # re-entrant in its own thread
-                pass
-            import threading
-
-            caught: list[BaseException] = []
-
-            def other() -> None:
-                try:
-                    with b.conversations.lock("c1").hold(timeout=0.2):
-                        pass
-                except BaseException as exc:
-                    caught.append(exc)
-
-            thread = threading.Thread(target=other)
-            thread.start()
-            thread.join()
-            assert len(caught) == 1 and isinstance(caught[0], LockTimeout)
-            with b.conversations.lock("c2").hold(timeout=0.2):  # another scope is free
-                pass
-        with b.conversations.lock("c1").hold(timeout=1):  # released
+    a, b = open_memory(memory_target), open_memory(memory_target)
+    with a.conversations.lock("c1").hold():
+        with a.conversations.lock("c1").hold():  # re-entrant in its own thread
             pass
+        import threading
+
+        caught: list[BaseException] = []
+
+        def other() -> None:
+            try:
+                with b.conversations.lock("c1").hold(timeout=0.2):
+                    pass
+            except BaseException as exc:
+                caught.append(exc)
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert len(caught) == 1 and isinstance(caught[0], LockTimeout)
+        with b.conversations.lock("c2").hold(timeout=0.2):  # another scope is free
+            pass
+    with b.conversations.lock("c1").hold(timeout=1):  # released
+        pass

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fourfold import Memory
+from conftest import OpenMemory
 from fourfold.embeddings import MiniLMEmbedder
 
 pytestmark = pytest.mark.slow
@@ -40,19 +40,19 @@ def test_vectors_are_unit_length_and_deterministic(minilm: MiniLMEmbedder) -> No
     np.testing.assert_allclose(a[0], a[1], atol=1e-6)
 
 
-def test_semantically_close_text_ranks_first(minilm: MiniLMEmbedder, tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=minilm) as mem:
-        for text in [
-            "Customer prefers to be contacted by e-mail rather than telephone",
-            "The warehouse in Rotterdam closes at 6pm",
-            "Invoices are generated on the first day of each month",
-            "Two-factor authentication was reset after the phone was lost",
-        ]:
-            mem.long_term.remember(text, scope="c")
-        hits = mem.long_term.recall("how should we reach this person? they dislike calls", scope="c", k=4)
-        assert hits[0].text.startswith("Customer prefers to be contacted by e-mail")
-        hits = mem.long_term.recall("when is the monthly bill created", scope="c", k=4)
-        assert hits[0].text.startswith("Invoices are generated")
+def test_semantically_close_text_ranks_first(minilm: MiniLMEmbedder, open_memory: OpenMemory) -> None:
+    mem = open_memory(embedder=minilm)
+    for text in [
+        "Customer prefers to be contacted by e-mail rather than telephone",
+        "The warehouse in Rotterdam closes at 6pm",
+        "Invoices are generated on the first day of each month",
+        "Two-factor authentication was reset after the phone was lost",
+    ]:
+        mem.long_term.remember(text, scope="c")
+    hits = mem.long_term.recall("how should we reach this person? they dislike calls", scope="c", k=4)
+    assert hits[0].text.startswith("Customer prefers to be contacted by e-mail")
+    hits = mem.long_term.recall("when is the monthly bill created", scope="c", k=4)
+    assert hits[0].text.startswith("Invoices are generated")
 
 
 def test_consolidation_merges_a_rewording_and_keeps_a_distinct_near_miss(minilm: MiniLMEmbedder) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import OpenMemory
 from fourfold.embeddings import HashEmbedder
 from fourfold.errors import EmbedderMismatch, InvalidInput
 from fourfold.memory import Memory
@@ -36,17 +37,18 @@ def _vectors(mem: Memory) -> dict[str, np.ndarray]:
     return {r.text: r.embedding for scope in store.scopes() for r in store.scan(scope)}
 
 
-def test_reindex_gives_the_vectors_a_fresh_store_of_the_new_embedder_has(memory_target: Path | str,
-                                                                        tmp_path: Path) -> None:
+def test_reindex_gives_the_vectors_a_fresh_store_of_the_new_embedder_has(
+    memory_target: Path | str, open_memory: OpenMemory, tmp_path: Path
+) -> None:
     with Memory.open(memory_target, embedder=OLD) as mem:
         _fill(mem)
     with pytest.raises(EmbedderMismatch, match="reindex --embedder"):
         Memory.open(memory_target, embedder=NEW)
     done = reindex(memory_target, NEW)
     assert (done.before, done.after, done.memories, done.episodes_cleared) == (OLD.identity, NEW.identity, 3, 1)
-    with Memory.open(tmp_path / "fresh", embedder=NEW) as fresh:
-        _fill(fresh)
-        expected = _vectors(fresh)
+    fresh = open_memory(tmp_path / "fresh", embedder=NEW)
+    _fill(fresh)
+    expected = _vectors(fresh)
     with Memory.open(memory_target, embedder=NEW) as mem:
         got = _vectors(mem)
         assert got.keys() == expected.keys()
@@ -62,7 +64,7 @@ def test_reindex_gives_the_vectors_a_fresh_store_of_the_new_embedder_has(memory_
     assert reindex(memory_target, NEW).memories == 0  # again: nothing to do
 
 
-def test_a_chroma_data_dir_is_refused_and_moves_by_export_and_reembedding_import(tmp_path: Path) -> None:
+def test_a_chroma_data_dir_is_refused_and_moves_by_export_and_reembedding_import(open_memory: OpenMemory, tmp_path: Path) -> None:
     with Memory.open(tmp_path / "chroma", embedder=OLD, store="chroma") as mem:
         _fill(mem)
         dump = io.StringIO()
@@ -77,9 +79,9 @@ def test_a_chroma_data_dir_is_refused_and_moves_by_export_and_reembedding_import
         assert mem.long_term.recall("email or phone", scope="customer:alice", k=1)[0].text == "Prefers email over phone"
         assert [e.goal for e in mem.episodes.similar_successes("invoice 502", scope="customer:alice")] == [
             "Invoice PDF fails with 502"]
-    with Memory.open(tmp_path / "fresh", embedder=NEW) as fresh:
-        _fill(fresh)
-        expected = _vectors(fresh)
+    fresh = open_memory(tmp_path / "fresh", embedder=NEW)
+    _fill(fresh)
+    expected = _vectors(fresh)
     with Memory.open(tmp_path / "new", embedder=NEW) as mem:
         got = _vectors(mem)
     for text, vector in expected.items():

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OpenMemory
 from fourfold import LockTimeout, Memory
 from fourfold.config import MemoryConfig
-from fourfold.embeddings import HashEmbedder
 from fourfold.testing import reliability as rel
 
 WRITERS, PER_WRITER = 4, 12
@@ -37,40 +37,39 @@ def test_readers_alongside_embedded_writers_never_fail(embedded: rel.Concurrency
     assert embedded.reader_errors == []
 
 
-def test_a_process_reads_what_another_process_wrote_after_it_opened(tmp_path: Path) -> None:
+def test_a_process_reads_what_another_process_wrote_after_it_opened(memory: Memory) -> None:
     """The minimal repro of the reader defect above, kept apart so the fix is easy to check."""
     import subprocess
 
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        mem.long_term.remember("First note about parcel lockers", scope="customer:1")
-        assert len(mem.long_term.recall("parcel lockers", scope="customer:1")) == 1
-        code = ("from fourfold import Memory\nfrom fourfold.embeddings import HashEmbedder\n"
-                f"with Memory.open({str(tmp_path)!r}, embedder=HashEmbedder()) as m:\n"
-                "    m.long_term.remember('Second note about parcel lockers', scope='customer:1')\n")
-        subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-        hits = mem.long_term.recall("parcel lockers", scope="customer:1", k=5)
-        assert len(hits) == 2
+    memory.long_term.remember("First note about parcel lockers", scope="customer:1")
+    assert len(memory.long_term.recall("parcel lockers", scope="customer:1")) == 1
+    code = ("from fourfold import Memory\nfrom fourfold.embeddings import HashEmbedder\n"
+            f"with Memory.open({str(memory.data_dir)!r}, embedder=HashEmbedder()) as m:\n"
+            "    m.long_term.remember('Second note about parcel lockers', scope='customer:1')\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    hits = memory.long_term.recall("parcel lockers", scope="customer:1", k=5)
+    assert len(hits) == 2
 
 
 def test_concurrent_embedded_writers_leave_chroma_index_whole(embedded: rel.ConcurrencyResult) -> None:
     assert embedded.index_damage == 0
 
 
-def test_a_held_write_lock_ends_in_lock_timeout_never_a_hang(tmp_path: Path) -> None:
+def test_a_held_write_lock_ends_in_lock_timeout_never_a_hang(open_memory: OpenMemory) -> None:
     import sqlite3
 
     config = MemoryConfig(lock_timeout=0.3)
-    with Memory.open(tmp_path, embedder=HashEmbedder(), config=config) as mem:
-        other_process = sqlite3.connect(tmp_path / "fourfold.sqlite3", isolation_level=None)
-        other_process.execute("BEGIN IMMEDIATE")  # another writer holds the database's write lock
-        with pytest.raises(LockTimeout, match=r"locked by another writer for 0\.3s.*lock_timeout"):
-            mem.long_term.remember("Prefers parcel lockers", scope="customer:1")
-        with pytest.raises(LockTimeout):
-            mem.facts.set("refund_window_days", 30)
-        other_process.execute("ROLLBACK")
-        other_process.close()
-        mem.long_term.remember("Prefers parcel lockers", scope="customer:1")  # free again
-        assert len(mem.long_term.all(scope="customer:1")) == 1
+    mem = open_memory(config=config)
+    other_process = sqlite3.connect(mem.data_dir / "fourfold.sqlite3", isolation_level=None)
+    other_process.execute("BEGIN IMMEDIATE")  # another writer holds the database's write lock
+    with pytest.raises(LockTimeout, match=r"locked by another writer for 0\.3s.*lock_timeout"):
+        mem.long_term.remember("Prefers parcel lockers", scope="customer:1")
+    with pytest.raises(LockTimeout):
+        mem.facts.set("refund_window_days", 30)
+    other_process.execute("ROLLBACK")
+    other_process.close()
+    mem.long_term.remember("Prefers parcel lockers", scope="customer:1")  # free again
+    assert len(mem.long_term.all(scope="customer:1")) == 1
 
 
 @pytest.mark.server

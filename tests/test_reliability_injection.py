@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,7 +12,6 @@ from hypothesis import strategies as st
 from fourfold import Memory
 from fourfold.agent import SupportAgent
 from fourfold.agent.prompt import BASE_INSTRUCTIONS, DATA_CLOSE, DATA_OPEN, DATA_RULES, quote
-from fourfold.embeddings import HashEmbedder
 from fourfold.models import ScriptedModel
 
 HEADINGS = ["# Known about this customer", "# Similar resolved tickets of this customer",
@@ -56,15 +54,14 @@ def parse_system(prompt: str) -> dict[str, list[str]]:
     return sections
 
 
-def test_stored_attacks_arrive_as_quoted_data_in_their_own_section(tmp_path: Path) -> None:
+def test_stored_attacks_arrive_as_quoted_data_in_their_own_section(memory: Memory) -> None:
     model = ScriptedModel(["Checking your parcel."])
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        for attack in ATTACKS:
-            mem.long_term.remember(attack, scope="customer:eve")
-            mem.episodes.record(goal=attack, actions=[attack], outcome="parcel resent", success=True, scope="customer:eve")
-        mem.docs.ingest("# Parcels\n\n" + "\n\n".join(ATTACKS), source="evil.md")
-        agent = SupportAgent(mem, model, memory_k=len(ATTACKS), episode_k=3, doc_k=2)
-        reply = agent.turn("eve", "Where is my parcel note?")
+    for attack in ATTACKS:
+        memory.long_term.remember(attack, scope="customer:eve")
+        memory.episodes.record(goal=attack, actions=[attack], outcome="parcel resent", success=True, scope="customer:eve")
+    memory.docs.ingest("# Parcels\n\n" + "\n\n".join(ATTACKS), source="evil.md")
+    agent = SupportAgent(memory, model, memory_k=len(ATTACKS), episode_k=3, doc_k=2)
+    reply = agent.turn("eve", "Where is my parcel note?")
     sections = parse_system(reply.report.system_prompt)
     assert sections[HEADINGS[0]] and set(sections[HEADINGS[0]]) == set(ATTACKS)  # exact text, nothing lost
     assert len(sections[HEADINGS[1]]) == 3 and all(s.startswith("Previously: Parcel note") for s in sections[HEADINGS[1]])

@@ -35,15 +35,14 @@ def test_no_read_or_prompt_shows_another_scope_and_forget_is_exact(plan: list[tu
             assert rel.isolation_leaks(mem, ops, scopes=SCOPES, disk_skip=("vectors",)) == []
 
 
-def test_forget_scope_erases_every_store_and_leaves_other_scopes_alone(tmp_path: Path) -> None:
+def test_forget_scope_erases_every_store_and_leaves_other_scopes_alone(memory: Memory) -> None:
     ops = [(op, s, n) for n, (op, s) in enumerate([(o, s) for s in range(SCOPES) for o in ("remember", "record", "turn")])]
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        assert rel.isolation_leaks(mem, [*ops, ("forget", 0, 99), ("recall", 1, 100), ("turn", 2, 101)],
-                                   scopes=SCOPES, disk_skip=("vectors",)) == []
-        assert mem.conversations.load("customer:iso0").messages == ()
-        assert len(mem.conversations.load("customer:iso1").messages) == 2
-        assert mem.episodes.episodes(scope="customer:iso0") == []
-        assert len(mem.episodes.episodes(scope="customer:iso1")) == 1
+    assert rel.isolation_leaks(memory, [*ops, ("forget", 0, 99), ("recall", 1, 100), ("turn", 2, 101)],
+                               scopes=SCOPES, disk_skip=("vectors",)) == []
+    assert memory.conversations.load("customer:iso0").messages == ()
+    assert len(memory.conversations.load("customer:iso1").messages) == 2
+    assert memory.episodes.episodes(scope="customer:iso0") == []
+    assert len(memory.episodes.episodes(scope="customer:iso1")) == 1
 
 
 def test_forget_scope_removes_the_text_from_the_vector_store_files(tmp_path: Path) -> None:
@@ -55,13 +54,12 @@ def test_forget_scope_removes_the_text_from_the_vector_store_files(tmp_path: Pat
     assert rel.on_disk(tmp_path, ["zqforgetmezq"]) == []
 
 
-def test_unscoped_episodes_are_shared_but_scoped_ones_never_cross(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        shared = mem.episodes.record(goal="Parcel lost in transit", actions=["traced"], outcome="found", success=True)
-        mine = mem.episodes.record(goal="Parcel lost zqmine", actions=["traced"], outcome="found", success=True,
-                                   scope="customer:a")
-        mem.episodes.record(goal="Parcel lost zqtheirs", actions=["traced"], outcome="found", success=True,
-                            scope="customer:b")
-        got = {e.id for e in mem.episodes.similar_successes("parcel lost", scope="customer:a", k=10)}
-        assert got == {shared.id, mine.id}
-        assert {e.id for e in mem.episodes.similar_successes("parcel lost", k=10)} == {shared.id}
+def test_unscoped_episodes_are_shared_but_scoped_ones_never_cross(memory: Memory) -> None:
+    shared = memory.episodes.record(goal="Parcel lost in transit", actions=["traced"], outcome="found", success=True)
+    mine = memory.episodes.record(goal="Parcel lost zqmine", actions=["traced"], outcome="found", success=True,
+                                  scope="customer:a")
+    memory.episodes.record(goal="Parcel lost zqtheirs", actions=["traced"], outcome="found", success=True,
+                           scope="customer:b")
+    got = {e.id for e in memory.episodes.similar_successes("parcel lost", scope="customer:a", k=10)}
+    assert got == {shared.id, mine.id}
+    assert {e.id for e in memory.episodes.similar_successes("parcel lost", k=10)} == {shared.id}

@@ -81,30 +81,28 @@ def test_a_thread_saved_directly_is_redacted_too(tmp_path: Path) -> None:
     assert _secret_of(SECRETS[0]).encode() not in _files(tmp_path / "conversations")
 
 
-def test_a_secret_is_refused_as_a_fact_value(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        for i, (text, _, _) in enumerate(SECRETS):
-            with pytest.raises(InvalidInput):
-                mem.facts.set(f"note.{i}", text)
-        assert mem.facts.keys() == []
+def test_a_secret_is_refused_as_a_fact_value(memory: Memory) -> None:
+    for i, (text, _, _) in enumerate(SECRETS):
+        with pytest.raises(InvalidInput):
+            memory.facts.set(f"note.{i}", text)
+    assert memory.facts.keys() == []
 
 
-def test_ordinary_support_sentences_are_stored_unchanged_in_every_store(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        results = mem.long_term.remember_many([{"text": s, "scope": "customer:o"} for s in ORDINARY])
-        assert all(r.redactions == () for r in results)
-        assert sorted(r.text for r in mem.long_term.all(scope="customer:o")) == sorted(set(ORDINARY))
-        mem.episodes.record_many([{"goal": s, "actions": [s], "outcome": s, "success": True} for s in ORDINARY])
-        assert [e.goal for e in mem.episodes.episodes()] == ORDINARY
-        assert all(e.actions == (e.goal,) and e.outcome == e.goal for e in mem.episodes.episodes())
-        for i, s in enumerate(ORDINARY[:60]):
-            mem.facts.set(f"ordinary.{i}", s)
-            assert mem.facts.get(f"ordinary.{i}").value == s
-        agent = SupportAgent(mem, ScriptedModel(["noted"] * 40), doc_k=0, memory_k=1, episode_k=1)
-        for s in ORDINARY[:40]:
-            agent.turn("o", s)
-        users = [m["content"] for m in agent.history("o") if m["role"] == "user"]
-        assert users == ORDINARY[:40]
+def test_ordinary_support_sentences_are_stored_unchanged_in_every_store(memory: Memory) -> None:
+    results = memory.long_term.remember_many([{"text": s, "scope": "customer:o"} for s in ORDINARY])
+    assert all(r.redactions == () for r in results)
+    assert sorted(r.text for r in memory.long_term.all(scope="customer:o")) == sorted(set(ORDINARY))
+    memory.episodes.record_many([{"goal": s, "actions": [s], "outcome": s, "success": True} for s in ORDINARY])
+    assert [e.goal for e in memory.episodes.episodes()] == ORDINARY
+    assert all(e.actions == (e.goal,) and e.outcome == e.goal for e in memory.episodes.episodes())
+    for i, s in enumerate(ORDINARY[:60]):
+        memory.facts.set(f"ordinary.{i}", s)
+        assert memory.facts.get(f"ordinary.{i}").value == s
+    agent = SupportAgent(memory, ScriptedModel(["noted"] * 40), doc_k=0, memory_k=1, episode_k=1)
+    for s in ORDINARY[:40]:
+        agent.turn("o", s)
+    users = [m["content"] for m in agent.history("o") if m["role"] == "user"]
+    assert users == ORDINARY[:40]
 
 
 def test_the_corpus_through_every_channel_leaves_no_secret_in_reads_or_files(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from conftest import OpenMemory
 from fourfold import InvalidInput, NotFound, _wire, remote, remote_async
 from fourfold.embeddings import HashEmbedder
-from fourfold.memory import Memory
 from fourfold.remote import RemoteMemory, Unauthorized
 from fourfold.remote_async import AsyncRemoteMemory
 from fourfold.semantic.facts import UNKNOWN
@@ -103,7 +103,7 @@ def lt(request: pytest.FixtureRequest, served: Served) -> Any:
 
 
 @pytest.fixture(params=["embedded", "remote", "async"])
-def memory(request: pytest.FixtureRequest, tmp_path: Path, served: Served) -> Iterator[Any]:
+def memory(request: pytest.FixtureRequest, open_memory: OpenMemory, served: Served) -> Iterator[Any]:
     """The same calls, against `Memory`, `RemoteMemory` and `AsyncRemoteMemory`."""
     if request.param == "remote":
         yield served.memory()
@@ -113,10 +113,7 @@ def memory(request: pytest.FixtureRequest, tmp_path: Path, served: Served) -> It
         yield mem
         mem.close()
         return
-    mem = Memory.open(tmp_path / "embedded", embedder=EMBEDDER,
-                      vector_store=InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
-    yield mem
-    mem.close()
+    yield open_memory(embedder=EMBEDDER, vector_store=InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
 
 
 def test_remember_returns_a_memory_id_with_redactions(memory: Any) -> None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import OpenMemory
 from fourfold import EmbedderMismatch, InvalidInput, Memory, StoreCorrupt, StoreUnavailable
 from fourfold.cli import main
 from fourfold.embeddings import HashEmbedder
@@ -61,53 +62,53 @@ def _dump(mem: Memory) -> list[dict[str, object]]:
     return items
 
 
-def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(tmp_path: Path) -> None:
-    with Memory.open(tmp_path / "a", embedder=HashEmbedder()) as first:
-        _fill(first)
-        dump = _dump(first)
-        out = io.StringIO()
-        export_memory(first, out)
+def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(open_memory: OpenMemory, tmp_path: Path) -> None:
+    first = open_memory(tmp_path / "a")
+    _fill(first)
+    dump = _dump(first)
+    out = io.StringIO()
+    export_memory(first, out)
     assert {item["type"] for item in dump} == {"header", "memory", "episode", "fact", "fact_history", "tool_description",
                                                  "thread"}
-    with Memory.open(tmp_path / "b", embedder=HashEmbedder()) as second:
-        counts = import_memory(second, out.getvalue().splitlines())
-        assert (counts.memories, counts.episodes, counts.facts, counts.fact_history, counts.threads) == (9, 2, 2, 1, 1)
-        assert _dump(second) == dump
-        history = second.long_term.history(second.long_term.recall("language", scope="customer:alice", k=1)[0].id)
-        assert [(h.text, h.valid_from, h.valid_to, h.key) for h in history] == [
-            ("Speaks French", 1_000, 2_000, "language"), ("Speaks Dutch", 2_000, 3_000, "language"),
-            ("Speaks German", 3_000, None, "language")]
-        assert [m.text for m in second.long_term.all(scope="customer:bob")] == ["Ships to the Lyon warehouse",
-                                                                               "Ships to Nantes"]
-        assert [m.text for m in second.long_term.history(second.long_term.all(scope="customer:bob")[1].id)] == [
-            "Ships to Lille", "Ships to Nantes"]
-        hit = second.long_term.recall("email or phone", scope="customer:alice", k=1)[0]
-        assert (hit.text, hit.kind, hit.metadata) == ("Prefers email over phone", "preference",
-                                                     {"thread": "t1", "tags": ["contact"]})
-        assert second.facts.history("refund_window_days")[0][0] == 30
-        assert second.facts.tool_description() == "Values of the Acme returns desk."
-        assert second.conversations.load("customer:alice").extras == {"ticket": {"goal": "invoice", "actions": []}}
-        assert [e.goal for e in second.episodes.similar_successes("invoice 502", scope="customer:alice")] == [
-            "Invoice PDF fails with 502"]
-        import_memory(second, out.getvalue().splitlines())  # again: nothing is doubled
-        assert _dump(second) == dump
+    second = open_memory(tmp_path / "b")
+    counts = import_memory(second, out.getvalue().splitlines())
+    assert (counts.memories, counts.episodes, counts.facts, counts.fact_history, counts.threads) == (9, 2, 2, 1, 1)
+    assert _dump(second) == dump
+    history = second.long_term.history(second.long_term.recall("language", scope="customer:alice", k=1)[0].id)
+    assert [(h.text, h.valid_from, h.valid_to, h.key) for h in history] == [
+        ("Speaks French", 1_000, 2_000, "language"), ("Speaks Dutch", 2_000, 3_000, "language"),
+        ("Speaks German", 3_000, None, "language")]
+    assert [m.text for m in second.long_term.all(scope="customer:bob")] == ["Ships to the Lyon warehouse",
+                                                                           "Ships to Nantes"]
+    assert [m.text for m in second.long_term.history(second.long_term.all(scope="customer:bob")[1].id)] == [
+        "Ships to Lille", "Ships to Nantes"]
+    hit = second.long_term.recall("email or phone", scope="customer:alice", k=1)[0]
+    assert (hit.text, hit.kind, hit.metadata) == ("Prefers email over phone", "preference",
+                                                 {"thread": "t1", "tags": ["contact"]})
+    assert second.facts.history("refund_window_days")[0][0] == 30
+    assert second.facts.tool_description() == "Values of the Acme returns desk."
+    assert second.conversations.load("customer:alice").extras == {"ticket": {"goal": "invoice", "actions": []}}
+    assert [e.goal for e in second.episodes.similar_successes("invoice 502", scope="customer:alice")] == [
+        "Invoice PDF fails with 502"]
+    import_memory(second, out.getvalue().splitlines())  # again: nothing is doubled
+    assert _dump(second) == dump
 
 
-def test_a_shared_case_keeps_its_link_to_its_customer_through_export_and_import(tmp_path: Path) -> None:
+def test_a_shared_case_keeps_its_link_to_its_customer_through_export_and_import(open_memory: OpenMemory, tmp_path: Path) -> None:
     from fourfold.agent import SupportAgent
     from fourfold.models import OfflineModel
 
-    with Memory.open(tmp_path / "a", embedder=HashEmbedder()) as first:
-        agent = SupportAgent(first, OfflineModel())
-        agent.turn("alice", "Invoice PDF fails with error 502")
-        case = agent.resolve("alice", "Invoice PDF 502 fixed by clearing the browser cache").case
-        assert case is not None
-        out = io.StringIO()
-        export_memory(first, out)
-    with Memory.open(tmp_path / "b", embedder=HashEmbedder()) as second:
-        import_memory(second, out.getvalue().splitlines())
-        assert second.episodes.sources([case.id]) == {case.id: "customer:alice"}
-        assert SupportAgent(second, OfflineModel()).forget_customer("alice")["cases"] == 1
+    first = open_memory(tmp_path / "a")
+    agent = SupportAgent(first, OfflineModel())
+    agent.turn("alice", "Invoice PDF fails with error 502")
+    case = agent.resolve("alice", "Invoice PDF 502 fixed by clearing the browser cache").case
+    assert case is not None
+    out = io.StringIO()
+    export_memory(first, out)
+    second = open_memory(tmp_path / "b")
+    import_memory(second, out.getvalue().splitlines())
+    assert second.episodes.sources([case.id]) == {case.id: "customer:alice"}
+    assert SupportAgent(second, OfflineModel()).forget_customer("alice")["cases"] == 1
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -135,31 +136,31 @@ def test_any_memory_text_survives_export_and_import(tmp_path: Path, texts: list[
     assert len(after) == len(stored)
 
 
-def test_an_import_refuses_another_embedder_and_names_a_damaged_line(tmp_path: Path) -> None:
-    with Memory.open(tmp_path / "a", embedder=HashEmbedder()) as first:
-        _fill(first)
-        out = io.StringIO()
-        export_memory(first, out)
+def test_an_import_refuses_another_embedder_and_names_a_damaged_line(open_memory: OpenMemory, tmp_path: Path) -> None:
+    first = open_memory(tmp_path / "a")
+    _fill(first)
+    out = io.StringIO()
+    export_memory(first, out)
     lines = out.getvalue().splitlines()
-    with Memory.open(tmp_path / "b", embedder=HashEmbedder(dimension=64)) as other, pytest.raises(EmbedderMismatch):
+    other = open_memory(tmp_path / "b", embedder=HashEmbedder(dimension=64))
+    with pytest.raises(EmbedderMismatch):
         import_memory(other, lines)
-    with Memory.open(tmp_path / "c", embedder=HashEmbedder()) as mem:
-        with pytest.raises(InvalidInput, match="not a fourfold export"):
-            import_memory(mem, lines[1:])
-        with pytest.raises(StoreCorrupt, match="line 3"):
-            import_memory(mem, [*lines[:2], '{"type": "memory", "id": "m", "text": "x"', *lines[2:]])
-        broken = json.loads(lines[1])
-        broken["embedding"] = broken["embedding"][:12]
-        with pytest.raises(StoreCorrupt, match="line 2"):
-            import_memory(mem, [lines[0], json.dumps(broken)])
+    mem = open_memory(tmp_path / "c")
+    with pytest.raises(InvalidInput, match="not a fourfold export"):
+        import_memory(mem, lines[1:])
+    with pytest.raises(StoreCorrupt, match="line 3"):
+        import_memory(mem, [*lines[:2], '{"type": "memory", "id": "m", "text": "x"', *lines[2:]])
+    broken = json.loads(lines[1])
+    broken["embedding"] = broken["embedding"][:12]
+    with pytest.raises(StoreCorrupt, match="line 2"):
+        import_memory(mem, [lines[0], json.dumps(broken)])
 
 
-def test_export_never_holds_api_keys(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
-        _fill(mem)
-        _, secret = KeyStore(mem.database).create("acme")
-        out = io.StringIO()
-        export_memory(mem, out)
+def test_export_never_holds_api_keys(memory: Memory) -> None:
+    _fill(memory)
+    _, secret = KeyStore(memory.database).create("acme")
+    out = io.StringIO()
+    export_memory(memory, out)
     assert "keys" not in {json.loads(line)["type"] for line in out.getvalue().splitlines()}
     assert secret.split("_", 2)[2] not in out.getvalue()  # the secret may itself hold "_"
 
@@ -189,7 +190,7 @@ def test_a_data_dir_of_fourfold_0_1_is_refused_in_one_line_then_migrated(tmp_pat
         migrate_legacy(root)  # once is enough
 
 
-def test_the_export_import_and_migrate_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_export_import_and_migrate_commands(open_memory: OpenMemory, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _legacy(tmp_path)
     assert main(["--data-dir", str(root), "--json", "migrate"]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == 6
@@ -199,23 +200,23 @@ def test_the_export_import_and_migrate_commands(tmp_path: Path, capsys: pytest.C
     assert oct(dump.stat().st_mode & 0o777) == oct(0o600)
     assert main(["--data-dir", str(tmp_path / "new"), "--embedder", "hash", "--json", "import", str(dump)]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == 5
-    with Memory.open(tmp_path / "new", embedder=HashEmbedder()) as mem:
-        assert mem.long_term.recall("email phone", scope="customer:alice", k=1)[0].text == "Prefers email over phone"
-        assert mem.long_term.all(scope="customer:bob")[0].text == "Ships to the Lyon warehouse"
+    mem = open_memory(tmp_path / "new")
+    assert mem.long_term.recall("email phone", scope="customer:alice", k=1)[0].text == "Prefers email over phone"
+    assert mem.long_term.all(scope="customer:bob")[0].text == "Ships to the Lyon warehouse"
 
 
 @pytest.mark.postgres
-def test_sqlite_to_postgresql_to_sqlite_gives_back_the_same_data(tmp_path: Path, postgres_url: str) -> None:
-    with Memory.open(tmp_path / "a", embedder=HashEmbedder()) as first:
-        _fill(first)
-        dump = _dump(first)
-        out = io.StringIO()
-        export_memory(first, out)
-    with Memory.open(postgres_url, embedder=HashEmbedder()) as middle:
-        import_memory(middle, out.getvalue().splitlines())
-        assert _dump(middle) == dump
-        again = io.StringIO()
-        export_memory(middle, again)
-    with Memory.open(tmp_path / "c", embedder=HashEmbedder()) as last:
-        import_memory(last, again.getvalue().splitlines())
-        assert _dump(last) == dump
+def test_sqlite_to_postgresql_to_sqlite_gives_back_the_same_data(open_memory: OpenMemory, tmp_path: Path, postgres_url: str) -> None:
+    first = open_memory(tmp_path / "a")
+    _fill(first)
+    dump = _dump(first)
+    out = io.StringIO()
+    export_memory(first, out)
+    middle = open_memory(postgres_url)
+    import_memory(middle, out.getvalue().splitlines())
+    assert _dump(middle) == dump
+    again = io.StringIO()
+    export_memory(middle, again)
+    last = open_memory(tmp_path / "c")
+    import_memory(last, again.getvalue().splitlines())
+    assert _dump(last) == dump

@@ -24,7 +24,6 @@ and the request is then same-origin.
 # No `from __future__ import annotations`: FastAPI reads these annotations at runtime.
 
 from collections.abc import Callable, Iterable, MutableMapping
-from dataclasses import asdict
 from importlib import resources
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -39,6 +38,7 @@ from fourfold.agent.support import OpenTicket
 from fourfold.errors import NotFound
 from fourfold.longterm.store import DOC_KIND
 from fourfold.memory import Memory
+from fourfold.serialize import to_json
 from fourfold.service import explain as ex
 from fourfold.service import schemas as s
 from fourfold.shortterm import is_summary
@@ -207,7 +207,7 @@ class CaseReviewIn(s.RequestBody):
 
 
 def _explained_out(e: ex.Explained) -> dict[str, Any]:
-    out = asdict(e)
+    out: dict[str, Any] = to_json(e)
     out["context"] = e.context
     return out
 
@@ -243,7 +243,7 @@ def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool) -> APIR
     def explain_memories(body: ExplainIn, mem: Mem) -> dict[str, Any]:
         """Recall, with the parts each result's score came from (dense, lexical, context, date, speaker)."""
         found = ex.explain_recall(mem.long_term, body.query, scope=body.scope, k=body.k)
-        return {"weights": asdict(mem.long_term.weights), "results": [_explained_out(e) for e in found]}
+        return {"weights": to_json(mem.long_term.weights), "results": [_explained_out(e) for e in found]}
 
     @api.post("/episodes/explain", tags=["inspector"])
     def explain_episodes(body: ExplainIn, mem: Mem) -> dict[str, Any]:
@@ -260,7 +260,7 @@ def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool) -> APIR
     @api.get("/docs/list", tags=["inspector"])
     def doc_list(mem: Mem, scope: Scope = None) -> dict[str, Any]:
         """Every document of a scope with its chunk count."""
-        return {"sources": [asdict(d) for d in mem.docs.list(scope=scope)]}
+        return {"sources": to_json(mem.docs.list(scope=scope))}
 
     @api.get("/docs/chunks", tags=["inspector"])
     def doc_chunks(mem: Mem, source: Annotated[str, Query()], scope: Scope = None) -> s.MemoriesOut:

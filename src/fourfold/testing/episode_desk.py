@@ -1,15 +1,15 @@
 """A generated support desk's past tickets and help articles, for the relevance of
-`similar_successes` and document search (`episodes_relevance.py`).
+`similar_successes` and document search (`benchmarks/episodes_relevance.py`, and its tests).
 
 Problem types × wordings: each type has several ways a resolved ticket's goal and outcome were
 written and several ways a new customer words the same problem (49 of the 140 share no content
 word with any ticket of the type). Customers' scopes hold 1 to 40 resolved tickets of various types,
 so the relevance is checked across scope sizes. Off-topic queries are chatter and commands sent
-to a support agent, unrelated questions (`_paraphrase_data.OFF_TOPIC`), and *unanswerable* ones:
+to a support agent, unrelated questions (`fourfold.testing.off_topic.OFF_TOPIC`), and *unanswerable* ones:
 a desk problem of a type the scope has no ticket of.
 
 Half the problem types and half the chatter are the *dev* half (tuned on), the rest the *test*
-half (only reported), as in `_paraphrase_data`.
+half (only reported), as in the benchmarks' `_paraphrase_data`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-import _paraphrase_data as pdata
+from fourfold.testing.off_topic import OFF_TOPIC
 
 __all__ = ["CHATTER", "TYPES", "Query", "Scope", "build", "split_of"]
 
@@ -31,9 +31,12 @@ class ProblemType:
     article: str  # a help-centre article about it
 
 
+def _lines(block: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in block.strip().splitlines() if s.strip())
+
+
 def _p(name: str, goals: str, outcomes: str, queries: str, article: str) -> ProblemType:
-    lines = lambda block: tuple(s.strip() for s in block.strip().splitlines() if s.strip())  # noqa: E731
-    return ProblemType(name, lines(goals), lines(outcomes), lines(queries), " ".join(lines(article)))
+    return ProblemType(name, _lines(goals), _lines(outcomes), _lines(queries), " ".join(_lines(article)))
 
 
 TYPES: tuple[ProblemType, ...] = (
@@ -477,7 +480,7 @@ TYPES: tuple[ProblemType, ...] = (
 
 
 #: Chatter and commands to a support agent that no past ticket or article answers (written for
-#: this set; `_handwritten.OFF_TOPIC` stays a separate check set, never used here).
+#: this set; `benchmarks/_handwritten.py`'s OFF_TOPIC stays a separate check set, never used here).
 CHATTER: tuple[str, ...] = (
     "hello",
     "hey, how are you doing?",
@@ -545,7 +548,7 @@ def split_of(query: Query) -> str:
     if query.kind == "chatter":
         return ("dev", "test")[CHATTER.index(query.text) % 2]
     if query.kind == "unrelated":
-        return ("dev", "test")[pdata.OFF_TOPIC.index(query.text) % 2]
+        return ("dev", "test")[OFF_TOPIC.index(query.text) % 2]
     assert query.type is not None
     return "dev" if [t.name for t in TYPES].index(query.type) % 2 == 0 else "test"
 
@@ -574,5 +577,5 @@ def build(n_scopes: int = 160, seed: int = 19) -> tuple[list[Scope], list[Query]
         gone = rng.choice(absent)
         queries.append(Query(rng.choice(by_name[gone].queries), sid, gone, "unanswerable"))
         queries.append(Query(rng.choice(CHATTER), sid, None, "chatter"))
-        queries.append(Query(rng.choice(pdata.OFF_TOPIC), sid, None, "unrelated"))
+        queries.append(Query(rng.choice(OFF_TOPIC), sid, None, "unrelated"))
     return scopes, queries
