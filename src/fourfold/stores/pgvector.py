@@ -222,17 +222,15 @@ class PostgresVectorStore(SQLiteVectorStore):
                     near = {r.id for r in self._windows(conn, key, added, span=WINDOW)}
                     self._index_rows(conn, self._windows(conn, key, sorted(near), span=WINDOW), near)
 
-    def _index_rows(self, conn: Any, window: Sequence[VectorRecord], targets: set[str]) -> dict[str, Floats]:
+    def _index_rows(self, conn: Any, window: Sequence[VectorRecord], targets: set[str]) -> None:
         """Store the ranking features of the `targets` among `window` (which holds their neighbours),
         move the scope's document frequencies by the terms they gained and lost and its totals
-        (length, blended vectors) by what they gained; give each scope's sum of the targets'
-        new blended vectors (what a promotion totals)."""
+        (length, blended vectors) by what they gained."""
         index = ScopeIndex(window, self.dimension)
         rows = []
         delta: dict[tuple[str, str], int] = {}
         grown: dict[str, float] = {}  # scope -> how much its total length moved
         moved: dict[str, Floats] = {}  # scope -> how much its sum of blended vectors moved
-        summed: dict[str, Floats] = {}  # scope -> the sum of the targets' new blended vectors
         before = {r[0]: (r[1], r[2] or (), r[3] or 0.0, r[4]) for r in conn.execute(
             "SELECT id, scope, (SELECT array_agg(k) FROM jsonb_object_keys(context) AS k), length, ann FROM memories"
             " WHERE id = ANY(CAST(? AS text[]))", (sorted(targets),),
@@ -245,8 +243,6 @@ class PostgresVectorStore(SQLiteVectorStore):
                              sum(counts.values()), record.id))
                 key, old, old_length, old_ann = before[record.id]
                 grown[key] = grown.get(key, 0.0) + sum(counts.values()) - old_length
-                added = summed.setdefault(key, np.zeros(self.dimension, dtype=np.float64))
-                added += blended
                 shift = moved.setdefault(key, np.zeros(self.dimension, dtype=np.float64))
                 shift += blended
                 if old_ann is not None:
@@ -261,7 +257,7 @@ class PostgresVectorStore(SQLiteVectorStore):
                 " own_terms = array_to_tsvector(CAST(? AS text[])), context = CAST(? AS jsonb), length = ? WHERE id = ?",
                 rows,
             )
-            return summed
+            return
         # Many rows (a promotion): COPY them into a temporary table and update in one statement.
         conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], own TEXT[],"
                      " context TEXT, length DOUBLE PRECISION, id TEXT) ON COMMIT DELETE ROWS")
@@ -273,7 +269,6 @@ class PostgresVectorStore(SQLiteVectorStore):
             " own_terms = array_to_tsvector(p.own), context = CAST(p.context AS jsonb), length = p.length"
             " FROM promoted AS p WHERE m.id = p.id"
         )
-        return summed
 
     @staticmethod
     def _move_frequencies(conn: Any, delta: dict[tuple[str, str], int]) -> None:
@@ -368,7 +363,6 @@ class PostgresVectorStore(SQLiteVectorStore):
 
     def _promote_key(self, key: str) -> None:
         after: tuple[float, int] = (float("-inf"), -1)
-        total = np.zeros(self.dimension, dtype=np.float64)  # the sum of the scope's blended vectors
         while True:
             with self.db.write() as conn:
                 batch = self._records(conn.execute(
@@ -376,17 +370,28 @@ class PostgresVectorStore(SQLiteVectorStore):
                     " ORDER BY created_at, seq LIMIT ?", (key, *after, _PROMOTE_BATCH),
                 ).fetchall())
                 if not batch:  # done: from now on, writes index their own rows
+                    length, ann = self._totals(conn, [key])[key]
                     conn.execute(
-                        "INSERT INTO large_scopes (scope, since, total_length, total_ann) VALUES (?, ?, (SELECT"
-                        " coalesce(sum(length), 0) FROM memories WHERE scope = ?), ?) ON CONFLICT (scope) DO NOTHING",
-                        (key, time.time(), key, total.tolist()),
+                        "INSERT INTO large_scopes (scope, since, total_length, total_ann) VALUES (?, ?, ?, ?)"
+                        " ON CONFLICT (scope) DO NOTHING", (key, time.time(), length, ann),
                     )
                     return
                 ends = [batch[0].id, batch[-1].id]
                 window = {r.id: r for r in [*self._windows(conn, key, ends, span=WINDOW), *batch]}
-                summed = self._index_rows(conn, list(window.values()), {r.id for r in batch})
-                total += summed.get(key, 0.0)
+                self._index_rows(conn, list(window.values()), {r.id for r in batch})
                 after = (batch[-1].created_at, batch[-1].seq)
+
+    def _totals(self, conn: Any, keys: list[str]) -> dict[str, tuple[float, list[float]]]:
+        """Scopes' totals summed from their indexed rows: length, and blended vectors (pgvector's
+        mean, accumulated in double precision, times their number). Read from the rows, so they
+        hold whatever wrote them: an earlier, unfinished promotion, a write or a forget meanwhile."""
+        totals = {key: (0.0, [0.0] * self.dimension) for key in keys}
+        for key, length, mean, n in conn.execute(
+            "SELECT scope, sum(length), avg(ann), count(ann) FROM memories WHERE scope = ANY(CAST(? AS text[]))"
+            " AND ann IS NOT NULL GROUP BY scope", (keys,),
+        ).fetchall():
+            totals[key] = (float(length or 0.0), (_vector_of(mean) * n).tolist())
+        return totals
 
     def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
         """How many records of a large scope hold each term, themselves or through their
