@@ -419,7 +419,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         return {term: float(found.get(term, 0)) for term in terms}, float(length or 0.0), total
 
     def vector_total(self, scope: str | None) -> Vectors | None:
-        """The sum of a large scope's blended vectors (kept at write time), for typicality."""
+        """The sum of a large scope's blended vectors, kept at write time (a query reads it with its candidates)."""
         with self.db.read() as conn:
             return self._statistics(conn, scope, [])[2]
 
