@@ -371,10 +371,14 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
 
         summed = summed_rows()
         assert other.vector_total("shared") == pytest.approx(summed, rel=1e-6, abs=1e-5)
-        with db.write() as conn:  # as a store promoted before the sum was kept: summed when opened
+        with db.write() as conn:  # as a store promoted before its statistics were kept: counted when opened
             conn.execute("ALTER TABLE large_scopes DROP COLUMN total_ann")
+            conn.execute("ALTER TABLE large_scopes DROP COLUMN total_length")
+            conn.execute("DROP TABLE large_terms")
         reopened = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
         assert reopened.vector_total("shared") == pytest.approx(summed, abs=1e-4)
+        assert reopened.mean_length("shared") == pytest.approx(mean, rel=1e-9)
+        assert reopened.document_frequencies("shared", terms) == kept
         with db.write() as conn:  # a promotion that did not finish: rows indexed, the scope not yet large
             conn.execute("DELETE FROM large_scopes WHERE scope = 'shared'")
         reopened.promote("shared")  # its totals are those of the rows, not of what this run changed
