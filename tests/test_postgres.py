@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import psycopg
 import pytest
 
@@ -362,15 +363,30 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
             mean = conn.execute("SELECT avg(length) FROM memories WHERE scope = 'shared'").fetchone()[0]
         assert other.mean_length("shared") == pytest.approx(mean, rel=1e-9)
         # the sum of the blended vectors (typicality's), kept at write time, is the sum over the rows
-        with db.read() as conn:
-            stored = [np.frombuffer(row[0], dtype=">f4", offset=4) for row in conn.execute(
-                "SELECT ann FROM memories WHERE scope = 'shared'")]
-        summed = np.sum(stored, axis=0, dtype=np.float64)
+        def summed_rows() -> npt.NDArray[np.float64]:
+            with db.read() as conn:
+                stored = [np.frombuffer(row[0], dtype=">f4", offset=4) for row in conn.execute(
+                    "SELECT ann FROM memories WHERE scope = 'shared'")]
+            return np.sum(stored, axis=0, dtype=np.float64)
+
+        summed = summed_rows()
         assert other.vector_total("shared") == pytest.approx(summed, rel=1e-6, abs=1e-5)
-        with db.write() as conn:  # as a store promoted before the sum was kept: summed when opened
+        with db.write() as conn:  # as a store promoted before its statistics were kept: counted when opened
             conn.execute("ALTER TABLE large_scopes DROP COLUMN total_ann")
+            conn.execute("ALTER TABLE large_scopes DROP COLUMN total_length")
+            conn.execute("DROP TABLE large_terms")
         reopened = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
         assert reopened.vector_total("shared") == pytest.approx(summed, abs=1e-4)
+        assert reopened.mean_length("shared") == pytest.approx(mean, rel=1e-9)
+        assert reopened.document_frequencies("shared", terms) == kept
+        with db.write() as conn:  # a promotion that did not finish: rows indexed, the scope not yet large
+            conn.execute("DELETE FROM large_scopes WHERE scope = 'shared'")
+        reopened.promote("shared")  # its totals are those of the rows, not of what this run changed
+        assert reopened.vector_total("shared") == pytest.approx(summed_rows(), rel=1e-6, abs=1e-5)
+        with db.read() as conn:
+            mean = conn.execute("SELECT avg(length) FROM memories WHERE scope = 'shared'").fetchone()[0]
+        assert reopened.mean_length("shared") == pytest.approx(mean, rel=1e-9)
+        assert reopened.document_frequencies("shared", terms) == counted()
         assert store.document_frequencies("small", terms) == dict.fromkeys(terms, 0.0)  # small scopes keep none
         memory.forget_scope("shared")
         assert store.document_frequencies("shared", terms) == dict.fromkeys(terms, 0.0)

@@ -124,23 +124,36 @@ class Served(Generic[Client]):
     ) -> None:
         self._http = self._connection(client, self._client, url=url, api_key=api_key, timeout=timeout)
         self.url = url
-        for name, part in _parts(type(self)).items():
+        for name, part in _parts(type(self)):
             setattr(self, name, part(self._http))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
 
-def _parts(served: type[Any]) -> dict[str, type[SyncPart | AsyncPart]]:
-    """The parts a remote memory declares: the annotations of it and its bases that name a part
-    class of their module. They are looked up, not evaluated (they are strings, `from __future__
-    import annotations`), so no other annotation can fail or run code on construction."""
+_Parts = tuple[tuple[str, type["SyncPart | AsyncPart"]], ...]
+#: Each remote memory class's parts, found at its first construction (its module is whole by then).
+_PARTS: dict[type[Any], _Parts] = {}
+
+
+def _parts(served: type[Any]) -> _Parts:
+    """The parts a remote memory declares, found once per class (threads that race find the same)."""
+    found = _PARTS.get(served)
+    if found is None:
+        found = _PARTS[served] = _declared_parts(served)
+    return found
+
+
+def _declared_parts(served: type[Any]) -> _Parts:
+    """The annotations of a remote memory and its bases that name a part class of their module.
+    They are looked up, not evaluated (they are strings, `from __future__ import annotations`),
+    so no other annotation can fail or run code on construction."""
     found: dict[str, Any] = {}
     for klass in reversed(served.__mro__):
         names = vars(sys.modules[klass.__module__])
         for name, hint in vars(klass).get("__annotations__", {}).items():
             found[name] = names.get(hint) if isinstance(hint, str) else hint
-    return {name: kind for name, kind in found.items() if isinstance(kind, type) and issubclass(kind, SyncPart | AsyncPart)}
+    return tuple((name, kind) for name, kind in found.items() if isinstance(kind, type) and issubclass(kind, SyncPart | AsyncPart))
 
 
 # -- the calls ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ and document frequencies, which the store keeps at write time and reads with the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -19,7 +20,7 @@ from fourfold.longterm.retrieval import ScopeIndex, Weights
 from fourfold.stores.vector import VectorRecord
 from fourfold.text.bm25 import CollectionStats
 
-__all__ = ["DENSE", "LEXICAL", "CandidateStore", "Candidates", "LargeScopes"]
+__all__ = ["DENSE", "LEXICAL", "CandidateStore", "Candidates", "LargeScopes", "ScopeStats"]
 
 #: Candidates taken by vector and by words (each of the store's word queries). With the records
 #: holding (nearly) every query word among the word candidates, the exact top 10 that a large
@@ -48,9 +49,6 @@ class CandidateStore(Protocol):
     ) -> Iterator[Features]:
         """The scope's records that pass `keep`, with their features, a batch at a time in write order."""
 
-    def vector_total(self, scope: str | None) -> Vectors | None:
-        """The sum of the scope's blended vectors (its records' typicality needs it), if kept."""
-
 
 #: Records, their blended vectors, their weights of the query's terms, and their lengths (the
 #: sum of all their term weights; see `ScopeIndex.features`).
@@ -71,6 +69,14 @@ class Candidates(NamedTuple):
     total: Vectors | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ScopeStats(CollectionStats):
+    """A large scope's statistics, read with a query's candidates: BM25's, and the sum of its
+    blended vectors that its records' typicality needs (None: typicality is not taken off)."""
+
+    total: Vectors | None = field(default=None, compare=False)
+
+
 class LargeScopes:
     """Searches large scopes of a `CandidateStore`."""
 
@@ -80,7 +86,7 @@ class LargeScopes:
 
     def candidate_index(
         self, scope: str | None, query_vector: Vectors, query_text: str, *, weights: Weights
-    ) -> tuple[ScopeIndex, CollectionStats] | None:
+    ) -> tuple[ScopeIndex, ScopeStats] | None:
         """An index of the query's candidates in a large scope, with the scope's statistics to
         score them as in an index of the whole scope; None when there is no candidate."""
         size = self.store.scope_size(scope)
@@ -89,17 +95,18 @@ class LargeScopes:
         )
         if not records:
             return None
-        stats = CollectionStats(n_docs=size, avgdl=mean_length, df=df)
+        stats = ScopeStats(n_docs=size, avgdl=mean_length, df=df, total=total)
         index = ScopeIndex.of_features(records, matrix, counts, lengths=lengths, weights=weights,
                                        scope_total=total, scope_size=size)
         return index, stats
 
     def matching_index(
         self, scope: str | None, query_vector: Vectors, query_text: str, *,
-        keep: Callable[[VectorRecord], bool], k: int, stats: CollectionStats, weights: Weights,
+        keep: Callable[[VectorRecord], bool], k: int, stats: ScopeStats, weights: Weights,
     ) -> ScopeIndex | None:
-        """An index of the k records that rank best, with the scope's `stats`, among all of a
-        large scope's records that pass `keep`; None when none does.
+        """An index of the k records that rank best, with the scope's `stats` (read with its
+        candidates: no round trip of its own), among all of a large scope's records that pass
+        `keep`; None when none does.
 
         For a filter so narrow that the candidates hold fewer than k records passing it: every
         passing record is scored, a batch at a time, and only the best k so far are kept. A
@@ -107,7 +114,7 @@ class LargeScopes:
         come in write order (ties go to the later record), so this is the ranking an index of
         every passing record would give.
         """
-        total = self.store.vector_total(scope)
+        total = stats.total
         records: list[VectorRecord] = []
         matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
         counts: list[dict[str, float]] = []

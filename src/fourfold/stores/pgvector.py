@@ -68,6 +68,10 @@ MATCHING_BATCH = 5_000
 _ROW_TARGET = 8160
 #: How long a large scope's size stays trusted while others write to it.
 _STATS_TTL = 30.0
+#: The columns of `memories` a large scope's rows keep their features in.
+_FEATURES = frozenset({"ann", "terms", "context", "length", "own_terms"})
+#: The totals `large_scopes` keeps of each large scope, and their types.
+_TOTALS = {"total_length": "DOUBLE PRECISION", "total_ann": "DOUBLE PRECISION[]"}
 
 
 class PostgresVectorStore(SQLiteVectorStore):
@@ -92,19 +96,13 @@ class PostgresVectorStore(SQLiteVectorStore):
     # -- schema -------------------------------------------------------------------------------
 
     def _prepare_ann(self) -> bool:
-        """Add the ANN column and indexes once; without pgvector every scope is ranked exactly."""
+        """Add the ANN column and indexes once; without pgvector every scope is ranked exactly.
+        A store made by this fourfold reads the catalog (one statement) and changes nothing."""
         with self.db.write() as conn:
-            columns = {
-                r[0] for r in conn.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = 'memories'",
-                    (self.pg.schema,),
-                )
-            }
-            if {"ann", "terms", "context", "length", "own_terms"} <= columns:
-                self._prepare_terms(conn)
-                self._prepare_lengths(conn)
-                self._prepare_totals(conn)
-                self._prepare_storage(conn)
+            catalog = self._catalog(conn)
+            columns = catalog[0].get("memories", set())
+            if _FEATURES <= columns:
+                self._prepare(conn, *catalog)
                 return True
             stale = "ann" in columns  # promoted before own_terms existed: promoted again below
             if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
@@ -127,22 +125,40 @@ class PostgresVectorStore(SQLiteVectorStore):
             conn.execute(
                 "CREATE INDEX IF NOT EXISTS memories_own_terms ON memories USING gin (own_terms) WHERE own_terms IS NOT NULL"
             )
-            self._prepare_terms(conn)
-            self._prepare_lengths(conn)
-            self._prepare_totals(conn)
-            self._prepare_storage(conn)
+            self._prepare(conn, *self._catalog(conn))
             large = [r[0] for r in conn.execute("SELECT scope FROM large_scopes")] if stale else []
         for key in large:
             self._promote_key(key)
         return True
 
-    def _prepare_terms(self, conn: Any) -> None:
+    def _prepare(self, conn: Any, tables: dict[str, set[str]], storage: str | None, options: list[str] | None) -> None:
+        """Bring the large scopes' tables of an older fourfold up to date (`_catalog` says what they hold)."""
+        self._prepare_terms(conn, exists="large_terms" in tables)
+        self._prepare_totals(conn, tables.get("large_scopes", set()))
+        self._prepare_storage(conn, storage, options)
+
+    def _catalog(self, conn: Any) -> tuple[dict[str, set[str]], str | None, list[str] | None]:
+        """The columns of the tables large scopes use, `memories.context`'s storage and
+        `memories`' options: what opening checks, in one statement."""
+        tables: dict[str, set[str]] = {}
+        storage, options = None, None
+        for table, column, kept, table_options in conn.execute(
+            "SELECT c.relname, a.attname, a.attstorage, c.reloptions FROM pg_class AS c JOIN pg_attribute AS a"
+            " ON a.attrelid = c.oid WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = ?)"
+            " AND c.relkind = 'r' AND c.relname IN ('memories', 'large_scopes', 'large_terms') AND a.attnum > 0"
+            " AND NOT a.attisdropped", (self.pg.schema,),
+        ).fetchall():
+            tables.setdefault(table, set()).add(column)
+            if table == "memories":
+                options = table_options
+                if column == "context":
+                    storage = kept
+        return tables, storage, options
+
+    @staticmethod
+    def _prepare_terms(conn: Any, *, exists: bool) -> None:
         """The per-scope document frequencies; a database whose large scopes predate the table
         gets it filled from their rows' features once."""
-        exists = conn.execute(
-            "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = 'large_terms'",
-            (self.pg.schema,),
-        ).fetchone()
         if exists:
             return
         conn.execute("CREATE TABLE IF NOT EXISTS large_terms (scope TEXT NOT NULL, term TEXT NOT NULL,"
@@ -153,39 +169,23 @@ class PostgresVectorStore(SQLiteVectorStore):
             " AND m.scope IN (SELECT scope FROM large_scopes) GROUP BY m.scope, t.term ON CONFLICT DO NOTHING"
         )
 
-    def _prepare_lengths(self, conn: Any) -> None:
-        """Each large scope's total record length (BM25's mean length times its size), kept at
-        write time; a database whose large scopes predate it gets it summed once."""
-        exists = conn.execute(
-            "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'large_scopes'"
-            " AND column_name = 'total_length'", (self.pg.schema,),
-        ).fetchone()
-        if not exists:
-            conn.execute("ALTER TABLE large_scopes ADD COLUMN total_length DOUBLE PRECISION")
-            conn.execute("UPDATE large_scopes AS l SET total_length = (SELECT coalesce(sum(length), 0) FROM memories AS m"
-                         " WHERE m.scope = l.scope)")
-
-    def _prepare_totals(self, conn: Any) -> None:
-        """Each large scope's sum of blended vectors (what typicality needs), kept at write time;
-        a database whose large scopes predate it gets it summed once (as the mean of the rows'
-        vectors, accumulated in double precision by pgvector, times their number)."""
-        exists = conn.execute(
-            "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'large_scopes'"
-            " AND column_name = 'total_ann'", (self.pg.schema,),
-        ).fetchone()
-        if exists:
+    def _prepare_totals(self, conn: Any, columns: set[str]) -> None:
+        """Each large scope's totals, kept at write time: its record length (BM25's mean length
+        times its size) and its sum of blended vectors (typicality's). A database whose large
+        scopes predate either gets both summed from their rows once (`_totals`)."""
+        missing = {name: kind for name, kind in _TOTALS.items() if name not in columns}
+        if not missing:
             return
-        conn.execute("ALTER TABLE large_scopes ADD COLUMN total_ann DOUBLE PRECISION[]")
-        for key, mean, n in conn.execute(
-            "SELECT scope, avg(ann), count(*) FROM memories WHERE ann IS NOT NULL AND scope IN (SELECT scope FROM"
-            " large_scopes) GROUP BY scope"
-        ).fetchall():
-            total = _vector_of(mean) * n
-            conn.execute("UPDATE large_scopes SET total_ann = ? WHERE scope = ?", (total.tolist(), key))
-        conn.execute("UPDATE large_scopes SET total_ann = ? WHERE total_ann IS NULL", ([0.0] * self.dimension,))
+        for name, kind in missing.items():
+            conn.execute(f"ALTER TABLE large_scopes ADD COLUMN {name} {kind}")
+        keys = [r[0] for r in conn.execute("SELECT scope FROM large_scopes")]
+        conn.executemany(
+            "UPDATE large_scopes SET total_length = ?, total_ann = ? WHERE scope = ?",
+            [(length, ann, key) for key, (length, ann) in self._totals(conn, keys).items()],
+        )
 
     @staticmethod
-    def _prepare_storage(conn: Any) -> None:
+    def _prepare_storage(conn: Any, storage: str | None, options: list[str] | None) -> None:
         """Keep a row's term weights uncompressed in the row: a query reads a few of them from
         each of ~300 candidates, and a compressed `context` was decompressed for every word
         (8.8 ms a query for 300 rows against 0.8 uncompressed, both hot, at 200k records).
@@ -196,10 +196,6 @@ class PostgresVectorStore(SQLiteVectorStore):
         before keep their form until their features are written again (a promotion, a
         neighbour's write): correct, only slower.
         """
-        storage, options = conn.execute(
-            "SELECT a.attstorage, c.reloptions FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid"
-            " WHERE a.attrelid = CAST('memories' AS regclass) AND a.attname = 'context'"
-        ).fetchone()
         if storage != "m":
             conn.execute("ALTER TABLE memories ALTER COLUMN context SET STORAGE MAIN")
         if f"toast_tuple_target={_ROW_TARGET}" not in (options or ()):
@@ -222,17 +218,15 @@ class PostgresVectorStore(SQLiteVectorStore):
                     near = {r.id for r in self._windows(conn, key, added, span=WINDOW)}
                     self._index_rows(conn, self._windows(conn, key, sorted(near), span=WINDOW), near)
 
-    def _index_rows(self, conn: Any, window: Sequence[VectorRecord], targets: set[str]) -> dict[str, Floats]:
+    def _index_rows(self, conn: Any, window: Sequence[VectorRecord], targets: set[str]) -> None:
         """Store the ranking features of the `targets` among `window` (which holds their neighbours),
         move the scope's document frequencies by the terms they gained and lost and its totals
-        (length, blended vectors) by what they gained; give each scope's sum of the targets'
-        new blended vectors (what a promotion totals)."""
+        (length, blended vectors) by what they gained."""
         index = ScopeIndex(window, self.dimension)
         rows = []
         delta: dict[tuple[str, str], int] = {}
         grown: dict[str, float] = {}  # scope -> how much its total length moved
         moved: dict[str, Floats] = {}  # scope -> how much its sum of blended vectors moved
-        summed: dict[str, Floats] = {}  # scope -> the sum of the targets' new blended vectors
         before = {r[0]: (r[1], r[2] or (), r[3] or 0.0, r[4]) for r in conn.execute(
             "SELECT id, scope, (SELECT array_agg(k) FROM jsonb_object_keys(context) AS k), length, ann FROM memories"
             " WHERE id = ANY(CAST(? AS text[]))", (sorted(targets),),
@@ -245,8 +239,6 @@ class PostgresVectorStore(SQLiteVectorStore):
                              sum(counts.values()), record.id))
                 key, old, old_length, old_ann = before[record.id]
                 grown[key] = grown.get(key, 0.0) + sum(counts.values()) - old_length
-                added = summed.setdefault(key, np.zeros(self.dimension, dtype=np.float64))
-                added += blended
                 shift = moved.setdefault(key, np.zeros(self.dimension, dtype=np.float64))
                 shift += blended
                 if old_ann is not None:
@@ -261,7 +253,7 @@ class PostgresVectorStore(SQLiteVectorStore):
                 " own_terms = array_to_tsvector(CAST(? AS text[])), context = CAST(? AS jsonb), length = ? WHERE id = ?",
                 rows,
             )
-            return summed
+            return
         # Many rows (a promotion): COPY them into a temporary table and update in one statement.
         conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS promoted (ann TEXT, words TEXT[], own TEXT[],"
                      " context TEXT, length DOUBLE PRECISION, id TEXT) ON COMMIT DELETE ROWS")
@@ -273,7 +265,6 @@ class PostgresVectorStore(SQLiteVectorStore):
             " own_terms = array_to_tsvector(p.own), context = CAST(p.context AS jsonb), length = p.length"
             " FROM promoted AS p WHERE m.id = p.id"
         )
-        return summed
 
     @staticmethod
     def _move_frequencies(conn: Any, delta: dict[tuple[str, str], int]) -> None:
@@ -368,7 +359,6 @@ class PostgresVectorStore(SQLiteVectorStore):
 
     def _promote_key(self, key: str) -> None:
         after: tuple[float, int] = (float("-inf"), -1)
-        total = np.zeros(self.dimension, dtype=np.float64)  # the sum of the scope's blended vectors
         while True:
             with self.db.write() as conn:
                 batch = self._records(conn.execute(
@@ -376,17 +366,28 @@ class PostgresVectorStore(SQLiteVectorStore):
                     " ORDER BY created_at, seq LIMIT ?", (key, *after, _PROMOTE_BATCH),
                 ).fetchall())
                 if not batch:  # done: from now on, writes index their own rows
+                    length, ann = self._totals(conn, [key])[key]
                     conn.execute(
-                        "INSERT INTO large_scopes (scope, since, total_length, total_ann) VALUES (?, ?, (SELECT"
-                        " coalesce(sum(length), 0) FROM memories WHERE scope = ?), ?) ON CONFLICT (scope) DO NOTHING",
-                        (key, time.time(), key, total.tolist()),
+                        "INSERT INTO large_scopes (scope, since, total_length, total_ann) VALUES (?, ?, ?, ?)"
+                        " ON CONFLICT (scope) DO NOTHING", (key, time.time(), length, ann),
                     )
                     return
                 ends = [batch[0].id, batch[-1].id]
                 window = {r.id: r for r in [*self._windows(conn, key, ends, span=WINDOW), *batch]}
-                summed = self._index_rows(conn, list(window.values()), {r.id for r in batch})
-                total += summed.get(key, 0.0)
+                self._index_rows(conn, list(window.values()), {r.id for r in batch})
                 after = (batch[-1].created_at, batch[-1].seq)
+
+    def _totals(self, conn: Any, keys: list[str]) -> dict[str, tuple[float, list[float]]]:
+        """Scopes' totals summed from their indexed rows: length, and blended vectors (pgvector's
+        mean, accumulated in double precision, times their number). Read from the rows, so they
+        hold whatever wrote them: an earlier, unfinished promotion, a write or a forget meanwhile."""
+        totals = {key: (0.0, [0.0] * self.dimension) for key in keys}
+        for key, length, mean, n in conn.execute(
+            "SELECT scope, sum(length), avg(ann), count(ann) FROM memories WHERE scope = ANY(CAST(? AS text[]))"
+            " AND ann IS NOT NULL GROUP BY scope", (keys,),
+        ).fetchall():
+            totals[key] = (float(length or 0.0), (_vector_of(mean) * n).tolist())
+        return totals
 
     def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
         """How many records of a large scope hold each term, themselves or through their
@@ -414,7 +415,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         return {term: float(found.get(term, 0)) for term in terms}, float(length or 0.0), total
 
     def vector_total(self, scope: str | None) -> Vectors | None:
-        """The sum of a large scope's blended vectors (kept at write time), for typicality."""
+        """The sum of a large scope's blended vectors, kept at write time (a query reads it with its candidates)."""
         with self.db.read() as conn:
             return self._statistics(conn, scope, [])[2]
 

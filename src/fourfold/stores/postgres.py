@@ -275,18 +275,26 @@ class PostgresDatabase(Database):
             self.erased()
 
     def _begin(self, write: bool) -> psycopg.Connection[Any]:
-        """A pooled connection inside a new transaction; a stale idle connection (the server
-        restarted since) is replaced once, since nothing has run on it yet."""
+        """A pooled connection inside a new transaction."""
+        raw, _ = self._first(self._begin_sql(write))
+        return raw
+
+    def _first(self, sql: str, params: Sequence[Any] | None = None) -> tuple[psycopg.Connection[Any], Any]:
+        """A pooled connection that ran `sql` first, and its cursor; the caller puts it back.
+
+        A stale idle connection (the server restarted since) is replaced once, since nothing
+        has run on it yet. A connection that fails goes back to the pool exactly once (a second
+        put of the stale one, when the fresh one could not be had, once released the pool's
+        semaphore twice).
+        """
         psycopg = psycopg_module()
-        begin = self._begin_sql(write)
         for attempt in (1, 2):
             raw = self._pool.get(self.timeout)
             try:
-                raw.execute(begin)
-                return raw
+                return raw, raw.execute(sql, params)
             except psycopg.Error as exc:
                 broken = raw.broken or raw.closed
-                if not broken:
+                if not broken and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                     try:
                         raw.execute("ROLLBACK")
                     except psycopg.Error:
@@ -321,26 +329,12 @@ class PostgresDatabase(Database):
         """The version of `name`; outside a transaction, one statement (one round trip)."""
         if self._closed or self._state().depth:
             return super().version(name)
-        psycopg = psycopg_module()
-        for attempt in (1, 2):
-            # Each connection goes back exactly once: putting the first one back again, when no
-            # fresh one can be had, would release the pool's semaphore twice.
-            raw = self._pool.get(self.timeout)
-            broken = True
-            try:
-                row = raw.execute(self._version_sql, (name,)).fetchone()
-                broken = False
-            except psycopg.OperationalError as exc:
-                # An idle connection from before a server restart: once more on a fresh one.
-                if attempt == 2:
-                    raise translate(exc, self.url, timeout=self.timeout) from None
-                continue
-            except psycopg.Error as exc:
-                raise translate(exc, self.url, timeout=self.timeout) from None
-            finally:
-                self._pool.put(raw, broken=broken)
-            return int(row[0]) if row else 0
-        raise AssertionError("unreachable")
+        raw, cur = self._first(self._version_sql, (name,))
+        try:
+            row = cur.fetchone()  # fetched with the statement: no round trip
+        finally:
+            self._pool.put(raw)
+        return int(row[0]) if row else 0
 
     # -- erasure ------------------------------------------------------------------------------
 
