@@ -164,13 +164,15 @@ def _without_details(text: str) -> tuple[str, tuple[Redaction, ...]]:
 
 
 def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset[str]], bool] | None, *,
-           stated: Callable[[str, frozenset[str]], bool] | None = None, own: frozenset[str] = frozenset(),
-           company: Callable[[str], bool] | None = None) -> tuple[str, int]:
+           stated: Callable[[str, frozenset[str], frozenset[str]], bool] | None = None,
+           own: frozenset[str] = frozenset(), company: Callable[[str], bool] | None = None,
+           later: Sequence[str] = ()) -> tuple[str, int]:
     """The detector's redaction, then tainted words (and, with `allowed`, rare ones) masked.
 
     In the statement of the problem (`_statement`) a word is kept when `stated(word,
-    statement's stems)` says so instead: elsewhere the words it lets through could carry an
-    instruction someone plants for other customers. The statement is never a sentence made
+    statement's stems, stems the customer wrote besides)` says so instead (`_besides`: the
+    rest of `text`, and what the `later` messages give as the customer's own): elsewhere the
+    words it lets through could carry an instruction someone plants for other customers. The statement is never a sentence made
     mostly of `own` words (the customer's name, town, pet): it is about the customer, not the
     problem. With `company`, a known name or place (`known_words`: "baker", "reading") is kept
     only if `company` says every stem of it is the company's own vocabulary, however common or
@@ -181,6 +183,7 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset
     start, end = _statement(redacted, own, company) if stated is not None else (0, 0)
     # what the ticket is about: its statement, or all of it when no sentence states the problem
     context = frozenset(tokenize(redacted[start:end] if end > start else redacted))
+    besides = frozenset(_besides(redacted, start, end, later))
     candidates = [(a, b) for a, b, _ in known_words(redacted)] if company is not None and allowed is not None else []
 
     def keep(word: str, at: int) -> bool:
@@ -192,7 +195,7 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset
         if company is not None and any(a <= at < b for a, b in candidates):
             return all(company(s) for s in tokenize(word))
         if stated is not None and start <= at < end:
-            return stated(word, context)
+            return stated(word, context, besides)
         return allowed(word, context)
 
     masked, count = _mask(redacted, keep)
@@ -247,16 +250,22 @@ def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
             s in outcome_stems or companys(s) or (shared is not None and shared(s) and supported(s, context))
             for s in stems)
 
-    def stated(word: str, context: frozenset[str]) -> bool:
+    def stated(word: str, context: frozenset[str], besides: frozenset[str]) -> bool:
         if supported is None:
             return allowed(word, context) or (unowned(word) and is_ordinary(word))
-        return unowned(word) and all(s in outcome_stems or companys(s) or supported(s, context) or (
-            is_ordinary(word) and not (others is not None and others(s))) for s in tokenize(word))
+        # A word the customer wrote besides the statement too ("xanthe satin - chicken office.
+        # ... in our chicken shop") is as likely theirs as the problem's: this ticket's outcome
+        # and being ordinary no longer vouch for it (the operator's "matching it by amount"
+        # says nothing of a town called Matching); the company's texts or another customer's
+        # ticket about the same problem still do.
+        return unowned(word) and all(companys(s) or supported(s, context) or (s not in besides and (
+            s in outcome_stems or (is_ordinary(word) and not (others is not None and others(s)))))
+            for s in tokenize(word))
 
     tainted = _tainted(ticket, ticket.outcome, shared, company) | {
         _key(w) for w in _WORD.findall(ticket.outcome) if any(s in theirs for s in tokenize(w))}
     problem, n = (_scrub(ticket.goal, tainted, allowed, stated=stated, own=own,
-                         company=lambda s: s in outcome_stems or companys(s))
+                         company=lambda s: s in outcome_stems or companys(s), later=ticket.messages)
                   if shared is not None else _scrub(ticket.goal, tainted, None))
     fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
     return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
@@ -280,11 +289,17 @@ def _theirs(ticket: Ticket, outcome_stems: set[str], common: Callable[[str], boo
         start, end = max(sentences, key=lambda span: sum(map(companys, tokenize(goal[span[0]:span[1]]))),
                          default=(0, len(goal)))
     stated = set(tokenize(goal[start:end]))
-    # a later message often repeats the fix ("clearing the cache fixed it"): only the words it
-    # gives as the customer's own count there
+    return {s for s in outcome_stems & _besides(goal, start, end, ticket.messages) if s not in stated and not common(s)}
+
+
+def _besides(goal: str, start: int, end: int, later: Sequence[str]) -> set[str]:
+    """Stems the customer wrote besides the statement `goal[start:end]`: the rest of the
+    opening message (their introduction, signature, details), and what a `later` message gives
+    as theirs (a later message often repeats the fix, "clearing the cache fixed it", so only
+    the words it gives as the customer's own count there)."""
     said = {s for text in (goal[:start], goal[end:]) for s in tokenize(text)}
-    said.update(s for text in ticket.messages for w in own_words(text) for s in tokenize(w))
-    return {s for s in outcome_stems & said if s not in stated and not common(s)}
+    said.update(s for text in later for w in own_words(text) for s in tokenize(w))
+    return said
 
 
 def _tainted(ticket: Ticket, shared_text: str, shared: Callable[[str], bool] | None,
