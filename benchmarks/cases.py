@@ -687,7 +687,7 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14, lower: s
             for leak in _attributed(who, everyone, report, sources, turns):
                 tally.leaks[leak.kind] += 1
                 tally.found.append(leak)
-                if VERBOSE:
+                if VERBOSE and plant is None:  # the self-check's planted leaks are expected
                     owner = everyone[leak.owner]
                     print(f"    leak of {leak.owner}'s {leak.kind}={leak.value!r} (they first wrote at turn "
                           f"{owner.first_turn}) in {leak.asker}'s prompt at turn {turns}, a line from "
