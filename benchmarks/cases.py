@@ -13,9 +13,23 @@ Every later customer's system prompt is checked for
 
 - fix_reached: the share whose prompt carries the fix;
 - failed_offered: later prompts that carry a failed attempt's outcome (goal: 0);
-- pii_leaked: personal details of another customer found in a prompt (goal: 0), each one
-  counted (a lowercase surname or town that is an everyday word counts where the prompt has
-  it outside the operators' own fix texts: "matching it by amount" names no one).
+
+and every prompt of every customer (the first customers' too) for
+
+- pii_leaked: personal details of another customer that reached the prompt (goal: 0), each
+  detail counted once per prompt, attributed by source (`_attributed`): a detail counts for
+  the customer who disclosed it (their messages or the operators' outcomes of their tickets
+  hold it) wherever a prompt line carries it, unless another text explains the line: the
+  operators' generic fix texts ("matching it by amount" names no one), the documentation,
+  the asker's own memories and episodes where the asker wrote the word, or a case derived
+  from another customer who wrote it (their word). A case derived from the owner's ticket,
+  a case without a source and a line that does not line up with the turn's report explain
+  nothing. Before the real runs, a self-check writes one customer's case unmasked
+  (`Unmasked`) and stops unless the attributed count sees it;
+- raw (`raw_pii`, `raw_unlisted`): the word-level count, each other customer's detail value
+  anywhere in a prompt outside the generic fix texts and the asker's own message, whoever
+  wrote it and whether or not its owner ever typed it (the generator gives every customer a
+  lowercase surname and town, which only half of them write).
 
 Variants: `detector` (the personal detector and the taint only), `shared-words` (plus the
 offline lever: a customer's word travels only if 3 customers' tickets, the docs, the facts
@@ -24,7 +38,7 @@ each case: it copies the operator's outcome, details included, so the detector's
 what is measured). Also printed: the details the detector alone missed in the first
 customers' messages, by kind. The last line is the default variant's:
 
-    cases: fix_reached=X failed_offered=N pii_leaked=N
+    cases: fix_reached=X failed_offered=N pii_leaked=N unlisted_leaked=N raw_pii=N raw_unlisted=N
 
     python benchmarks/cases.py [--embedder hash|minilm] [--types N] [--seed N] [--variants ...] [--verbose]
                                [--intros design|held-out|fresh]
@@ -41,19 +55,23 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fourfold import Memory
-from fourfold.agent import SupportAgent
+from fourfold.agent import SupportAgent, TurnReport, customer_scope
 from fourfold.agent.cases import CaseBase
+from fourfold.agent.deidentify import Ticket
 from fourfold.agent.prompt import DATA_CLOSE, DATA_OPEN
 from fourfold.embeddings import Embedder, HashEmbedder
+from fourfold.episodic import SHARED_SCOPE
+from fourfold.episodic.codec import build_episode
 from fourfold.models import OfflineModel, ScriptedModel
 from fourfold.models.base import ChatModel, ChatResponse
 from fourfold.text import redact, tokenize
 from fourfold.text.gazetteer import known
+from fourfold.types import Episode
 
 # (first customer's wording, three later wordings, the operator's fix, the fix's key phrase,
 #  a failed attempt's outcome)
@@ -308,6 +326,37 @@ class Customer:
     cid: str
     message: str
     details: dict[str, str]  # kind -> value, as the customer gave them (and the operator repeated)
+    markers: dict[str, str] = field(default_factory=dict)  # what to look for, by kind (`_markers`)
+    #: What the desk was told on this customer's tickets so far: their messages and the
+    #: operators' outcomes. A detail none of them holds was never disclosed, so cannot leak.
+    texts: list[str] = field(default_factory=list)
+    first_turn: int = 0  # when the customer first wrote (the run's turn counter)
+    _said: str = ""  # their texts, lowercased, without the operators' generic fix texts
+
+    @property
+    def scope(self) -> str:
+        return customer_scope(self.cid)
+
+    def told(self, text: str) -> None:
+        self.texts.append(text)
+        self._said += "\n" + _without_operators(text.lower())
+
+    def wrote(self, kind: str, value: str) -> bool:
+        """Did this customer's tickets hold the detail (outside the operators' generic fix texts)?"""
+        return _carries(self._said, kind, value)
+
+
+@dataclass(frozen=True)
+class Leak:
+    """A detail of `owner`'s found in `asker`'s prompt and not explained by anyone else's text."""
+
+    asker: str
+    owner: str
+    kind: str
+    value: str
+    source: str | None  # the customer scope the prompt line's case was derived from (None: not a case)
+    line: str
+    turn: int  # the turn whose prompt carried it
 
 
 @dataclass
@@ -315,7 +364,13 @@ class Tally:
     later: int = 0
     reached: int = 0
     failed_offered: int = 0
+    #: Leaks attributed by source (`_attributed`), by kind: the issue's measure.
     leaks: Counter[str] = field(default_factory=Counter)
+    #: The word-level count (`_raw`): another customer's detail value anywhere in a prompt,
+    #: whoever's text put it there ("matching" counts for every customer whose town it is).
+    raw: Counter[str] = field(default_factory=Counter)
+    found: list[Leak] = field(default_factory=list)
+    prompts: int = 0  # prompts checked for leaks (every turn's)
     written_by: Counter[str] = field(default_factory=Counter)
     #: Of the first cases, the problem's words that the case kept, and all of them: what
     #: masking costs the case itself (stems, stopwords aside).
@@ -324,8 +379,10 @@ class Tally:
 
     def line(self, name: str) -> str:
         leaks = ", ".join(f"{k}={v}" for k, v in sorted(self.leaks.items())) or "none"
+        raw = ", ".join(f"{k}={v}" for k, v in sorted(self.raw.items())) or "none"
         return (f"  {name:<13} fix_reached={self.reached / max(self.later, 1):.2f} ({self.reached}/{self.later}) "
                 f"failed_offered={self.failed_offered} pii_leaked={sum(self.leaks.values())} ({leaks}) "
+                f"raw={sum(self.raw.values())} ({raw}) in {self.prompts} prompts "
                 f"problem_words_kept={self.kept / max(self.words, 1):.2f} cases by {dict(self.written_by)}")
 
 
@@ -464,40 +521,191 @@ def _fix_text_only(data: str) -> str:
     return data.split(head, 1)[1].split("\n# ", 1)[0]
 
 
-def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14, lower: str = "listed") -> Tally:
+def _without_operators(text: str) -> str:
+    """A lowercased text without the operators' generic fix and failed-attempt texts, which
+    the generator writes the same for every customer with that problem: a held-out word inside
+    them ("matching it by amount", and a town called Matching) is no detail of anyone's."""
+    for p in PROBLEMS:
+        text = text.replace(p[2].lower(), " ").replace(p[4].lower(), " ")
+    return text
+
+
+def _count(text: str, kind: str, value: str) -> int:
+    if kind in WORD_MARKERS:
+        return len(re.findall(rf"\b{re.escape(value.lower())}\b", text))
+    return text.count(value.lower())
+
+
+#: The prompt's sections (`fourfold.agent.prompt.assemble_system`) by what their lines come from.
+SECTIONS = {"# Known about this customer": "own", "# Similar resolved tickets of this customer": "own",
+            "# Similar resolved tickets of other customers (de-identified)": "case", "# Relevant documentation": "docs"}
+
+
+def _prompt_lines(report: TurnReport, sources: Mapping[str, str]) -> list[tuple[str, str | None, str]]:
+    """Each line of a prompt's data as (where it comes from, the customer scope a case line was
+    derived from, the lowercased line). A line is one item of the report (a memory, an episode,
+    a case, a document) only where its section has exactly as many lines as the report has
+    items there; every other line (a section that does not line up, anything outside one) is
+    "unknown"."""
+    system = report.system_prompt
+    raw = system[system.index(DATA_OPEN) + len(DATA_OPEN) : system.rindex(DATA_CLOSE)].splitlines()
+    items: dict[str, Sequence[Any]] = {"own": [*report.memories, *report.episodes], "case": report.cases,
+                                       "docs": report.docs}
+    sections: list[tuple[str, list[str]]] = [("unknown", [])]
+    for line in raw:
+        if line in SECTIONS:
+            sections.append((SECTIONS[line], []))
+        elif line != '"(none)"':
+            sections[-1][1].append(str(json.loads(line)).lower() if line.startswith('"') else line.lower())
+    counted = {kind: sum(len(ls) for k, ls in sections if k == kind) for kind in items}
+    out: list[tuple[str, str | None, str]] = []
+    cases = iter(report.cases)
+    for kind, lines in sections:
+        lined_up = kind in items and counted[kind] == len(items[kind])
+        for line in lines:
+            if not lined_up:
+                out.append(("unknown", None, line))
+            elif kind == "case":
+                out.append((kind, sources.get(next(cases).id), line))
+            else:
+                out.append((kind, None, line))
+    return out
+
+
+def _attributed(asker: Customer, others: Mapping[str, Customer], report: TurnReport, sources: Mapping[str, str],
+                turn: int) -> list[Leak]:
+    """The details of other customers that `asker`'s prompt carries, attributed by source.
+
+    Only details their owner disclosed count (`Customer.wrote`). A prompt line carrying one is
+    a leak of its owner unless something else explains it: the operators' generic fix texts
+    (removed first), the documentation, the asker's own memories and episodes where the
+    asker's own tickets hold the word, or a case derived from another customer whose tickets
+    hold it (that customer's word: a leak of theirs if it is their detail, a coincidence if it
+    is their ordinary vocabulary). A case derived from the owner's ticket, a case without a
+    source, and any line not lined up with the report explain nothing."""
+    by_scope = {c.scope: c for c in others.values()}
+    lines = [(kind, source, _without_operators(line)) for kind, source, line in _prompt_lines(report, sources)]
+    whole = "\n".join(line for _, _, line in lines)
+    found: list[Leak] = []
+    for owner in others.values():
+        if owner.cid == asker.cid:
+            continue
+        for kind, value in owner.markers.items():
+            if not _count(whole, kind, value) or not owner.wrote(kind, value):
+                continue
+            for where, source, line in lines:
+                if not _count(line, kind, value) or where == "docs" or (where == "own" and asker.wrote(kind, value)):
+                    continue
+                if where == "case" and source not in (None, owner.scope) and source in by_scope \
+                        and by_scope[source].wrote(kind, value):
+                    continue
+                found.append(Leak(asker.cid, owner.cid, kind, value, source, line, turn))
+                break  # one leak per detail and prompt
+    return found
+
+
+def _raw(asker: Customer, others: Mapping[str, Customer], data: str) -> Counter[str]:
+    """The word-level count: each other customer's detail value found in the prompt (outside
+    the operators' generic fix texts, for the dictionary words) and not in the asker's own
+    message, disclosed or not, whoever's text holds it."""
+    lowered = data.lower()
+    operators = _without_operators(lowered)
+    raw: Counter[str] = Counter()
+    for other in others.values():
+        if other.cid == asker.cid:
+            continue
+        for kind, value in other.markers.items():
+            seen = operators if kind in WORD_MARKERS else lowered
+            if _carries(seen, kind, value) and not _carries(asker.message.lower(), kind, value):
+                raw[kind] += 1
+    return raw
+
+
+class Unmasked:
+    """A case base that writes one customer's case as their ticket stands, details and all
+    (the self-check's planted leak), and passes every other ticket to the real one."""
+
+    def __init__(self, real: CaseBase, scope: str) -> None:
+        self.real, self.scope = real, scope
+
+    def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
+        if source_scope != self.scope:
+            return self.real.add(ticket, source_scope=source_scope)
+        item = {"goal": ticket.goal, "actions": list(ticket.actions), "outcome": ticket.outcome, "success": True,
+                "tags": ["case", "planted"]}
+        episode = replace(build_episode(item, ts=time.time()), scope=SHARED_SCOPE)
+        self.real.memory.episodes.insert([episode], derived_from={episode.id: source_scope})
+        return episode
+
+    def similar(self, situation: str, *, k: int, exclude_source: str | None = None,
+                min_score: float | None = None) -> list[Episode]:
+        return self.real.similar(situation, k=k, exclude_source=exclude_source, min_score=min_score)
+
+
+def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14, lower: str = "listed", *,
+        plant: str | None = None) -> Tally:
+    """The desk on `n_types` problems; `plant` names a customer ("c4") whose case is written
+    unmasked (`Unmasked`): the attributed count must see it."""
     rng = random.Random(seed)
     firsts = rng.sample(FIRST_NAMES, k=len(FIRST_NAMES))  # every customer has a first name of their own
     names = iter((f, SURNAMES[i % len(SURNAMES)]) for i, f in enumerate(firsts))
     problems = PROBLEMS[:n_types]
     tally = Tally()
-    everyone: dict[str, dict[str, str]] = {}
+    everyone: dict[str, Customer] = {}
     with tempfile.TemporaryDirectory(prefix="fourfold-cases-") as tmp, Memory.open(Path(tmp), embedder=embedder) as mem:
         model: ChatModel = OfflineModel()
         if variant == "model":
             writer = CaseWriter({w: p[0] for p in problems for w in (p[0], *p[1])})
             model = ScriptedModel(writer.respond, name="case-writer")
         agent = SupportAgent(mem, model)
+        assert isinstance(agent.cases, CaseBase)
         if variant == "detector":
-            assert isinstance(agent.cases, CaseBase)
             agent.cases.min_customers = None
-        n = 0
+        if plant is not None:
+            agent.cases = Unmasked(agent.cases, customer_scope(plant))
+        n = turns = 0
 
         def customer(problem: str) -> Customer:
             nonlocal n
             n += 1
             first, surname = next(names)
             d = _details(rng, first, surname, lower)
-            everyone[f"c{n}"] = _markers(d)
-            return Customer(f"c{n}", _first_message(rng, problem, d), d)
+            everyone[f"c{n}"] = who = Customer(f"c{n}", _first_message(rng, problem, d), d, _markers(d))
+            return who
+
+        def turn(who: Customer, message: str) -> str:
+            """One turn; its prompt is checked for other customers' details. Returns the prompt's data."""
+            nonlocal turns
+            turns += 1
+            who.first_turn = who.first_turn or turns
+            who.told(message)
+            report = agent.turn(who.cid, message).report
+            sources = mem.episodes.sources([c.id for c in report.cases]) if report.cases else {}
+            data = _prompt_data(report.system_prompt)
+            tally.prompts += 1
+            tally.raw += _raw(who, everyone, data)
+            for leak in _attributed(who, everyone, report, sources, turns):
+                tally.leaks[leak.kind] += 1
+                tally.found.append(leak)
+                if VERBOSE and plant is None:  # the self-check's planted leaks are expected
+                    owner = everyone[leak.owner]
+                    print(f"    leak of {leak.owner}'s {leak.kind}={leak.value!r} (they first wrote at turn "
+                          f"{owner.first_turn}) in {leak.asker}'s prompt at turn {turns}, a line from "
+                          f"{leak.source or 'no case'}: {leak.line[:300]}")
+            return data
+
+        def resolve(who: Customer, outcome: str, success: bool = True) -> Episode | None:
+            who.told(outcome)
+            return agent.resolve(who.cid, outcome, success=success).case
 
         for first, _, fix, _, failed in problems:  # a failed attempt, then the first successful ticket
             loser = customer(first)
-            agent.turn(loser.cid, loser.message)
-            agent.resolve(loser.cid, _outcome(rng, failed, loser.details), success=False)
+            turn(loser, loser.message)
+            resolve(loser, _outcome(rng, failed, loser.details), success=False)
             winner = customer(first)
-            agent.turn(winner.cid, winner.message)
-            agent.turn(winner.cid, "Thanks, that worked.")
-            case = agent.resolve(winner.cid, _outcome(rng, fix, winner.details)).case
+            turn(winner, winner.message)
+            turn(winner, "Thanks, that worked.")
+            case = resolve(winner, _outcome(rng, fix, winner.details))
             tally.written_by[case.tags[-1] if case else "none"] += 1
             problem_words = set(tokenize(first))
             tally.words += len(problem_words)
@@ -509,31 +717,30 @@ def run(embedder: Embedder, variant: str, n_types: int, seed: int = 14, lower: s
                 question = f"{wording[:1].upper()}{wording[1:]}, what can I do?"
                 message = asker.message.replace(wording[:1].upper() + wording[1:], question) if rng.random() < 0.5 else question
                 asker.message = message
-                reply = agent.turn(asker.cid, message)
-                data = _prompt_data(reply.report.system_prompt)
-                lowered = data.lower()
-                # A held-out word that the operator's own fix text holds ("matching it by amount",
-                # and a town called Matching) is no detail of anyone's where only that text has it.
-                operators = lowered
-                for p in PROBLEMS:
-                    operators = operators.replace(p[2].lower(), " ").replace(p[4].lower(), " ")
+                data = turn(asker, message)
                 tally.later += 1
                 reached = key.lower() in _fix_text_only(data).lower()
                 tally.reached += reached
                 if VERBOSE and not reached:
                     print(f"    missed {key!r} for {wording!r}: {_fix_text_only(data).strip()[:400]!r}")
-                tally.failed_offered += sum(p[4].lower() in lowered for p in PROBLEMS)
-                for other, markers in everyone.items():
-                    if other == asker.cid:
-                        continue
-                    for kind, value in markers.items():
-                        seen = operators if kind in WORD_MARKERS else lowered
-                        if _carries(seen, kind, value) and not _carries(asker.message.lower(), kind, value):
-                            tally.leaks[kind] += 1
-                            if VERBOSE:
-                                line = next(x for x in data.splitlines() if value.lower() in x.lower())
-                                print(f"    leak {kind}={value!r}: {line[:300]}")
-                agent.resolve(asker.cid, _outcome(rng, fix, asker.details))
+                tally.failed_offered += sum(p[4].lower() in data.lower() for p in PROBLEMS)
+                resolve(asker, _outcome(rng, fix, asker.details))
+    return tally
+
+
+#: The self-check's planted customer: the first problem's first successful ticket.
+PLANTED = "c2"
+
+
+def self_check(embedder: Embedder, seed: int = 14, lower: str = "listed", n_types: int = 4) -> Tally:
+    """The same desk on a few problems, with `PLANTED`'s case written unmasked: the attributed
+    count must find that customer's details, in lines of the case derived from their ticket
+    (SystemExit otherwise: a count that cannot see a real leak measures nothing)."""
+    tally = run(embedder, "shared-words", n_types, seed, lower, plant=PLANTED)
+    planted = [leak for leak in tally.found if leak.owner == PLANTED and leak.source == customer_scope(PLANTED)]
+    if not planted or not tally.raw:
+        raise SystemExit(f"self-check failed: a case written unmasked from {PLANTED}'s ticket was not counted "
+                         f"({len(planted)} attributed, {sum(tally.raw.values())} raw)")
     return tally
 
 
@@ -581,20 +788,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     misses = detector_misses(n_types, args.seed, names)
     print("  detector alone missed, in the first customers' messages: "
           + (", ".join(f"{k}={v}" for k, v in sorted(misses.items()) if v) or "nothing"))
+    check = self_check(embedder, args.seed, names)
+    kinds = Counter(leak.kind for leak in check.found if leak.owner == PLANTED)
+    print(f"  self-check: {PLANTED}'s case written unmasked is counted: {sum(kinds.values())} leaks of theirs "
+          f"({', '.join(f'{k}={v}' for k, v in sorted(kinds.items()))}) in {check.prompts} prompts, "
+          f"raw={sum(check.raw.values())}")
     results: dict[str, Tally] = {}
     for variant in args.variants.split(","):
         started = time.perf_counter()
         results[variant] = run(embedder, variant, n_types, args.seed, names)
         print(results[variant].line(variant) + f" [{time.perf_counter() - started:.0f}s]")
     best = results.get("shared-words") or next(iter(results.values()))
-    unlisted = ""
+    unlisted, raw = "", f" raw_pii={sum(best.raw.values())}"
     if args.names == "both":  # the same customers with surnames and towns no list of the gazetteer holds
         started = time.perf_counter()
         held_out = run(embedder, "shared-words", n_types, args.seed, "unlisted")
         print(held_out.line("unlisted") + f" [{time.perf_counter() - started:.0f}s]")
         unlisted = f" unlisted_leaked={sum(held_out.leaks.values())}"
+        raw += f" raw_unlisted={sum(held_out.raw.values())}"
     print(f"cases: fix_reached={best.reached / max(best.later, 1):.2f} failed_offered={best.failed_offered} "
-          f"pii_leaked={sum(best.leaks.values())}{unlisted}")
+          f"pii_leaked={sum(best.leaks.values())}{unlisted}{raw}")
     return 0
 
 

@@ -4,7 +4,9 @@ On sets generated here (issue 14, part 8):
 
 - learn, wrong_fix, pii_leaks: the shared case base (`benchmarks/cases.py`, its default
   variant): the share of later customers whose prompt carries an earlier customer's fix,
-  failed attempts offered as fixes, and personal details of another customer in a prompt.
+  failed attempts offered as fixes, and personal details of another customer that reached
+  any customer's prompt, attributed by source (`cases._attributed`; the raw word-level count
+  is on the "shared cases" line).
 - pref_current: customers who state a preference, resolve, later change it and resolve
   again, through `SupportAgent` offline: the share whose current memories hold the new
   preference and not the old one. The change comes in several wordings, most with a signal

@@ -115,3 +115,32 @@ def test_a_town_that_is_also_a_word_of_the_fix_stays_behind_in_the_problem(
     assert FIX in prompt  # the fix travels with its own "pinning" ...
     problem = prompt.split(FIX)[0]
     assert "router drops each hour" in prompt and not _carries(prompt.replace(FIX, ""), "pinning"), problem
+
+
+@pytest.mark.parametrize(("message", "outcome", "town"), [
+    ("xanthe satin - chicken office. Password reset emails never arrive in my inbox in our chicken shop.",
+     "the reset email was in the spam folder; whitelisting noreply fixed delivery", "chicken"),
+    ("dear support, kasimir pocket of matching writing. The bank transfer payment is not showing as received "
+     "in our matching shop.", "the transfer lacked the payment reference; matching it by amount released the order",
+     "matching"),
+], ids=["town-in-the-introduction", "town-the-fix-also-holds"])
+def test_a_town_the_customer_also_wrote_in_their_introduction_stays_behind_in_the_first_case(
+        agent: SupportAgent, message: str, outcome: str, town: str) -> None:
+    """No other ticket has said yet that the word is a place, and no rule reads these
+    introductions (`own_words` finds no place in either): the customer's writing it besides the
+    problem is the evidence. The fix keeps the operator's own "matching"."""
+    agent.turn("alice", message)
+    case = agent.resolve("alice", f"Emailed her: {outcome}").case
+    assert case is not None and not _carries(case.goal, town)
+    question = message.split(". ", 1)[1].split(" in our ")[0]
+    prompt = agent.turn("bob", f"{question}, what can I do?").report.system_prompt
+    assert outcome in prompt  # the fix travels ...
+    assert not _carries(prompt.replace(outcome, ""), town)  # ... and alice's town does not
+
+
+def test_a_problem_word_the_customer_repeats_still_travels_with_the_documents(agent: SupportAgent) -> None:
+    """The guard: a word written twice is masked only when nothing vouches for it."""
+    agent.memory.docs.ingest_text("A router that drops the wifi every hour needs a firmware update.", source="wifi.md")
+    agent.turn("alice", "The wifi on my router drops every hour. The router is new.")
+    case = agent.resolve("alice", FIX).case
+    assert case is not None and "wifi on my router drops every hour" in case.goal

@@ -16,7 +16,6 @@ from fourfold.agent.deidentify import Ticket, copies, extract_case
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import SHARED_SCOPE
 from fourfold.models import OfflineModel, ScriptedModel
-from fourfold.text import tokenize
 
 ALICE = (
     "Hi, I'm Alice Okonkwo, order ORD-88412. Downloading my invoice as PDF fails with error 502. "
@@ -113,22 +112,35 @@ def test_an_instruction_planted_as_the_first_sentence_never_travels(mem: Memory,
     """The statement whose ordinary words travel is a report of a problem, never a directive."""
     ticket = Ticket(f"{planted}. My invoice PDF fails with error 502.", (), (), "Cleared the browser cache")
     mem.docs.ingest_text("An invoice PDF fails with error 502 when the browser cache is stale.", source="pdf.md")
-    cases = CaseBase(mem)
-    problem = extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
+    problem = CaseBase(mem).deidentify(ticket).problem
     assert not copies(problem, [planted], run=3)
     assert "invoice PDF fails with error 502" in problem  # the real problem still travels
 
 
-def test_words_several_customers_use_travel_and_rare_ones_do_not(mem: Memory) -> None:
-    cases = CaseBase(mem, min_customers=2)
+def test_a_rare_word_travels_once_another_customer_used_it_about_the_same_problem(mem: Memory) -> None:
+    cases = CaseBase(mem)
     ticket = Ticket("The Zorblax widget export hangs", (), (), "Restarting the export worker fixed it")
-    assert "Zorblax" not in extract_case(ticket, shared=cases.shared_words()).problem
-    for who in ("ann", "ben"):
-        mem.episodes.record(goal="Zorblax widget export hangs often", actions=[], outcome="ok", success=True,
+    assert "Zorblax" not in cases.deidentify(ticket).problem
+    mem.episodes.record(goal="the Zorblax parcel is late", actions=[], outcome="ok", success=True,
+                        scope=customer_scope("ann"))
+    assert "Zorblax" not in cases.deidentify(ticket).problem  # used, but about something else
+    mem.episodes.record(goal="Zorblax widget export hangs often", actions=[], outcome="ok", success=True,
+                        scope=customer_scope("ben"))
+    assert "Zorblax widget export hangs" in cases.deidentify(ticket).problem
+    assert "Zorblax" not in cases.deidentify(ticket, source_scope=customer_scope("ben")).problem  # not their own
+    mem.episodes.forget_scope(customer_scope("ben"))  # ben's words no longer count
+    assert "Zorblax" not in cases.deidentify(ticket).problem
+
+
+def test_outside_the_statement_a_word_needs_several_customers_about_the_same_problem(mem: Memory) -> None:
+    cases = CaseBase(mem, min_customers=2)
+    ticket = Ticket("The widget export hangs. Our Zorblax widget too.", (), (),
+                    "Restarting the export worker fixed it")
+    assert "Zorblax" not in cases.deidentify(ticket).problem
+    for n, who in enumerate(("ann", "ben")):
+        mem.episodes.record(goal="Zorblax widget export hangs", actions=[], outcome="ok", success=True,
                             scope=customer_scope(who))
-    assert "Zorblax widget export hangs" in extract_case(ticket, shared=cases.shared_words()).problem
-    mem.episodes.forget_scope(customer_scope("ben"))  # ben's words are no longer common ground
-    assert "Zorblax" not in extract_case(ticket, shared=cases.shared_words()).problem
+        assert ("Zorblax" in cases.deidentify(ticket).problem) == (n == 1)
 
 
 def test_the_log_hands_a_reader_only_what_it_added_since_and_says_when_to_start_over(mem: Memory) -> None:
@@ -156,24 +168,23 @@ def test_the_shared_words_follow_the_log_incrementally_across_processes_and_agen
     with Memory.open(tmp_path / "d", embedder=HashEmbedder()) as here, \
             Memory.open(tmp_path / "d", embedder=HashEmbedder()) as other:
         first = CaseBase(here, min_customers=2)
-        assert "Zorblax" not in extract_case(ticket, shared=first.shared_words()).problem
-        for who in ("ann", "ben"):
-            other.episodes.record(goal="Zorblax widget export hangs often", actions=[], outcome="ok", success=True,
-                                  scope=customer_scope(who))
-        assert "Zorblax widget export hangs" in extract_case(ticket, shared=first.shared_words()).problem
+        assert "Zorblax" not in first.deidentify(ticket).problem
+        other.episodes.record(goal="Zorblax widget export hangs often", actions=[], outcome="ok", success=True,
+                              scope=customer_scope("ben"))
+        assert "Zorblax widget export hangs" in first.deidentify(ticket).problem
         assert CaseBase(here, min_customers=2)._vocabulary is first._vocabulary  # one per log and threshold
         assert CaseBase(here, min_customers=3)._vocabulary is not first._vocabulary
         other.episodes.forget_scope(customer_scope("ben"))  # erased elsewhere: counted afresh here
-        assert "Zorblax" not in extract_case(ticket, shared=first.shared_words()).problem
+        assert "Zorblax" not in first.deidentify(ticket).problem
 
 
 def test_the_documentation_and_facts_are_common_ground(mem: Memory) -> None:
     ticket = Ticket("Quuxport sync stops after the grace period", (), (), "Re-enabled sync")
     cases = CaseBase(mem)
-    assert "Quuxport" not in extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
+    assert "Quuxport" not in cases.deidentify(ticket).problem
     mem.docs.ingest_text("When Quuxport sync stops: how to re-enable it", source="sync.md")
     mem.facts.set("grace_period_days", 14)
-    problem = extract_case(ticket, shared=cases.shared_words(), company=cases.company_words()).problem
+    problem = cases.deidentify(ticket).problem
     assert "Quuxport sync stops after the grace period" in problem  # "stops" and "grace" are names too
 
 
@@ -260,10 +271,10 @@ def test_the_first_short_ticket_teaches_bob_without_alices_details(mem: Memory) 
     assert [d for d in ("alice", "okonkwo", "example.com", "john", "biscuit", "oak", "12") if d in shared] == []
 
 
-def test_ordinary_words_travel_but_names_and_the_customers_own_do_not() -> None:
+def test_ordinary_words_travel_but_names_and_the_customers_own_do_not(mem: Memory) -> None:
     ticket = Ticket("Thandiwe Blackwood here. The app crashes on the orders screen. My wife sarah uses it too; "
                     "Holloway in Portland said so. Account 88412.", (), (), "Updated the app")
-    case = extract_case(ticket, shared=lambda stem: False)
+    case = CaseBase(mem).deidentify(ticket)
     assert "The app crashes on the orders screen." in case.problem
     for detail in ("Thandiwe", "Blackwood", "sarah", "Holloway", "Portland", "88412"):
         assert detail not in case.problem
@@ -279,15 +290,16 @@ def test_ordinary_words_travel_but_names_and_the_customers_own_do_not() -> None:
     ("my name's horatio wood and the invoice pdf fails with error 502.", ("horatio", "wood")),
 ])
 def test_lowercase_names_and_towns_that_are_dictionary_words_stay_behind(
-    message: str, details: tuple[str, ...]
+    mem: Memory, message: str, details: tuple[str, ...]
 ) -> None:
     """A surname or a town that is an ordinary word ("baker", "reading") by its position: after
     an introduction, beside a name, after a preposition of place at a clause's end; and a
     sentence holding one is never the statement whose ordinary words travel."""
-    common = {"reading", "bath", "nice", "baker", "wood", "bird"}  # several customers live there, or bear it
-    company = set(tokenize("the invoice pdf fails with error 502"))  # the desk's documents say so
-    case = extract_case(Ticket(message, (), (), "Cleared the browser cache"),
-                        shared=lambda stem: stem in common or stem in company, company=company.__contains__)
+    for who in ("ann", "ben", "cy"):  # several customers live there, or bear it
+        mem.episodes.record(goal="my parcel is late; reading, bath, nice, baker, wood, bird", actions=[],
+                            outcome="resent it", success=True, scope=customer_scope(who))
+    mem.docs.ingest_text("The invoice PDF fails with error 502 when the cache is stale.", source="pdf.md")
+    case = CaseBase(mem).deidentify(Ticket(message, (), (), "Cleared the browser cache"))
     assert "invoice pdf fails with error 502" in case.problem
     assert [d for d in details if re.search(rf"\b{d}\b", case.problem)] == []
 

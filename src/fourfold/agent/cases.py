@@ -20,6 +20,7 @@ from fourfold._validate import check_scope, check_text
 from fourfold.agent._ordinary import own_words
 from fourfold.agent.deidentify import (
     Case,
+    Evidence,
     Ticket,
     case_from_model,
     extract_case,
@@ -88,21 +89,15 @@ class CaseBase:
         return self._deidentify(ticket, source_scope, company)
 
     def _deidentify(self, ticket: Ticket, source_scope: str | None, company: Callable[[str], bool] | None) -> Case:
-        shared: Callable[[str], bool] | None = None
-        personal: Callable[[str], bool] | None = None
-        supported: Callable[[str, frozenset[str]], bool] | None = None
-        others: Callable[[str], bool] | None = None
-        if company is not None:
-            shared = self._shared(company)
-            personal = self._vocabulary.personal.__contains__
-            supported = partial(self._vocabulary.supported, scope=source_scope)
-            others = partial(self._vocabulary.used_by_another, scope=source_scope)
+        evidence = None if company is None else Evidence(
+            shared=self._shared(company), company=company, personal=self._vocabulary.personal.__contains__,
+            supported=partial(self._vocabulary.supported, scope=source_scope),
+            others=partial(self._vocabulary.used_by_another, scope=source_scope))
         if self.model is not None:
-            written = case_from_model(self.model, ticket, shared=shared, company=company)
+            written = case_from_model(self.model, ticket, evidence=evidence)
             if written is not None:
                 return written
-        return extract_case(ticket, shared=shared, company=company, personal=personal, supported=supported,
-                            others=others)
+        return extract_case(ticket, evidence=evidence)
 
     def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
         """Write the case of a successfully resolved ticket; None when nothing generic is left."""
@@ -208,13 +203,10 @@ class CaseBase:
             kept.append(episode)
         return kept[:k]
 
-    def shared_words(self) -> Callable[[str], bool]:
+    def _shared(self, company: Callable[[str], bool]) -> Callable[[str], bool]:
         """Is a (stemmed) word common ground: in `min_customers` customers' tickets (their
         messages or the operators' outcomes) and given by no customer as their own name or
-        place, or in the documentation or the facts?"""
-        return self._shared(self.company_words())
-
-    def _shared(self, company: Callable[[str], bool]) -> Callable[[str], bool]:
+        place, or `company` vocabulary?"""
         common, personal = self._vocabulary.common, self._vocabulary.personal
         return lambda stem: (stem in common and stem not in personal) or company(stem)
 

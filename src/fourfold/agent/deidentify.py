@@ -36,8 +36,8 @@ from fourfold.text.gazetteer import known_words
 from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 from fourfold.types import Redaction
 
-__all__ = ["Case", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words", "problem_query",
-           "remask"]
+__all__ = ["Case", "Evidence", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words",
+           "problem_query", "remask"]
 
 #: Kinds whose words taint the rest of a case (a preference's words are ordinary: "email").
 _TAINTING = frozenset(
@@ -164,13 +164,15 @@ def _without_details(text: str) -> tuple[str, tuple[Redaction, ...]]:
 
 
 def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset[str]], bool] | None, *,
-           stated: Callable[[str, frozenset[str]], bool] | None = None, own: frozenset[str] = frozenset(),
-           company: Callable[[str], bool] | None = None) -> tuple[str, int]:
+           stated: Callable[[str, frozenset[str], frozenset[str]], bool] | None = None,
+           own: frozenset[str] = frozenset(), company: Callable[[str], bool] | None = None,
+           later: Sequence[str] = ()) -> tuple[str, int]:
     """The detector's redaction, then tainted words (and, with `allowed`, rare ones) masked.
 
     In the statement of the problem (`_statement`) a word is kept when `stated(word,
-    statement's stems)` says so instead: elsewhere the words it lets through could carry an
-    instruction someone plants for other customers. The statement is never a sentence made
+    statement's stems, stems the customer wrote besides)` says so instead (`_besides`: the
+    rest of `text`, and what the `later` messages give as the customer's own): elsewhere the
+    words it lets through could carry an instruction someone plants for other customers. The statement is never a sentence made
     mostly of `own` words (the customer's name, town, pet): it is about the customer, not the
     problem. With `company`, a known name or place (`known_words`: "baker", "reading") is kept
     only if `company` says every stem of it is the company's own vocabulary, however common or
@@ -181,6 +183,7 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset
     start, end = _statement(redacted, own, company) if stated is not None else (0, 0)
     # what the ticket is about: its statement, or all of it when no sentence states the problem
     context = frozenset(tokenize(redacted[start:end] if end > start else redacted))
+    besides = frozenset(_besides(redacted, start, end, later))
     candidates = [(a, b) for a, b, _ in known_words(redacted)] if company is not None and allowed is not None else []
 
     def keep(word: str, at: int) -> bool:
@@ -192,72 +195,79 @@ def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset
         if company is not None and any(a <= at < b for a, b in candidates):
             return all(company(s) for s in tokenize(word))
         if stated is not None and start <= at < end:
-            return stated(word, context)
+            return stated(word, context, besides)
         return allowed(word, context)
 
     masked, count = _mask(redacted, keep)
     return " ".join(masked.split()), len(found) + count
 
 
-def extract_case(ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
-                 company: Callable[[str], bool] | None = None, personal: Callable[[str], bool] | None = None,
-                 supported: Callable[[str, frozenset[str]], bool] | None = None,
-                 others: Callable[[str], bool] | None = None) -> Case:
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the desk's texts say about a customer's (stemmed) word: the shared-words lever.
+    `CaseBase.deidentify` makes one per ticket from its log, documents and facts."""
+
+    #: Common ground: in several customers' tickets and given by none as their own, or `company`.
+    shared: Callable[[str], bool]
+    #: The company's own vocabulary: the documents, the facts, several customers' operators' outcomes.
+    company: Callable[[str], bool]
+    #: Some customer gave it as their own name or place, by its position (`own_words`).
+    personal: Callable[[str], bool]
+    #: Another customer used it about the same problem: in a ticket holding more of the
+    #: statement's stems (the second argument).
+    supported: Callable[[str, frozenset[str]], bool]
+    #: Another customer's ticket holds it (their message or the operator's outcome).
+    others: Callable[[str], bool]
+
+
+def extract_case(ticket: Ticket, *, evidence: Evidence | None = None) -> Case:
     """Offline: the opening message as the problem, the operator's outcome as the fix, scrubbed.
 
-    `shared(stem)` says whether a word of the customer's is common ground (the shared-words
-    lever); None lets every word the detector and the taint leave through. With the lever, a
-    known name or place of the customer's travels only when `company(stem)` (the company's
-    documents, facts, operators' outcomes) or this ticket's outcome holds it, and a word
-    `personal(stem)` says some customer gave as their own name or place does not travel
-    unless the company's texts use it.
-
-    `supported(stem, context)` says whether another customer used a word about the same
-    problem (`context`: the stems of the ticket's statement). With it, a word of the customer's
-    travels only if the company's texts or this outcome hold it, or another customer used it
-    about the same problem (and, outside the statement, `shared` says so too): a town or a
-    surname that is an ordinary word ("in our sandwich shop") is used, if by anyone, about
-    other problems. Without it, an ordinary word of the statement travels (`is_ordinary`).
-
-    `others(stem)` says whether another customer's ticket holds a word: with it, a word of
-    the operator's outcome that the customer wrote too ("told sugar to restart", after
-    "regards, sugar") and that neither the company's texts nor another customer's ticket
-    hold is the customer's (`_theirs`): it is masked wherever it occurs in the case.
+    Without `evidence` the detector and the taint alone decide. With it (the shared-words
+    lever), a word of the customer's travels only if the company's texts or this ticket's
+    outcome hold it, or another customer used it about the same problem (and, outside the
+    statement, it is common ground too): a town or a surname that is an ordinary word ("in our
+    sandwich shop") is used, if by anyone, about other problems. In the statement an ordinary
+    word (`is_ordinary`) that no other customer's ticket holds travels too, so first cases stay
+    useful, unless the customer wrote it besides the statement as well. Never: a word the
+    ticket gives as the customer's own (`own_words`), one some customer gave as their own name
+    or place, or a known name or place (`known_words`), unless the company's texts use it. A
+    word of the operator's outcome that the customer wrote too ("told sugar to restart", after
+    "regards, sugar") and that neither the company's texts nor another customer's ticket hold
+    is the customer's (`_theirs`): it is masked wherever it occurs in the case.
     """
-    def companys(stem: str) -> bool:
-        return company is not None and company(stem)
-
+    if evidence is None:
+        tainted = _tainted(ticket, ticket.outcome, None)
+        text, removed = _scrub(ticket.goal, tainted, None)
+        return _case((_informative(text), removed), _scrub(ticket.outcome, tainted, None), ticket, tainted,
+                     "extraction")
+    company, supported, others = evidence.company, evidence.supported, evidence.others
     outcome_stems = set(tokenize(ticket.outcome))
     # The operator's words that only this customer's own texts hold too are the customer's.
-    theirs = (_theirs(ticket, outcome_stems, lambda s: companys(s) or others(s), companys)
-              if others is not None else set())
+    theirs = _theirs(ticket, outcome_stems, lambda s: company(s) or others(s), company)
     outcome_stems -= theirs
     own = own_words(ticket.goal)  # "our dog biscuit": however common the word, it is theirs here
 
     def unowned(word: str) -> bool:
-        return word.lower() not in own and not any(
-            personal is not None and personal(s) and not companys(s) for s in tokenize(word))
+        return word.lower() not in own and not any(evidence.personal(s) and not company(s) for s in tokenize(word))
 
     def allowed(word: str, context: frozenset[str]) -> bool:
-        stems = tokenize(word)
-        if supported is None:
-            return word.lower() not in own and all(
-                s in outcome_stems or (shared is not None and shared(s)) for s in stems)
         return unowned(word) and all(
-            s in outcome_stems or companys(s) or (shared is not None and shared(s) and supported(s, context))
-            for s in stems)
+            s in outcome_stems or company(s) or (evidence.shared(s) and supported(s, context)) for s in tokenize(word))
 
-    def stated(word: str, context: frozenset[str]) -> bool:
-        if supported is None:
-            return allowed(word, context) or (unowned(word) and is_ordinary(word))
-        return unowned(word) and all(s in outcome_stems or companys(s) or supported(s, context) or (
-            is_ordinary(word) and not (others is not None and others(s))) for s in tokenize(word))
+    def stated(word: str, context: frozenset[str], besides: frozenset[str]) -> bool:
+        # A word the customer wrote besides the statement too ("xanthe satin - chicken office.
+        # ... in our chicken shop") is as likely theirs as the problem's: this ticket's outcome
+        # and being ordinary no longer vouch for it (the operator's "matching it by amount"
+        # says nothing of a town called Matching); the company's texts or another customer's
+        # ticket about the same problem still do.
+        return unowned(word) and all(company(s) or supported(s, context) or (s not in besides and (
+            s in outcome_stems or (is_ordinary(word) and not others(s)))) for s in tokenize(word))
 
-    tainted = _tainted(ticket, ticket.outcome, shared, company) | {
+    tainted = _tainted(ticket, ticket.outcome, evidence) | {
         _key(w) for w in _WORD.findall(ticket.outcome) if any(s in theirs for s in tokenize(w))}
-    problem, n = (_scrub(ticket.goal, tainted, allowed, stated=stated, own=own,
-                         company=lambda s: s in outcome_stems or companys(s))
-                  if shared is not None else _scrub(ticket.goal, tainted, None))
+    problem, n = _scrub(ticket.goal, tainted, allowed, stated=stated, own=own,
+                        company=lambda s: s in outcome_stems or company(s), later=ticket.messages)
     fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
     return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
 
@@ -280,22 +290,27 @@ def _theirs(ticket: Ticket, outcome_stems: set[str], common: Callable[[str], boo
         start, end = max(sentences, key=lambda span: sum(map(companys, tokenize(goal[span[0]:span[1]]))),
                          default=(0, len(goal)))
     stated = set(tokenize(goal[start:end]))
-    # a later message often repeats the fix ("clearing the cache fixed it"): only the words it
-    # gives as the customer's own count there
+    return {s for s in outcome_stems & _besides(goal, start, end, ticket.messages) if s not in stated and not common(s)}
+
+
+def _besides(goal: str, start: int, end: int, later: Sequence[str]) -> set[str]:
+    """Stems the customer wrote besides the statement `goal[start:end]`: the rest of the
+    opening message (their introduction, signature, details), and what a `later` message gives
+    as theirs (a later message often repeats the fix, "clearing the cache fixed it", so only
+    the words it gives as the customer's own count there)."""
     said = {s for text in (goal[:start], goal[end:]) for s in tokenize(text)}
-    said.update(s for text in ticket.messages for w in own_words(text) for s in tokenize(w))
-    return {s for s in outcome_stems & said if s not in stated and not common(s)}
+    said.update(s for text in later for w in own_words(text) for s in tokenize(w))
+    return said
 
 
-def _tainted(ticket: Ticket, shared_text: str, shared: Callable[[str], bool] | None,
-             company: Callable[[str], bool] | None = None) -> frozenset[str]:
+def _tainted(ticket: Ticket, shared_text: str, evidence: Evidence | None) -> frozenset[str]:
     """The words to mask wherever they occur: inside the ticket's details, and (with the
     shared-words lever) the customer's names and places that `shared_text` repeats
     capitalized (`echoed_names`)."""
     tainted = personal_words((ticket.goal, *ticket.messages, ticket.outcome))
-    if shared is not None:
-        tainted |= echoed_names((ticket.goal, *ticket.messages), shared_text, shared,
-                                company=company or (lambda stem: False))
+    if evidence is not None:
+        tainted |= echoed_names((ticket.goal, *ticket.messages), shared_text, evidence.shared,
+                                company=evidence.company)
     return tainted
 
 
@@ -316,14 +331,13 @@ _CASE_PROMPT = (
 )
 
 
-def case_from_model(model: ChatModel, ticket: Ticket, *, shared: Callable[[str], bool] | None = None,
-                    company: Callable[[str], bool] | None = None) -> Case | None:
+def case_from_model(model: ChatModel, ticket: Ticket, *, evidence: Evidence | None = None) -> Case | None:
     """The model writes the case; the detector and the taint check it. None when the model's
     answer is unusable or copies the customer (the caller then extracts the case offline).
 
-    With `shared`, a capitalized word of the customer's that the model repeats is masked
+    With `evidence`, a capitalized word of the customer's that the model repeats is masked
     unless it is common ground, and so is a known name or place of the customer's that it
-    capitalizes, unless it is `company` vocabulary (see `echoed_names`)."""
+    capitalizes, unless it is the company's vocabulary (see `echoed_names`)."""
     messages = "\n".join(f"- {m}" for m in (ticket.goal, *ticket.messages[-MAX_MESSAGES:]) if m)
     response = model.chat([{"role": "user", "content": _CASE_PROMPT.format(messages=messages, outcome=ticket.outcome)}],
                           max_tokens=300)
@@ -337,7 +351,7 @@ def case_from_model(model: ChatModel, ticket: Ticket, *, shared: Callable[[str],
         return None
     if copies(f"{problem} {fix}", (ticket.goal, *ticket.messages), exempt=ticket.outcome):
         return None
-    tainted = _tainted(ticket, f"{problem} {fix}", shared, company)
+    tainted = _tainted(ticket, f"{problem} {fix}", evidence)
     return _case(_scrub(problem, tainted, None), _scrub(fix, tainted, None), ticket, tainted, "model")
 
 
