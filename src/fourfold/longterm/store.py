@@ -259,7 +259,7 @@ class LongTermMemory:
             ids.setdefault(p.scope, []).extend((p.id, lineage) if lineage else (p.id,))
         # Slow work (embedding, an enricher, a consolidating model) happens before the write
         # lock, for texts the scopes do not hold yet; a text held already brings its stored vector.
-        known = {scope: self.store.versioned(scope, wanted) for scope, wanted in ids.items()}
+        known = self.store.versioned_many(ids)
         vectors = self._vectors(prepared, known)
         if consolidate is not None and lineage is None:
             held = {(r.scope, r.text) for records in known.values() for r in records}
@@ -275,7 +275,7 @@ class LongTermMemory:
                     ids[w.scope].append(w.lineage)  # the memory it updates, for the plan to see
         now = round(time.time(), 6)  # microseconds: what every store reads back exactly
         with self.store.writing() as ticket:
-            known = {scope: self.store.versioned(scope, wanted) for scope, wanted in ids.items()}
+            known = self.store.versioned_many(ids)
             done = plan(writes, known, now=now, new_id=_new_id)
             # What another process wrote or deleted since the first look is handled here.
             vectors.update(self._vectors([p for p in prepared if p.text not in vectors], known))
