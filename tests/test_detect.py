@@ -7,10 +7,12 @@ import dataclasses
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fourfold.errors import InvalidInput
 from fourfold.text import POLICIES, detect, redact
-from fourfold.text.redact import _select, rules
+from fourfold.text.redact import _select, redact_many, rules
 from fourfold.types import Redaction
 from secrets_corpus import ORDINARY, PERSONAL, SECRETS, Case
 
@@ -140,3 +142,29 @@ def test_every_rule_finds_something_in_the_corpus() -> None:
     active = rules("personal")
     silent = [r.kind for r in active if not any(list(r.find(t)) for t in corpus)]
     assert silent == []
+
+
+def _corpus_texts() -> list[str]:
+    return [c.text for c in SECRETS] + list(ORDINARY) + [c.text for c in PERSONAL]
+
+
+def test_redact_many_gives_each_texts_redact() -> None:
+    texts = _corpus_texts()
+    assert redact_many(texts) == [redact(t) for t in texts]
+    assert any(found for _, found in redact_many(texts))  # the corpus has secrets to find
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(_corpus_texts()) | st.text(max_size=40), min_size=0, max_size=30))
+def test_redact_many_of_any_batch_is_each_texts_redact(texts: list[str]) -> None:
+    """A batch mixing secrets, ordinary sentences and noise: no secret is missed because the
+    batch's triggers were looked for all at once, and ordinary text is left as it was."""
+    assert redact_many(texts) == [redact(t) for t in texts]
+
+
+def test_a_secret_alone_among_ordinary_sentences_is_still_found() -> None:
+    for case in SECRETS:
+        batch = [*ORDINARY[:10], case.text, *ORDINARY[10:20]]
+        cleaned = redact_many(batch)
+        assert case.secret not in cleaned[10][0], case.kind
+        assert [text for text, _ in cleaned[:10]] == list(ORDINARY[:10])

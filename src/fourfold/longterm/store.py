@@ -52,6 +52,7 @@ from fourfold.ranking import Background, Parts
 from fourfold.stores.vector import DOC_KIND, VectorRecord, VectorStore, WriteTicket, embedding_text
 from fourfold.text import is_chatter, redact
 from fourfold.text.bm25 import CollectionStats
+from fourfold.text.redact import redact_many
 from fourfold.types import Recalled, Redaction, Remembered
 
 __all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "Prepared", "When"]
@@ -171,7 +172,7 @@ class LongTermMemory:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidInput(f"remember_many takes a list of memories, not {type(items).__name__}")
         judge = _judge(consolidate, self.consolidator)
-        prepared = [self._prepare(_as_input(item)) for item in items]
+        prepared = self._prepare_many(_as_input(item) for item in items)
         return self._write_versions(prepared, consolidate=judge)
 
     def prepare_documents(self, items: Iterable[MemoryInput]) -> list[Prepared]:
@@ -179,7 +180,7 @@ class LongTermMemory:
         chunks = list(items)
         if any(item.kind != DOC_KIND for item in chunks):
             raise InvalidInput(f"prepare_documents takes document chunks (kind {DOC_KIND!r}) only")
-        return [self._prepare(item, allow_doc=True) for item in chunks]
+        return self._prepare_many(chunks, allow_doc=True)
 
     def write_documents(self, prepared: Sequence[Prepared]) -> list[Remembered]:
         """Store chunks from `prepare_documents` in one locked write, without versions or a judge (ids stored already are kept)."""
@@ -227,6 +228,16 @@ class LongTermMemory:
         return sorted((r for r in self.store.versioned(record.scope) if version_of(r).lineage == lineage), key=history_order)
 
     def _prepare(self, item: MemoryInput, *, allow_doc: bool = False) -> Prepared:
+        return self._prepare_many([item], allow_doc=allow_doc)[0]
+
+    def _prepare_many(self, items: Iterable[MemoryInput], *, allow_doc: bool = False) -> list[Prepared]:
+        """Validate every item (the first invalid one raises), then redact them as one batch."""
+        checked = [self._check(item, allow_doc=allow_doc) for item in items]
+        return [_prepared(item, clean, redactions)
+                for item, (clean, redactions) in zip(checked, redact_many([c.text for c in checked]), strict=True)]
+
+    def _check(self, item: MemoryInput, *, allow_doc: bool) -> _Checked:
+        """The item's fields checked and normalised (metadata a dict, valid_from a timestamp)."""
         text = check_text(item.text, max_chars=self.max_chars)
         scope = check_scope(item.scope)
         kind = check_kind(item.kind)
@@ -239,13 +250,7 @@ class LongTermMemory:
         valid_from = None if item.valid_from is None else as_timestamp(item.valid_from, what="valid_from")
         if kind != DOC_KIND and is_chatter(text):
             raise InvalidInput(f"not a durable memory (chatter): {text[:60]!r}")
-        clean, redactions = redact(text)
-        metadata, meta_redactions = _redact_metadata(metadata)
-        if redactions or meta_redactions:
-            log.warning("redacted %d secret(s) before storing a memory", len(redactions) + meta_redactions)
-        prefix = "doc" if kind == DOC_KIND else "mem"
-        key_text = clean if kind != DOC_KIND else f"{metadata.get('source', '')}\x00{metadata.get('position', '')}\x00{clean}"
-        return Prepared(memory_id(scope, key_text, prefix=prefix), clean, scope, kind, metadata, redactions, key, valid_from)
+        return _Checked(text, scope, kind, metadata, key, valid_from)
 
     def _write_versions(
         self, prepared: Sequence[Prepared], *, lineage: str | None = None, consolidate: Consolidator | None = None
@@ -259,7 +264,7 @@ class LongTermMemory:
             ids.setdefault(p.scope, []).extend((p.id, lineage) if lineage else (p.id,))
         # Slow work (embedding, an enricher, a consolidating model) happens before the write
         # lock, for texts the scopes do not hold yet; a text held already brings its stored vector.
-        known = {scope: self.store.versioned(scope, wanted) for scope, wanted in ids.items()}
+        known = self.store.versioned_many(ids)
         vectors = self._vectors(prepared, known)
         if consolidate is not None and lineage is None:
             held = {(r.scope, r.text) for records in known.values() for r in records}
@@ -275,7 +280,7 @@ class LongTermMemory:
                     ids[w.scope].append(w.lineage)  # the memory it updates, for the plan to see
         now = round(time.time(), 6)  # microseconds: what every store reads back exactly
         with self.store.writing() as ticket:
-            known = {scope: self.store.versioned(scope, wanted) for scope, wanted in ids.items()}
+            known = self.store.versioned_many(ids)
             done = plan(writes, known, now=now, new_id=_new_id)
             # What another process wrote or deleted since the first look is handled here.
             vectors.update(self._vectors([p for p in prepared if p.text not in vectors], known))
@@ -636,6 +641,30 @@ class Prepared:
     redactions: tuple[Redaction, ...]
     key: str | None = None
     valid_from: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """A memory's fields as `LongTermMemory._check` found them valid, not yet redacted."""
+
+    text: str
+    scope: str | None
+    kind: str
+    metadata: dict[str, Any]
+    key: str | None
+    valid_from: float | None
+
+
+def _prepared(item: _Checked, clean: str, redactions: tuple[Redaction, ...]) -> Prepared:
+    """A checked memory whose text was redacted to `clean`, with the id it is stored under."""
+    metadata, meta_redactions = _redact_metadata(item.metadata)
+    if redactions or meta_redactions:
+        log.warning("redacted %d secret(s) before storing a memory", len(redactions) + meta_redactions)
+    kind = item.kind
+    prefix = "doc" if kind == DOC_KIND else "mem"
+    key_text = clean if kind != DOC_KIND else f"{metadata.get('source', '')}\x00{metadata.get('position', '')}\x00{clean}"
+    return Prepared(memory_id(item.scope, key_text, prefix=prefix), clean, item.scope, kind, metadata, redactions,
+                    item.key, item.valid_from)
 
 
 def _new_id() -> str:

@@ -21,6 +21,8 @@ __all__ = ["Connection", "Cursor", "Database", "Lock", "is_url"]
 
 #: URL schemes that name a PostgreSQL database rather than a file.
 URL_SCHEMES = ("postgresql://", "postgres://")
+#: Names per `IN (...)` list of a version statement, well under every engine's parameter limit.
+_NAMES_PER_STATEMENT = 500
 
 
 class Cursor(Protocol):
@@ -108,21 +110,27 @@ class Database(ABC):
         name itself should not stay on disk. The clock row's update serializes writers that
         bump, so versions (and rows stamped with them) follow commit order.
         """
-        changes: dict[str, tuple[int, int]] = {}
-        for name in dict.fromkeys(names):
-            row = conn.execute("SELECT version FROM versions WHERE name = ?", (name,)).fetchone()
-            before = int(row[0]) if row else 0
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return {}
+        # A statement per part of the names, not per name: a batch may write to a thousand scopes.
+        before: dict[str, int] = {}
+        for start in range(0, len(wanted), _NAMES_PER_STATEMENT):
+            part = wanted[start : start + _NAMES_PER_STATEMENT]
+            marks = ",".join("?" * len(part))
+            before.update(conn.execute(f"SELECT name, version FROM versions WHERE name IN ({marks})", part).fetchall())
             if drop:
-                conn.execute("DELETE FROM versions WHERE name = ?", (name,))
-                changes[name] = (before, 0)
-                continue
-            after = int(conn.execute("UPDATE clock SET value = value + 1 WHERE id = 1 RETURNING value").fetchone()[0])
-            conn.execute(
-                "INSERT INTO versions (name, version) VALUES (?, ?)"
-                " ON CONFLICT (name) DO UPDATE SET version = excluded.version",
-                (name, after),
-            )
-            changes[name] = (before, after)
+                conn.execute(f"DELETE FROM versions WHERE name IN ({marks})", part)
+        if drop:
+            return {name: (int(before.get(name, 0)), 0) for name in wanted}
+        # The names take the clock's next values in order, as one tick per name would give.
+        last = int(conn.execute("UPDATE clock SET value = value + ? WHERE id = 1 RETURNING value",
+                                (len(wanted),)).fetchone()[0])
+        changes = {name: (int(before.get(name, 0)), last - len(wanted) + 1 + i) for i, name in enumerate(wanted)}
+        conn.executemany(
+            "INSERT INTO versions (name, version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+            [(name, after) for name, (_, after) in changes.items()],
+        )
         return changes
 
 

@@ -158,6 +158,14 @@ class VectorStore(ABC):
         wanted = set(ids)
         return [r for r in self.scan(scope) if r.id in wanted or VERSION_KEY in r.metadata]
 
+    def versioned_many(self, wanted: Mapping[str | None, Sequence[str]]) -> dict[str | None, list[VectorRecord]]:
+        """`versioned` of several scopes at once: scope -> its records (every scope asked is a key).
+
+        A batch of memories spread over many scopes asks for all of them; this default asks
+        scope by scope, a store that can read them together should.
+        """
+        return {scope: self.versioned(scope, ids) for scope, ids in wanted.items()}
+
     def update_metadata(self, records: Sequence[VectorRecord]) -> None:
         """Store new metadata for records that exist (everything else about them is kept).
 
