@@ -72,8 +72,9 @@ REWORD_DIFFERENCE = 0.65
 #: From this cosine similarity (for MiniLM), a preference naming the same attribute and value
 #: as a current one (`fourfold.longterm.slots`: "Prefers email" / "Likes to be contacted by
 #: e-mail") restates it, and one naming another value of that attribute replaces it when it
-#: signals a change. Calibrated with `python benchmarks/learning.py --calibrate`.
-SLOT_THRESHOLD = 0.45
+#: signals a change. Calibrated with `python benchmarks/learning.py --calibrate`: the middle of
+#: the thresholds (0.00-0.45) that merge every wording and no distinct preference there.
+SLOT_THRESHOLD = 0.25
 #: How many similar memories a new one is judged against.
 CONSOLIDATE_K = 3
 
