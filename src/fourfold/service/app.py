@@ -174,6 +174,7 @@ def create_app(
         version=__version__,
         description="Memory for LLM agents (long-term, episodic, semantic) as an authenticated service.",
         lifespan=lifespan,
+        telemetry=_telemetry(),
         docs_url=None,  # served from local assets below; ReDoc would load from a CDN
         redoc_url=None,
     )
@@ -446,6 +447,29 @@ def create_app(
         app.router.routes.append(Route("/mcp", _McpEndpoint(mcp_server, auth), methods=["GET", "POST", "DELETE"]))
     app.add_middleware(_BodyLimit, limit=max_body_bytes)
     return app
+
+
+def _telemetry() -> Any:  # a fastapi.telemetry.TelemetryConfig (FastAPI >= 0.16x)
+    """FastAPI's OpenTelemetry settings: off when no provider is configured as the app is made.
+
+    Otherwise FastAPI asks for the global providers on every request (reading os.environ each
+    time: about 4% of the service's GIL-held time under load) only to find them unconfigured.
+    A provider set before `create_app` (by `opentelemetry-instrument` or the embedding app),
+    or FastAPI's own set-up from the environment (FASTAPI_OTEL_AUTO_CONFIGURE), keeps it on.
+    """
+    import os
+
+    try:
+        from opentelemetry import _logs, metrics, trace
+    except ImportError:  # a FastAPI without native telemetry
+        return {}
+    if os.getenv("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true":
+        return {}
+    deferred = {"ProxyTracerProvider", "_ProxyMeterProvider", "ProxyLoggerProvider"}  # the API's placeholders
+    providers = (trace.get_tracer_provider(), metrics.get_meter_provider(), _logs.get_logger_provider())
+    if any(type(p).__name__ not in deferred for p in providers):
+        return {}
+    return {"tracing": False, "metrics": False, "logs": False}
 
 
 class _Router(APIRouter):
