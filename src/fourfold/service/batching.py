@@ -37,32 +37,24 @@ class GroupCommit:
         self.long_term = long_term
         self.max_batch = max_batch
         self._queue: list[_Slot] = []
-        self._writing = False
-        self._changed = threading.Condition()
+        self._queue_lock = threading.Lock()
+        self._write_lock = threading.Lock()
 
     def remember(self, item: Mapping[str, Any]) -> Remembered:
         slot = _Slot(item)
-        with self._changed:
+        with self._queue_lock:
             self._queue.append(slot)
-        while True:
-            with self._changed:
-                # A request whose write is done returns at once, not after the next write
-                # (with one lock for both, it waited for that lock behind the next batch).
-                self._changed.wait_for(lambda: slot.done or not self._writing)
+        while not slot.done:
+            with self._write_lock:  # whoever holds it writes everything queued so far
                 if slot.done:
                     break
-                self._writing = True  # this thread writes everything queued so far
-                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
-            try:
-                self._commit(batch)
-            except BaseException as exc:  # not the library's: each request of the batch gets it
-                for other in batch:
-                    other.failure, other.done = exc, True
-                raise
-            finally:
-                with self._changed:
-                    self._writing = False
-                    self._changed.notify_all()
+                with self._queue_lock:
+                    batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+                try:
+                    self._commit(batch)
+                except BaseException as exc:  # not the library's: each request of the batch gets it
+                    for other in batch:  # (left undone, they would wait for a write that never comes)
+                        other.failure, other.done = exc, True
         if slot.failure is not None:
             raise slot.failure
         if slot.error is not None:
