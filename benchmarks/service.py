@@ -23,7 +23,9 @@ Two phases measure two things:
 The last line is ``service: rps=X rate=X recall_p95_ms=X remember_p95_ms=X visible_p95_ms=X
 errors=N lost=N stale=N`` (rps from the closed loop; the p95s from the open loop; stale: sampled
 writes a recall had not found within 5 s). With --think-ms the closed loop's clients pause
-between requests instead.
+between requests instead. The closed loop also prints the CPU time per request of the service
+processes and of the load generator, and the load average: on a shared machine rps follows
+the neighbours' load, CPU per request much less.
 
 With ``--store postgres`` the service keeps everything in a throwaway PostgreSQL (started on
 loopback for the run; ``--store postgresql://…`` uses yours), and ``--replicas N`` starts N
