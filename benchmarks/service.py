@@ -23,7 +23,9 @@ Two phases measure two things:
 The last line is ``service: rps=X rate=X recall_p95_ms=X remember_p95_ms=X visible_p95_ms=X
 errors=N lost=N stale=N`` (rps from the closed loop; the p95s from the open loop; stale: sampled
 writes a recall had not found within 5 s). With --think-ms the closed loop's clients pause
-between requests instead.
+between requests instead. The closed loop also prints the CPU time per request of the service
+processes and of the load generator, and the load average: on a shared machine rps follows
+the neighbours' load, CPU per request much less.
 
 With ``--store postgres`` the service keeps everything in a throwaway PostgreSQL (started on
 loopback for the run; ``--store postgresql://…`` uses yours), and ``--replicas N`` starts N
@@ -37,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import random
 import statistics
 import sys
@@ -378,12 +381,13 @@ def report(stats: Stats, elapsed: float, lost: int, think_ms: float = 0.0, windo
     return f"{label}: rps={rps:.1f} p95_ms={pct(every, .95):.1f} errors={errors} lost={lost}"
 
 
-async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace) -> str:
+async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace, pids: tuple[int, ...] = ()) -> str:
     if args.seed:
         await seed(urls[0], keys, args.scopes, args.seed)
     print(f"seeded {args.seed} memories per tenant; load starts", flush=True)
     stats = Stats()
     counter = [0]
+    cpu_before = cpu_seconds(pids), time.process_time()
     started = time.monotonic()
     stop_at = started + args.duration
     think = args.think_ms / 1000
@@ -391,8 +395,16 @@ async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace) -
                                        delay=args.ramp_s * i / args.clients)
                            for i in range(args.clients)))
     elapsed = time.monotonic() - started
+    cpu_after = cpu_seconds(pids), time.process_time()
     closed = report(stats, elapsed, 0, args.think_ms, args.window_s)
     print(closed)
+    done = max(1, counter[0])
+    service_cpu = (f"service {(cpu_after[0] - cpu_before[0]) / done * 1000:.2f} ms" if pids
+                   else "service not measured (--url)")
+    # On a shared machine throughput moves with the neighbours' load; CPU per request much less.
+    print(f"CPU per request (closed loop): {service_cpu}, "
+          f"load generator {(cpu_after[1] - cpu_before[1]) / done * 1000:.2f} ms; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     rps = float(closed.split("rps=")[1].split()[0])
     print(f"\nopen loop: {args.rate:g} requests/s offered for {args.open_s:g} s", flush=True)
     opened = await open_loop(urls, keys, args.scopes, args.rate, args.open_s)
@@ -409,6 +421,18 @@ async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace) -
     return (f"service: rps={rps:.1f} rate={args.rate:g} recall_p95_ms={pct(lat['recall'], .95):.1f} "
             f"remember_p95_ms={pct(lat['remember'], .95):.1f} visible_p95_ms={pct(opened.visible, .95):.1f} "
             f"errors={errors} lost={lost} stale={opened.stale}")
+
+
+def cpu_seconds(pids: tuple[int, ...]) -> float:
+    """CPU time (user + system) used so far by these processes and their children (Linux /proc)."""
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+            for p in (pid, *children):
+                fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def peak_memory(pid: int) -> str:
@@ -492,7 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fourfold service benchmark: {args.clients} clients, {args.duration:g}s, {loop}, embedder {args.embedder}, "
               f"{len(keys)} tenants x {args.scopes} scopes, query model {'as served' if args.url else args.query_model}, "
               f"store {engine}, {len(urls)} replica(s) {' '.join(urls)}")
-        last = asyncio.run(run(urls, keys, args))
+        pids = tuple(live.pid for live in lives if live.pid is not None)
+        last = asyncio.run(run(urls, keys, args, pids))
         for live in lives:
             if live.pid is not None:
                 print(peak_memory(live.pid))

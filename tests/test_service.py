@@ -588,6 +588,53 @@ def test_group_commit_answers_each_request_as_remember_would(tmp_path: Path) -> 
     assert len(memory.long_term.all(scope="c")) == 30
 
 
+def test_group_commit_gives_an_unexpected_failure_to_its_whole_batch_and_goes_on(tmp_path: Path) -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fourfold.service.batching import GroupCommit
+
+    real = Tenants(tmp_path, embedder=EMBEDDER, vector_store=in_memory).get("acme").long_term
+    started, release = threading.Event(), threading.Event()
+
+    class Failing:
+        """The first write waits until the others queued; the second (all of them) fails as a bug would."""
+
+        calls = 0
+
+        def remember_many(self, items: list[Any]) -> Any:
+            Failing.calls += 1
+            if Failing.calls == 1:
+                started.set()
+                release.wait(10)
+            elif Failing.calls == 2:
+                raise RuntimeError(f"a bug in the write of {len(items)}")
+            return real.remember_many(items)
+
+        def warm(self, scopes: Any) -> None:
+            real.warm(scopes)
+
+    writer = GroupCommit(Failing())  # type: ignore[arg-type]
+
+    def one(i: int) -> Any:
+        try:
+            return writer.remember({"text": f"note {i} about the parcel", "scope": "c"})
+        except RuntimeError as exc:
+            return exc
+
+    with ThreadPoolExecutor(6) as pool:
+        first = pool.submit(one, 0)
+        assert started.wait(10)
+        queued = [pool.submit(one, i) for i in range(1, 6)]
+        time.sleep(0.2)  # they queue behind the failing write
+        release.set()
+        results = [f.result(timeout=20) for f in [first, *queued]]
+    assert not isinstance(results[0], RuntimeError)
+    assert [str(r) for r in results[1:]] == ["a bug in the write of 5"] * 5  # each request of the batch got it
+    assert writer.remember({"text": "after the failure", "scope": "c"}).created  # and the writer goes on
+    assert len(real.all(scope="c")) == 2
+
+
 def test_recorded_episodes_are_embedded_in_the_background(svc: Service) -> None:
     r = svc.call("acme", "POST", "/v1/episodes", {"goal": "refund a damaged parcel", "actions": ["checked photos"],
                                                  "outcome": "refunded", "success": True, "scope": "customer:1"})

@@ -22,6 +22,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -32,6 +33,7 @@ from fourfold.models.base import ChatModel
 from fourfold.service import schemas as s
 from fourfold.service.batching import GroupCommit
 from fourfold.service.cases import install_case_routes
+from fourfold.service.direct import DirectRoutes
 from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.hosts import is_loopback
 from fourfold.service.keys import KeyStore
@@ -66,9 +68,14 @@ Scope = Annotated[str | None, Query(description="The scope; omit it for your uns
 
 def _tenant_memory(request: Request) -> Memory:
     """The caller's tenant's memory (the inspector's dependency; /v1 routes get it through `_Caller`)."""
-    auth: Authenticator = request.app.state.auth
-    tenant, _ = auth.tenant(request.headers.get("authorization"), request.headers.get("host"))
-    tenants: Tenants = request.app.state.tenants
+    return _memory_of(request.app, request.headers.get("authorization"), request.headers.get("host"))
+
+
+def _memory_of(app: FastAPI, authorization: str | None, host: str | None) -> Memory:
+    """The memory of the tenant these headers authenticate (raises `Unauthorized`)."""
+    auth: Authenticator = app.state.auth
+    tenant, _ = auth.tenant(authorization, host)
+    tenants: Tenants = app.state.tenants
     return tenants.get(tenant)
 
 
@@ -135,13 +142,16 @@ def create_app(
     worker_threads: int = DEFAULT_WORKER_THREADS,
     review_cases: bool = False,
     allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
+    direct_routes: bool = True,
 ) -> FastAPI:
     """The service over `tenants`, authenticated by `keys`.
 
     `model` answers `/v1/agent/*` (default: `fourfold.models.default_model()`, made on first
     use). The MCP streamable-HTTP transport is mounted at `/mcp` behind the same keys. The web
     inspector is at `/ui`; browsers may reach the service by `allowed_hosts` only (None: any).
-    `review_cases` holds each new shared case for an operator's approval.
+    `review_cases` holds each new shared case for an operator's approval. `direct_routes`
+    serves the routes that take one JSON body without FastAPI's per-request steps (the same
+    answers, see `fourfold.service.direct`); False leaves every request to FastAPI.
     """
     auth = Authenticator(keys, allow_anonymous=allow_anonymous)
     mcp_server = _mcp_server(tenants) if mount_mcp else None
@@ -164,6 +174,7 @@ def create_app(
         version=__version__,
         description="Memory for LLM agents (long-term, episodic, semantic) as an authenticated service.",
         lifespan=lifespan,
+        telemetry=_telemetry(),
         docs_url=None,  # served from local assets below; ReDoc would load from a CDN
         redoc_url=None,
     )
@@ -172,7 +183,8 @@ def create_app(
 
     app.state.auth, app.state.tenants, app.state.requests = auth, tenants, requests
     bearer = HTTPBearer(auto_error=False, description="An API key from `fourfold keys create`.")
-    api = _Router(requests, prefix=_API_PREFIX, dependencies=[Security(bearer)], responses=_ERRORS)
+    direct = DirectRoutes(requests, functools.partial(_memory_of, app)) if direct_routes else None
+    api = _Router(requests, direct, prefix=_API_PREFIX, dependencies=[Security(bearer)], responses=_ERRORS)
     agents = _Agents(model, review_cases=review_cases)
     writers = _Writers()
     background = _EpisodeEmbedding()
@@ -425,6 +437,9 @@ def create_app(
 
     install_case_routes(api, _caller, agents.cases)  # the shared case base, for agents on RemoteMemory
     app.include_router(api)
+    if direct is not None:
+        direct.hand_on_to(app.router, app.dependency_overrides)
+        app.router.routes.insert(0, direct)
     install_inspector(app, _tenant_memory, agent_for=agents.agent, review_cases=review_cases, allowed_hosts=allowed_hosts)
     if mcp_server is not None:
         from starlette.routing import Route
@@ -432,6 +447,29 @@ def create_app(
         app.router.routes.append(Route("/mcp", _McpEndpoint(mcp_server, auth), methods=["GET", "POST", "DELETE"]))
     app.add_middleware(_BodyLimit, limit=max_body_bytes)
     return app
+
+
+def _telemetry() -> Any:  # a fastapi.telemetry.TelemetryConfig (FastAPI >= 0.16x)
+    """FastAPI's OpenTelemetry settings: off when no provider is configured as the app is made.
+
+    Otherwise FastAPI asks for the global providers on every request (reading os.environ each
+    time: about 4% of the service's GIL-held time under load) only to find them unconfigured.
+    A provider set before `create_app` (by `opentelemetry-instrument` or the embedding app),
+    or FastAPI's own set-up from the environment (FASTAPI_OTEL_AUTO_CONFIGURE), keeps it on.
+    """
+    import os
+
+    try:
+        from opentelemetry import _logs, metrics, trace
+    except ImportError:  # a FastAPI without native telemetry
+        return {}
+    if os.getenv("FASTAPI_OTEL_AUTO_CONFIGURE", "").lower() == "true":
+        return {}
+    deferred = {"ProxyTracerProvider", "_ProxyMeterProvider", "ProxyLoggerProvider"}  # the API's placeholders
+    providers = (trace.get_tracer_provider(), metrics.get_meter_provider(), _logs.get_logger_provider())
+    if any(type(p).__name__ not in deferred for p in providers):
+        return {}
+    return {"tracing": False, "metrics": False, "logs": False}
 
 
 class _Router(APIRouter):
@@ -442,16 +480,22 @@ class _Router(APIRouter):
     loop's time under the service benchmark. Here the route is wrapped in a coroutine that
     runs it in `executor`, and its answer is serialized on the event loop (pydantic's Rust
     core: cheaper than a hop). The route's signature, name and docs are FastAPI's to read.
+    With `direct`, the routes it can serve (one JSON body in) are also served by it.
     """
 
-    def __init__(self, executor: ThreadPoolExecutor, **kwargs: Any) -> None:
+    def __init__(self, executor: ThreadPoolExecutor, direct: DirectRoutes | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._executor = executor
+        self._direct = direct
 
     def add_api_route(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        function = endpoint
         if not inspect.iscoroutinefunction(endpoint):
             endpoint = _in_thread(endpoint, self._executor)
         super().add_api_route(path, endpoint, **kwargs)
+        route = self.routes[-1]
+        if self._direct is not None and function is not endpoint and isinstance(route, APIRoute):
+            self._direct.add(route, function, _caller)
 
 
 def _in_thread(route: Callable[..., Any], executor: ThreadPoolExecutor) -> Callable[..., Awaitable[Any]]:

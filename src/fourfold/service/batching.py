@@ -26,6 +26,7 @@ class _Slot:
     item: Mapping[str, Any]
     result: Remembered | None = None
     error: FourfoldError | None = None
+    failure: BaseException | None = None
     done: bool = False
 
 
@@ -49,7 +50,13 @@ class GroupCommit:
                     break
                 with self._queue_lock:
                     batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
-                self._commit(batch)
+                try:
+                    self._commit(batch)
+                except BaseException as exc:  # not the library's: each request of the batch gets it
+                    for other in batch:  # (left undone, they would wait for a write that never comes)
+                        other.failure, other.done = exc, True
+        if slot.failure is not None:
+            raise slot.failure
         if slot.error is not None:
             raise slot.error
         assert slot.result is not None
