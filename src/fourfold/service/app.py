@@ -22,7 +22,6 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -33,7 +32,6 @@ from fourfold.models.base import ChatModel
 from fourfold.service import schemas as s
 from fourfold.service.batching import GroupCommit
 from fourfold.service.cases import install_case_routes
-from fourfold.service.direct import DirectRoutes
 from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.hosts import is_loopback
 from fourfold.service.keys import KeyStore
@@ -68,14 +66,9 @@ Scope = Annotated[str | None, Query(description="The scope; omit it for your uns
 
 def _tenant_memory(request: Request) -> Memory:
     """The caller's tenant's memory (the inspector's dependency; /v1 routes get it through `_Caller`)."""
-    return _memory_of(request.app, request.headers.get("authorization"), request.headers.get("host"))
-
-
-def _memory_of(app: FastAPI, authorization: str | None, host: str | None) -> Memory:
-    """The memory of the tenant these headers authenticate (raises `Unauthorized`)."""
-    auth: Authenticator = app.state.auth
-    tenant, _ = auth.tenant(authorization, host)
-    tenants: Tenants = app.state.tenants
+    auth: Authenticator = request.app.state.auth
+    tenant, _ = auth.tenant(request.headers.get("authorization"), request.headers.get("host"))
+    tenants: Tenants = request.app.state.tenants
     return tenants.get(tenant)
 
 
@@ -142,16 +135,13 @@ def create_app(
     worker_threads: int = DEFAULT_WORKER_THREADS,
     review_cases: bool = False,
     allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
-    direct_routes: bool = True,
 ) -> FastAPI:
     """The service over `tenants`, authenticated by `keys`.
 
     `model` answers `/v1/agent/*` (default: `fourfold.models.default_model()`, made on first
     use). The MCP streamable-HTTP transport is mounted at `/mcp` behind the same keys. The web
     inspector is at `/ui`; browsers may reach the service by `allowed_hosts` only (None: any).
-    `review_cases` holds each new shared case for an operator's approval. `direct_routes`
-    serves the routes that take one JSON body without FastAPI's per-request steps (the same
-    answers, see `fourfold.service.direct`); False leaves every request to FastAPI.
+    `review_cases` holds each new shared case for an operator's approval.
     """
     auth = Authenticator(keys, allow_anonymous=allow_anonymous)
     mcp_server = _mcp_server(tenants) if mount_mcp else None
@@ -183,8 +173,7 @@ def create_app(
 
     app.state.auth, app.state.tenants, app.state.requests = auth, tenants, requests
     bearer = HTTPBearer(auto_error=False, description="An API key from `fourfold keys create`.")
-    direct = DirectRoutes(requests, functools.partial(_memory_of, app)) if direct_routes else None
-    api = _Router(requests, direct, prefix=_API_PREFIX, dependencies=[Security(bearer)], responses=_ERRORS)
+    api = _Router(requests, prefix=_API_PREFIX, dependencies=[Security(bearer)], responses=_ERRORS)
     agents = _Agents(model, review_cases=review_cases)
     writers = _Writers()
     background = _EpisodeEmbedding()
@@ -437,9 +426,6 @@ def create_app(
 
     install_case_routes(api, _caller, agents.cases)  # the shared case base, for agents on RemoteMemory
     app.include_router(api)
-    if direct is not None:
-        direct.hand_on_to(app.router, app.dependency_overrides)
-        app.router.routes.insert(0, direct)
     install_inspector(app, _tenant_memory, agent_for=agents.agent, review_cases=review_cases, allowed_hosts=allowed_hosts)
     if mcp_server is not None:
         from starlette.routing import Route
@@ -480,22 +466,16 @@ class _Router(APIRouter):
     loop's time under the service benchmark. Here the route is wrapped in a coroutine that
     runs it in `executor`, and its answer is serialized on the event loop (pydantic's Rust
     core: cheaper than a hop). The route's signature, name and docs are FastAPI's to read.
-    With `direct`, the routes it can serve (one JSON body in) are also served by it.
     """
 
-    def __init__(self, executor: ThreadPoolExecutor, direct: DirectRoutes | None = None, **kwargs: Any) -> None:
+    def __init__(self, executor: ThreadPoolExecutor, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._executor = executor
-        self._direct = direct
 
     def add_api_route(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        function = endpoint
         if not inspect.iscoroutinefunction(endpoint):
             endpoint = _in_thread(endpoint, self._executor)
         super().add_api_route(path, endpoint, **kwargs)
-        route = self.routes[-1]
-        if self._direct is not None and function is not endpoint and isinstance(route, APIRoute):
-            self._direct.add(route, function, _caller)
 
 
 def _in_thread(route: Callable[..., Any], executor: ThreadPoolExecutor) -> Callable[..., Awaitable[Any]]:
