@@ -95,6 +95,40 @@ def test_a_rewritten_case_is_still_erased_with_its_customer(agent: SupportAgent)
     assert not any(FIX in c.outcome for c in mem.episodes.episodes(scope=SHARED_SCOPE))
 
 
+def test_a_rewrite_never_brings_back_a_case_another_process_erased(
+        agent: SupportAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """alice is erased by another process while carl's ticket rewrites her case: the rewrite
+    finds her case gone and writes no copy of it."""
+    agent.turn("alice", "The wifi on my router drops each hour in our sandwich shop.")
+    agent.resolve("alice", FIX)
+    log = agent.memory.episodes
+    alice = customer_scope("alice")
+    alices = {c.id for c in log.episodes(scope=SHARED_SCOPE) if log.sources([c.id]).get(c.id) == alice}
+    with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as other:
+        erased: list[int] = []
+
+        def erase_alice(touches_alice):  # type: ignore[no-untyped-def]
+            """The other process erases alice just before the rewrite's first write of her case."""
+            def wrapped(write):  # type: ignore[no-untyped-def]
+                def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+                    if not erased and touches_alice(*args, **kwargs):
+                        erased.append(other.episodes.forget_derived(alice))
+                    return write(*args, **kwargs)
+                return call
+            return wrapped
+
+        monkeypatch.setattr(log, "insert", erase_alice(
+            lambda episodes, derived_from=None, **_: alice in (derived_from or {}).values())(log.insert))
+        monkeypatch.setattr(log, "forget", erase_alice(lambda episode_id, *_, **__: episode_id in alices)(log.forget))
+        agent.turn("carl", "my parcel is late, we are the sandwich bakery")
+        agent.resolve("carl", "sorted it out")  # shows "sandwich" is nobody's problem word: a rewrite
+    assert erased == [1], "no rewrite of alice's case: the test did not reach the race"
+    monkeypatch.undo()
+    cases = log.episodes(scope=SHARED_SCOPE)
+    assert not any(FIX in c.outcome for c in cases)
+    assert customer_scope("alice") not in log.sources([c.id for c in cases]).values()
+
+
 @pytest.mark.parametrize("alice_first", [True, False], ids=["case-then-place", "place-then-case"])
 def test_a_town_that_is_also_a_word_of_the_fix_stays_behind_in_the_problem(
         agent: SupportAgent, alice_first: bool) -> None:

@@ -130,6 +130,9 @@ class CaseBase:
 
     def _rewrite(self, ticket: Ticket, source_scope: str, company: Callable[[str], bool]) -> int:
         vocabulary = self._vocabulary
+        # the cases as they are now: another rewrite, an erasure or an approval may have come
+        # while this ticket's case was written (a model call), after `add` read the log
+        vocabulary.update(self._log)
         touched = {s for s in tokenize(ticket.goal) if not company(s)}
         rewritten: list[tuple[str, Episode, str]] = []  # (old id, new case, its customer)
         holding = vocabulary.cases_holding(touched)
@@ -143,15 +146,19 @@ class CaseBase:
                                                 context=frozenset(tokenize(episode.goal))))
             if goal != episode.goal:
                 rewritten.append((episode.id, replace(episode, goal=goal, id=uuid.uuid4().hex), source))
-        if rewritten:
-            self._log.insert([new for _, new, _ in rewritten],
-                             derived_from={new.id: source for _, new, source in rewritten})
-            for old, _, _ in rewritten:
-                try:
-                    self._log.forget(old)
-                except NotFound:  # another process rewrote or erased it meanwhile
-                    continue
-        return len(rewritten)
+        # The old case goes first, and its copy is written only if it was still there: when
+        # another process erased it meanwhile (`forget_customer`) or rewrote it, the copy must
+        # not bring it back. A crash in between loses a case, never keeps an erased one.
+        kept: list[tuple[Episode, str]] = []
+        for old, new, source in rewritten:
+            try:
+                self._log.forget(old)
+            except NotFound:
+                continue
+            kept.append((new, source))
+        if kept:
+            self._log.insert([new for new, _ in kept], derived_from={new.id: source for new, source in kept})
+        return len(kept)
 
     def _nobodys(self, stem: str, *, touched: set[str], source: str, fix: frozenset[str],
                  context: frozenset[str]) -> bool:
