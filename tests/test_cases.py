@@ -317,3 +317,21 @@ def test_a_lowercase_name_and_town_of_alice_never_reach_bobs_prompt(mem: Memory)
     prompt = agent.turn("bob", "The invoice PDF download gives me a 502 error, what can I do?").report.system_prompt
     assert "cleared the browser cache" in prompt.lower()
     assert [w for w in ("ambrose", "baker", "reading") if re.search(rf"\b{w}\b", prompt, re.I)] == []
+
+
+def test_a_case_base_made_per_request_reads_the_case_query_with_the_documents_words(mem: Memory) -> None:
+    """The service makes a `CaseBase` per request: the documentation's words, read when a case
+    is written, pick the problem's sentence as the query in every later case base on that log
+    (here "zorblax thermostat", which the greeting's sentence does not hold)."""
+    mem.docs.ingest("The zorblax thermostat goes offline when its firmware is old: update the firmware.",
+                    source="thermostat.md")
+    writer = CaseBase(mem)
+    for scope, goal, fix in (
+        ("customer:carl", "The weather app shows the wrong forecast for the sunny coast", "reset the app's location"),
+        ("customer:dina", "My zorblax thermostat shows offline", "updated the zorblax firmware"),
+    ):
+        writer.add(Ticket(goal, (goal,), (), fix), source_scope=scope)
+    message = ("Greetings from the sunny coast, the weather here is lovely today. "
+               "Also my zorblax thermostat shows offline since Monday.")
+    for cases in (writer, CaseBase(mem)):
+        assert [c.outcome for c in cases.similar(message, k=1)] == ["updated the zorblax firmware"]

@@ -80,7 +80,6 @@ class CaseBase:
         #: New cases wait in `PENDING_SCOPE` until an operator approves them (`approve`/`reject`).
         self.review = bool(review)
         self._vocabulary = _vocabulary(self._log, min_customers or 1)
-        self._reference: tuple[tuple[object, ...], frozenset[str]] = ((), frozenset())
 
     def deidentify(self, ticket: Ticket, *, source_scope: str | None = None) -> Case:
         """The case a ticket makes: the model's (checked), else the extracted one. The
@@ -194,7 +193,8 @@ class CaseBase:
     ) -> list[Episode]:
         """The k cases most like `situation` (at least `min_score` relevant), without those made
         from `exclude_source`'s tickets (that customer sees its own episodes) and without repeats."""
-        vocabulary, reference = self._vocabulary, self._reference[1]  # as last read: no store reads here
+        vocabulary = self._vocabulary
+        reference = vocabulary.reference[1]  # as the last case written read it: no store reads here
         query = problem_query(situation, company=lambda stem: stem in vocabulary.operator or stem in reference)
         found = self.memory.episodes.similar_successes(
             query, k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
@@ -204,7 +204,7 @@ class CaseBase:
         seen: set[tuple[str, str]] = set()
         for episode in found:
             key = (episode.goal, episode.outcome)
-            if own.get(episode.id) == exclude_source or key in seen:
+            if (exclude_source is not None and own.get(episode.id) == exclude_source) or key in seen:
                 continue
             seen.add(key)
             kept.append(episode)
@@ -231,10 +231,10 @@ class CaseBase:
         docs = self.memory.long_term.all(kinds=(DOC_KIND,))
         facts = self.memory.facts.list()
         fingerprint = (tuple(d.id for d in docs), tuple((f.key, f.updated_at) for f in facts))
-        if fingerprint != self._reference[0]:
+        if fingerprint != self._vocabulary.reference[0]:
             texts = [d.text for d in docs] + [f"{f.key.replace('_', ' ')} {f.value} {f.description}" for f in facts]
-            self._reference = (fingerprint, frozenset(w for t in texts for w in tokenize(t)))
-        return self._reference[1]
+            self._vocabulary.reference = (fingerprint, frozenset(w for t in texts for w in tokenize(t)))
+        return self._vocabulary.reference[1]
 
 
 #: The most customer messages and actions a ticket may carry.
@@ -275,6 +275,9 @@ class _Vocabulary:
         self._lock = threading.Lock()  # the service's requests share one vocabulary per log
         #: Held while earlier cases are rewritten (`CaseBase._remask`).
         self.rewriting = threading.Lock()
+        #: The words of the documentation and the facts, with what they were read from: kept
+        #: here, not on a `CaseBase`, because the service makes a new one per request.
+        self.reference: tuple[tuple[object, ...], frozenset[str]] = ((), frozenset())
         self._cursor: LogCursor | None = None
         self._clear()
 
