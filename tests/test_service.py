@@ -588,51 +588,85 @@ def test_group_commit_answers_each_request_as_remember_would(tmp_path: Path) -> 
     assert len(memory.long_term.all(scope="c")) == 30
 
 
-def test_group_commit_gives_an_unexpected_failure_to_its_whole_batch_and_goes_on(tmp_path: Path) -> None:
+def _one_batch_behind_a_first_write(tmp_path: Path, fail: Any, n: int) -> tuple[list[Any], Any, Any]:
+    """Write one note, and `n` more that queue behind it into one batch, through a `GroupCommit`
+    whose long-term memory's k-th `remember_many` call is `fail(k, items)` (None: the real write).
+    Returns each request's result or exception, the writer and the real long-term memory. The
+    requests run on daemon threads joined with a timeout: a writer that never answers fails the
+    test instead of hanging it."""
     import threading
-    from concurrent.futures import ThreadPoolExecutor
 
     from fourfold.service.batching import GroupCommit
 
     real = Tenants(tmp_path, embedder=EMBEDDER, vector_store=in_memory).get("acme").long_term
     started, release = threading.Event(), threading.Event()
+    calls = [0]
 
     class Failing:
-        """The first write waits until the others queued; the second (all of them) fails as a bug would."""
-
-        calls = 0
-
         def remember_many(self, items: list[Any]) -> Any:
-            Failing.calls += 1
-            if Failing.calls == 1:
+            calls[0] += 1
+            if calls[0] == 1:  # the first write waits until the others queued
                 started.set()
                 release.wait(10)
-            elif Failing.calls == 2:
-                raise RuntimeError(f"a bug in the write of {len(items)}")
+            fail(calls[0], items)
             return real.remember_many(items)
 
         def warm(self, scopes: Any) -> None:
             real.warm(scopes)
 
     writer = GroupCommit(Failing())  # type: ignore[arg-type]
+    results: list[Any] = [None] * (n + 1)
 
-    def one(i: int) -> Any:
+    def one(i: int) -> None:
         try:
-            return writer.remember({"text": f"note {i} about the parcel", "scope": "c"})
-        except RuntimeError as exc:
-            return exc
+            results[i] = writer.remember({"text": f"note {i} about the parcel", "scope": "c"})
+        except Exception as exc:
+            results[i] = exc
 
-    with ThreadPoolExecutor(6) as pool:
-        first = pool.submit(one, 0)
-        assert started.wait(10)
-        queued = [pool.submit(one, i) for i in range(1, 6)]
-        time.sleep(0.2)  # they queue behind the failing write
-        release.set()
-        results = [f.result(timeout=20) for f in [first, *queued]]
-    assert not isinstance(results[0], RuntimeError)
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n + 1)]
+    threads[0].start()
+    assert started.wait(10)
+    for t in threads[1:]:
+        t.start()
+    deadline = time.monotonic() + 10
+    while len(writer._queue) < n and time.monotonic() < deadline:  # they queue behind the first write
+        time.sleep(0.01)
+    release.set()
+    for t in threads:
+        t.join(20)
+    assert not any(t.is_alive() for t in threads), "a request of the batch was never answered"
+    return results, writer, real
+
+
+def test_group_commit_gives_an_unexpected_failure_to_its_whole_batch_and_goes_on(tmp_path: Path) -> None:
+    def fail(call: int, items: list[Any]) -> None:
+        if call == 2:  # the batch of the five queued requests fails as a bug would
+            raise RuntimeError(f"a bug in the write of {len(items)}")
+
+    results, writer, real = _one_batch_behind_a_first_write(tmp_path, fail, 5)
+    assert not isinstance(results[0], Exception)
     assert [str(r) for r in results[1:]] == ["a bug in the write of 5"] * 5  # each request of the batch got it
     assert writer.remember({"text": "after the failure", "scope": "c"}).created  # and the writer goes on
     assert len(real.all(scope="c")) == 2
+
+
+def test_group_commit_keeps_the_answers_written_before_an_unexpected_failure(tmp_path: Path) -> None:
+    """The batch's write is refused (a library error), so its requests are written one by one;
+    a bug in the second leaves the first request's write answered as written."""
+    from fourfold.errors import InvalidInput
+
+    def fail(call: int, items: list[Any]) -> None:
+        if call == 2:
+            raise InvalidInput("refused as a batch")
+        if call == 4:
+            raise RuntimeError("a bug in the second write")
+
+    results, _, real = _one_batch_behind_a_first_write(tmp_path, fail, 3)
+    assert type(results[0]).__name__ == "Remembered"
+    # the queued three were written in queue order: the first one is written, the others get the bug
+    assert sorted(type(r).__name__ for r in results[1:]) == ["Remembered", "RuntimeError", "RuntimeError"]
+    stored = {m.text for m in real.all(scope="c")}
+    assert stored == {r.text for r in results if not isinstance(r, Exception)} and len(stored) == 2
 
 
 def test_recorded_episodes_are_embedded_in_the_background(svc: Service) -> None:

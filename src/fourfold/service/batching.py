@@ -52,9 +52,10 @@ class GroupCommit:
                     batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
                 try:
                     self._commit(batch)
-                except BaseException as exc:  # not the library's: each request of the batch gets it
-                    for other in batch:  # (left undone, they would wait for a write that never comes)
-                        other.failure, other.done = exc, True
+                except BaseException as exc:  # not the library's: each unanswered request of the batch
+                    for other in batch:  # gets it (left undone, they would wait for a write that never comes)
+                        if not other.done:
+                            other.failure, other.done = exc, True
         if slot.failure is not None:
             raise slot.failure
         if slot.error is not None:
