@@ -97,6 +97,24 @@ def _bound_private_names(tree: ast.AST) -> set[str]:
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 
+def _private_members(tree: ast.AST) -> set[str]:
+    """The private names a module gives its objects: what its class bodies define, and the
+    attributes it stores (`self._client = ...`); not its module-level functions or variables,
+    which no `obj._name` of another object reaches."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    names.add(item.name)
+                targets = item.targets if isinstance(item, ast.Assign) else [item.target] \
+                    if isinstance(item, ast.AnnAssign) else []
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
 def private_attributes(root: Path = ROOT) -> set[tuple[str, str]]:
     """(module, attribute) for each private attribute a module reads that only other packages
     define, such as `self._lt._write(...)` in `fourfold.semantic` on a `LongTermMemory`.
@@ -109,7 +127,7 @@ def private_attributes(root: Path = ROOT) -> set[tuple[str, str]]:
     bound: dict[str, set[str]] = {}
     for name, tree in trees.items():
         bound.setdefault(_unit(name), set()).update(_bound_private_names(tree))
-    shared = set().union(*(names for unit, names in bound.items() if unit.startswith("fourfold._")))
+    shared = set().union(*(_private_members(tree) for name, tree in trees.items() if _unit(name).startswith("fourfold._")))
     found = set()
     for name, tree in trees.items():
         own = bound[_unit(name)] | shared | NAMEDTUPLE_API
@@ -157,6 +175,8 @@ def test_a_private_method_of_another_package_is_caught(tmp_path: Path) -> None:
     _package(tmp_path, "semantic", "def ingest(lt):\n    lt._write([])\n    return lt.url._replace(path='/')\n")
     (tmp_path / "longterm" / "store.py").write_text("class LongTermMemory:\n    def _write(self, items): ...\n")
     (tmp_path / "_extras.py").write_text("class SDKClient:\n    def _keep_client(self): ...\n")
+    # a root seam's module-level function of the same name shares nothing (`fourfold._manifest._write`)
+    (tmp_path / "_manifest.py").write_text("def _write(path, data): ...\n")
     assert private_attributes(tmp_path) == {("fourfold.semantic.probe", "_write")}
     (tmp_path / "semantic" / "probe.py").write_text("def make(model):\n    model._keep_client()\n")
     assert private_attributes(tmp_path) == set()  # a root seam's own names are shared
