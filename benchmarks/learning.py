@@ -248,6 +248,10 @@ PREF_FACTS: dict[str, tuple[str, tuple[str, str, str, str, str], list[str]]] = {
     "theme": ("tuning", ("Prefers the {v} theme", "Likes the {v} theme in the app", "Wants the {v} theme turned on",
                          "The {v} theme is their preferred look", "Would rather use the {v} theme"),
               ["dark", "light", "high-contrast", "sepia"]),
+    # the same attribute in an operator's words: some of these embed only 0.24-0.43 like the others
+    "contact_note": ("tuning", ("Prefers {v}", "Prefers to be contacted by {v}", "{v} is the preferred contact method",
+                                "Please reach this customer via {v}", "Contact this customer by {v} only"),
+                     ["email", "phone", "post"]),
     "currency": ("tuning", ("Prefers prices in {v}", "Wants prices shown in {v}", "Likes to see prices in {v}",
                             "Would rather have prices in {v}", "Prices in {v} are what they prefer"),
                  ["euros", "dollars", "pounds", "yen"]),
@@ -307,19 +311,6 @@ def replace_judge(judge: SimilarityConsolidator, slot_bar: float | None) -> Simi
                                   slot_threshold=slot_bar)
 
 
-def _middle_of_best(rows: Sequence[tuple[float, float, float]], fallback: float) -> float:
-    """Of (threshold, dup_rate, false_merge) rows, the threshold nearest the middle of those that
-    reach the lowest dup_rate with no false merge (the higher one on a tie): a margin on both
-    sides, where the highest of them would sit on the edge of the merges it lets through."""
-    clean = [(t, dup) for t, dup, false in rows if false == 0]
-    if not clean:
-        return fallback
-    best = min(dup for _, dup in clean)
-    run = [t for t, dup in clean if dup == best]
-    middle = (min(run) + max(run)) / 2
-    return min(run, key=lambda t: (round(abs(t - middle), 9), -t))
-
-
 def slot_threshold(embedder: Embedder) -> float:
     """Sweep the slot threshold on the tuning kinds and half the listed values: wordings merged vs distinct merged."""
     facts = pref_sets("tuning") + pref_sets("listed", 0)
@@ -328,10 +319,11 @@ def slot_threshold(embedder: Embedder) -> float:
     print("  threshold  dup_rate  false_merge")
     rows = [(float(t), *pref_consolidation(embedder, SimilarityConsolidator(slot_threshold=float(t)), facts))
             for t in np.arange(0.00, 0.71, 0.05)]
-    chosen = _middle_of_best(rows, SLOT_THRESHOLD)
+    clean = [(dup, -t) for t, dup, false in rows if false == 0]
+    # the highest threshold that reaches the lowest dup_rate with no distinct preference merged
+    chosen = -min(clean)[1] if clean else SLOT_THRESHOLD
     for t, dup, false in rows:
-        mark = "  <- the middle of the thresholds with the lowest dup_rate and no distinct preference merged" \
-            if t == chosen else ""
+        mark = "  <- highest with the lowest dup_rate and no distinct preference merged" if t == chosen else ""
         print(f"  {t:9.2f}  {dup:8.3f}  {false:11.3f}{mark}")
     return chosen
 

@@ -80,8 +80,8 @@ def test_consolidation_merges_a_rewording_and_keeps_a_distinct_near_miss(minilm:
 @pytest.mark.parametrize("wordings", [
     ["Prefers email", "Likes to be contacted by email", "Wants us to reach them via e-mail",
      "Email is their preferred contact channel", "Would rather get emails than anything else"],
-    # the last is only 0.24-0.43 similar to the others, under the highest slot threshold the
-    # calibration allows (0.45): it names the same attribute and value, so it merges
+    # the last is only 0.24-0.43 similar to the others: it names the same attribute and value,
+    # and the slot threshold (0.30) is calibrated on wordings like it, so it merges
     ["Prefers email", "Prefers to be contacted by email", "Likes getting emails rather than calls",
      "Email is the preferred contact method", "Please reach this customer via email"],
 ])

@@ -72,9 +72,10 @@ REWORD_DIFFERENCE = 0.65
 #: From this cosine similarity (for MiniLM), a preference naming the same attribute and value
 #: as a current one (`fourfold.longterm.slots`: "Prefers email" / "Likes to be contacted by
 #: e-mail") restates it, and one naming another value of that attribute replaces it when it
-#: signals a change. Calibrated with `python benchmarks/learning.py --calibrate`: the middle of
-#: the thresholds (0.00-0.45) that merge every wording and no distinct preference there.
-SLOT_THRESHOLD = 0.25
+#: signals a change. Calibrated with `python benchmarks/learning.py --calibrate`: the highest
+#: threshold that merges every wording (an operator's "Please reach this customer via email"
+#: is only 0.34 similar to "Email is the preferred contact method") and no distinct preference.
+SLOT_THRESHOLD = 0.30
 #: How many similar memories a new one is judged against.
 CONSOLIDATE_K = 3
 
