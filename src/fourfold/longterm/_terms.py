@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from fourfold.text.bm25 import K1, B, CollectionStats, bm25_idf
+from fourfold.text.bm25 import K1, B, CollectionStats, bm25_idf, bm25_term_scores
 
 __all__ = [
     "ContextTerms", "Neighbours", "RunContext", "Step", "neighbour_arrays", "neighbour_lists", "run_neighbour_arrays",
@@ -247,8 +247,7 @@ class ContextTerms:
             if not len(holders):
                 continue
             idf = self.idf(term, stats=stats) if stats is not None else bm25_idf(n_docs, len(holders))
-            norm = k1 * (1.0 - b + b * self._lengths[holders] / avgdl)
-            out[holders] += idf * tf * (k1 + 1.0) / (tf + norm)
+            out[holders] += bm25_term_scores(idf, tf, self._lengths[holders], avgdl, k1=k1, b=b)
         hit = np.flatnonzero(out > 0)
         return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))
 
