@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from fourfold.stores.vector import chunked
+
 __all__ = ["Connection", "Cursor", "Database", "Lock", "is_url"]
 
 #: URL schemes that name a PostgreSQL database rather than a file.
@@ -115,8 +117,7 @@ class Database(ABC):
             return {}
         # A statement per part of the names, not per name: a batch may write to a thousand scopes.
         before: dict[str, int] = {}
-        for start in range(0, len(wanted), _NAMES_PER_STATEMENT):
-            part = wanted[start : start + _NAMES_PER_STATEMENT]
+        for part in chunked(wanted, _NAMES_PER_STATEMENT):
             marks = ",".join("?" * len(part))
             before.update(conn.execute(f"SELECT name, version FROM versions WHERE name IN ({marks})", part).fetchall())
             if drop:
