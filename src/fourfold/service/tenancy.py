@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fourfold._files import private_dir, private_file
-from fourfold._manifest import MANIFEST, check_manifest, store_kind
+from fourfold._manifest import MANIFEST, VECTORS, check_manifest, store_kind
 from fourfold._validate import check_name
 from fourfold.embeddings.asymmetric import AsymmetricEmbedder
 from fourfold.embeddings.coalescing import CoalescingEmbedder, for_reader
@@ -156,7 +156,7 @@ class Tenants:
         check_manifest(home, self.embedder.identity, store="chroma")  # before Chroma, as Memory.open does
         collection = config.collection if tenant == DEFAULT_TENANT else ChromaVectorStore.tenant_collection(tenant)
         store = ChromaVectorStore.persistent(
-            self.data_dir / "vectors", self.embedder, collection=collection, lock_timeout=config.lock_timeout
+            self.data_dir / VECTORS, self.embedder, collection=collection, lock_timeout=config.lock_timeout
         )
         return Memory.open(home, embedder=self.embedder, vector_store=store, config=config, store="chroma")
 
