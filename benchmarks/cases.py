@@ -61,9 +61,9 @@ from typing import Any
 
 from fourfold import Memory
 from fourfold.agent import SupportAgent, TurnReport, customer_scope
-from fourfold.agent.cases import CaseBase
+from fourfold.agent.cases import CASE_TAG, CaseBase
 from fourfold.agent.deidentify import Ticket
-from fourfold.agent.prompt import DATA_CLOSE, DATA_OPEN
+from fourfold.agent.prompt import DATA_CLOSE, DATA_OPEN, SECTION_TITLES
 from fourfold.embeddings import Embedder, HashEmbedder
 from fourfold.episodic import SHARED_SCOPE
 from fourfold.episodic.codec import build_episode
@@ -327,18 +327,17 @@ class Customer:
     message: str
     details: dict[str, str]  # kind -> value, as the customer gave them (and the operator repeated)
     markers: dict[str, str] = field(default_factory=dict)  # what to look for, by kind (`_markers`)
-    #: What the desk was told on this customer's tickets so far: their messages and the
-    #: operators' outcomes. A detail none of them holds was never disclosed, so cannot leak.
-    texts: list[str] = field(default_factory=list)
     first_turn: int = 0  # when the customer first wrote (the run's turn counter)
-    _said: str = ""  # their texts, lowercased, without the operators' generic fix texts
+    #: What the desk was told on this customer's tickets so far (their messages and the
+    #: operators' outcomes), lowercased, without the operators' generic fix texts. A detail
+    #: none of them holds was never disclosed, so cannot leak.
+    _said: str = ""
 
     @property
     def scope(self) -> str:
         return customer_scope(self.cid)
 
     def told(self, text: str) -> None:
-        self.texts.append(text)
         self._said += "\n" + _without_operators(text.lower())
 
     def wrote(self, kind: str, value: str) -> bool:
@@ -530,15 +529,8 @@ def _without_operators(text: str) -> str:
     return text
 
 
-def _count(text: str, kind: str, value: str) -> int:
-    if kind in WORD_MARKERS:
-        return len(re.findall(rf"\b{re.escape(value.lower())}\b", text))
-    return text.count(value.lower())
-
-
 #: The prompt's sections (`fourfold.agent.prompt.assemble_system`) by what their lines come from.
-SECTIONS = {"# Known about this customer": "own", "# Similar resolved tickets of this customer": "own",
-            "# Similar resolved tickets of other customers (de-identified)": "case", "# Relevant documentation": "docs"}
+SECTIONS = dict(zip((f"# {title}" for title in SECTION_TITLES), ("own", "own", "case", "docs"), strict=True))
 
 
 def _prompt_lines(report: TurnReport, sources: Mapping[str, str]) -> list[tuple[str, str | None, str]]:
@@ -591,10 +583,10 @@ def _attributed(asker: Customer, others: Mapping[str, Customer], report: TurnRep
         if owner.cid == asker.cid:
             continue
         for kind, value in owner.markers.items():
-            if not _count(whole, kind, value) or not owner.wrote(kind, value):
+            if not _carries(whole, kind, value) or not owner.wrote(kind, value):
                 continue
             for where, source, line in lines:
-                if not _count(line, kind, value) or where == "docs" or (where == "own" and asker.wrote(kind, value)):
+                if not _carries(line, kind, value) or where == "docs" or (where == "own" and asker.wrote(kind, value)):
                     continue
                 if where == "case" and source not in (None, owner.scope) and source in by_scope \
                         and by_scope[source].wrote(kind, value):
@@ -632,7 +624,7 @@ class Unmasked:
         if source_scope != self.scope:
             return self.real.add(ticket, source_scope=source_scope)
         item = {"goal": ticket.goal, "actions": list(ticket.actions), "outcome": ticket.outcome, "success": True,
-                "tags": ["case", "planted"]}
+                "tags": [CASE_TAG, "planted"]}
         episode = replace(build_episode(item, ts=time.time()), scope=SHARED_SCOPE)
         self.real.memory.episodes.insert([episode], derived_from={episode.id: source_scope})
         return episode

@@ -67,14 +67,20 @@ def _escape(ch: str) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
+#: The data block's section titles, in order: the customer's memories, their own resolved
+#: tickets, other customers' de-identified cases, the documentation.
+SECTION_TITLES = ("Known about this customer", "Similar resolved tickets of this customer",
+                  "Similar resolved tickets of other customers (de-identified)", "Relevant documentation")
+
+
 def assemble_system(parts: PromptParts, *, instructions: str = BASE_INSTRUCTIONS) -> str:
     """The system prompt: instructions, the data rules, then one delimited data block."""
-    sections: list[tuple[str, list[str]]] = [
-        ("Known about this customer", [quote(dated(m)) for m in parts.memories]),
-        ("Similar resolved tickets of this customer", [quote(dated(e)) for e in parts.episodes]),
-        ("Similar resolved tickets of other customers (de-identified)", [quote(dated(e)) for e in parts.cases]),
-        ("Relevant documentation", [quote(f"{d.source}: {d.text}") for d in parts.docs]),
-    ]
+    sections = zip(SECTION_TITLES, (
+        [quote(dated(m)) for m in parts.memories],
+        [quote(dated(e)) for e in parts.episodes],
+        [quote(dated(e)) for e in parts.cases],
+        [quote(f"{d.source}: {d.text}") for d in parts.docs],
+    ), strict=True)
     lines = [instructions, "", DATA_RULES, DATA_OPEN]
     for title, items in sections:
         lines.append(f"# {title}")
