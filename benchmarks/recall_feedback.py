@@ -38,6 +38,7 @@ import _paraphrase_data as pdata
 from _embed_cache import CachedEmbedder
 from fourfold.longterm import LongTermMemory
 from fourfold.longterm.slots import attribute_key, derived_key
+from fourfold.ranking import Fusion
 from recall_levers import base_features, dev_rows
 
 Row = dict[str, Any]
@@ -63,8 +64,12 @@ def top(scores: Any, k: int) -> Any:
     return np.lexsort((-np.arange(len(scores)), -scores))[:k]
 
 
+#: The shipped weights (`fourfold.ranking.Fusion`): what the levers are measured against.
+SHIPPED = Fusion()
+
+
 def shipped(f: Row) -> Any:
-    return f["dense"] + 1.75 * f["lex"] + 0.15 * f["named"] - 0.2 * f["typical"]
+    return f["dense"] + SHIPPED.lexical * f["lex"] + SHIPPED.boost * f["named"] - SHIPPED.typical * f["typical"]
 
 
 def desk_hit(q: pdata.Question, f: Row, score: Score) -> bool:

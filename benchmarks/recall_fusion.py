@@ -34,7 +34,7 @@ import numpy as np
 
 import _paraphrase_data as pdata
 from fourfold.longterm import LongTermMemory
-from recall_feedback import Score, cv, desk_hit, loc_r10, shipped, top
+from recall_feedback import SHIPPED, Score, cv, desk_hit, loc_r10, shipped, top
 from recall_feedback import rocchio as rocchio_
 from recall_levers import base_features, dev_rows
 
@@ -69,7 +69,7 @@ def _coverage(f: Row, key: str) -> Any:
 
 def rest(f: Row) -> Any:
     """The shipped sum without its lexical part."""
-    return f["dense"] + 0.15 * f["named"] - 0.2 * f["typical"]
+    return f["dense"] + SHIPPED.boost * f["named"] - SHIPPED.typical * f["typical"]
 
 
 def coverage(w: float, p: float, *, key: str = "held") -> Score:
@@ -98,19 +98,19 @@ def agreement(agree: float, disagree: float) -> Score:
 
 
 def dense_margin(margin: float, low: float) -> Score:
-    """Lexical weight `low` (else 1.75) when dense's top cosine leads the second by more than `margin`."""
+    """Lexical weight `low` (else the shipped one) when dense's top cosine leads the second by more than `margin`."""
     def score(f: Row) -> Any:
         d = np.sort(f["dense"])
         clear = len(d) > 1 and d[-1] - d[-2] > margin
-        return rest(f) + (low if clear else 1.75) * f["lex"]
+        return rest(f) + (low if clear else SHIPPED.lexical) * f["lex"]
     return score
 
 
 def dense_gap(delta: float, low: float) -> Score:
-    """Lexical weight 1.75 for candidates whose cosine is within `delta` of the query's best, `low` for the rest."""
+    """The shipped lexical weight for candidates whose cosine is within `delta` of the query's best, `low` for the rest."""
     def score(f: Row) -> Any:
         near = f["dense"] >= f["dense"].max() - delta
-        return rest(f) + np.where(near, 1.75, low) * f["lex"]
+        return rest(f) + np.where(near, SHIPPED.lexical, low) * f["lex"]
     return score
 
 
@@ -171,7 +171,7 @@ def fit_linear(rows: Sequence[tuple[Sequence[int], Any]], weights: Sequence[floa
     shipped weights."""
     from scipy.optimize import minimize
 
-    start = np.array([1.0, 0.0, 1.75, 0.0, 0.15, -0.2, 0.0, 0.0, 0.0])
+    start = np.array([1.0, 0.0, SHIPPED.lexical, 0.0, SHIPPED.boost, -SHIPPED.typical, 0.0, 0.0, 0.0])
     temp = 20.0  # the softmax's inverse temperature: the shipped sum's spread is ~0.1
 
     def loss(w_rest: Any) -> tuple[float, Any]:
