@@ -365,11 +365,7 @@ class SQLiteVectorStore(VectorStore):
         return self.scan_versioned(scope)[0]
 
     def versioned(self, scope: str | None, ids: Sequence[str] = ()) -> list[VectorRecord]:
-        with self.db.read() as conn:  # one snapshot for both reads
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND {_VERSIONED}", (scope_key(scope),))
-            found = {r.id: r for r in self._records(rows) if VERSION_KEY in r.metadata}
-            found.update((r.id, r) for r in self.get([i for i in ids if i not in found]) if r.scope == scope)
-        return list(found.values())
+        return self.versioned_many({scope: ids})[scope]
 
     def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
         with self.db.read() as conn:
