@@ -695,3 +695,15 @@ def test_every_error_code_comes_back_as_its_own_class() -> None:
         assert cls.code in STATUS, cls
     assert type(error_for("error", "x")) is ServiceError
     assert type(error_for("no_such_code", "x")) is ServiceError
+
+
+def test_fastapis_telemetry_is_off_unless_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no OpenTelemetry provider set up, FastAPI's per-request telemetry checks are off;
+    FastAPI's own set-up from the environment keeps them as FastAPI decides."""
+    pytest.importorskip("opentelemetry")
+    from fourfold.service.app import _telemetry
+
+    monkeypatch.delenv("FASTAPI_OTEL_AUTO_CONFIGURE", raising=False)
+    assert _telemetry() == {"tracing": False, "metrics": False, "logs": False}
+    monkeypatch.setenv("FASTAPI_OTEL_AUTO_CONFIGURE", "true")
+    assert _telemetry() == {}
