@@ -20,7 +20,7 @@ from typing import Any
 import pydantic_core
 import pytest
 
-from fourfold.serialize import VALUE_TYPES, from_json, to_json
+from fourfold.serialize import VALUE_TYPES, from_json, plain, to_json
 from fourfold.service import schemas
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 from test_remote import Served
@@ -104,6 +104,17 @@ def test_a_write_is_its_id() -> None:
     assert pydantic_core.to_jsonable_python({"ref": done}) == {"ref": "mem_1"}
     with pytest.raises(TypeError):
         Remembered(None, "x")  # type: ignore[arg-type]
+
+
+def test_data_is_plain_json_and_values_are_their_fields() -> None:
+    """`plain` (what callers pass: metadata, filters, messages) keeps a write as its id, as json
+    does; `to_json` (the library's values) writes its fields."""
+    done = Remembered("mem_1", "Prefers email")
+    data = types.MappingProxyType({"after": done, "seen": (done, {"n": 1})})
+    assert plain(data) == {"after": "mem_1", "seen": ["mem_1", {"n": 1}]}
+    assert type(plain(data)["after"]) is Remembered and json.dumps(plain(data)) == '{"after": "mem_1", "seen": ["mem_1", {"n": 1}]}'
+    assert to_json(data)["after"] == to_json(done) == {"id": "mem_1", "text": "Prefers email", "redacted": [],
+                                                         "created": True, "supersedes": []}
 
 
 @pytest.fixture

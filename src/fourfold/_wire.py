@@ -29,7 +29,7 @@ from fourfold.longterm.store import LongTermMemory, MemoryInput, When
 from fourfold.longterm.versions import as_timestamp
 from fourfold.semantic.docs import TEXT_NEEDS_SOURCE, DocumentStore, read_document
 from fourfold.semantic.facts import FactStore
-from fourfold.serialize import from_json
+from fourfold.serialize import from_json, plain
 from fourfold.service.errors import ServiceError, error_for
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
@@ -65,18 +65,11 @@ def _json_text(data: Any) -> str:
     try:
         # ensure_ascii keeps lone surrogates as \\u escapes, so the service (not this
         # client) refuses them, with the same InvalidInput the library raises.
-        return json.dumps(data, ensure_ascii=True, default=_mapping)
-    except (TypeError, ValueError) as exc:  # ValueError: a circular reference
+        return json.dumps(plain(data), ensure_ascii=True)
+    except (TypeError, ValueError) as exc:
         raise InvalidInput(f"not JSON-compatible: {exc}") from None
-    except RecursionError:
+    except RecursionError:  # a circular or very deep structure
         raise InvalidInput("nested too deeply to send") from None
-
-
-def _mapping(value: object) -> dict[Any, Any]:
-    """A mapping that is not a dict (a `MappingProxyType`, a frozendict) as the dict `json` writes."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def answer(call: Call[T], response: httpx.Response) -> T:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar
 
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 
-__all__ = ["from_json", "to_json"]
+__all__ = ["from_json", "plain", "to_json"]
 
 T = TypeVar("T")
 
@@ -32,10 +32,20 @@ def to_json(value: Any) -> Any:
     if isinstance(value, Remembered) or (is_dataclass(value) and not isinstance(value, type)):
         names = _WIRE_NAMES.get(type(value), {})
         return {names.get(name, name): to_json(getattr(value, name)) for name in _field_names(type(value))}
+    return plain(value, item=to_json)
+
+
+def plain(value: Any, *, item: Callable[[Any], Any] | None = None) -> Any:
+    """Data as `json` writes it, in plain dicts and lists: any mapping a dict, a tuple a list,
+    anything else as it is (a `Remembered` the id string it is), for SDKs and `json.dumps`.
+
+    What callers pass (metadata, filters, chat messages) is such data; `to_json` converts the
+    items too (`item`), as the library's own values."""
+    convert = item or plain
     if isinstance(value, Mapping):
-        return {k: to_json(v) for k, v in value.items()}
+        return {k: convert(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
+        return [convert(v) for v in value]
     return value
 
 
