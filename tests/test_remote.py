@@ -340,3 +340,18 @@ def test_what_json_cannot_encode_is_refused_alike(memory: Any) -> None:
         with pytest.raises(InvalidInput):
             memory.long_term.remember("Asked for a callback", scope="c", metadata=bad)
     assert memory.long_term.all(scope="c") == []
+
+
+def test_a_misspelt_part_is_refused_when_the_client_is_made(served: Served) -> None:
+    """A part is declared by an annotation naming its class; one naming nothing fails loudly
+    instead of leaving the memory without that part."""
+    def made(annotations: dict[str, str]) -> Any:
+        cls = type("Declared", (RemoteMemory,), {"__module__": remote.__name__, "__annotations__": annotations})
+        return cls("http://testserver", api_key=served.keys.create("acme")[1], client=TestClient(served.client.app))
+
+    with pytest.raises(TypeError, match="'RemoteFactStor' names nothing"):
+        made({"notes": "RemoteFactStor"})
+    with pytest.raises(TypeError, match=r"'w\.Facts\.nothing' names nothing"):
+        made({"notes": "w.Facts.nothing"})
+    declared = made({"notes": "RemoteFactStore", "label": "str", "extra": "ClassVar[int]"})
+    assert isinstance(declared.notes, remote.RemoteFactStore) and isinstance(declared.long_term, remote.RemoteLongTermMemory)

@@ -161,14 +161,37 @@ def _parts(served: type[Any]) -> _Parts:
 
 def _declared_parts(served: type[Any]) -> _Parts:
     """The annotations of a remote memory and its bases that name a part class of their module.
+
     They are looked up, not evaluated (they are strings, `from __future__ import annotations`),
-    so no other annotation can fail or run code on construction."""
+    so no other annotation can fail or run code on construction. An annotation that is a name
+    (`long_term: RemoteLongTermMemory`) must name something: a misspelt part would otherwise
+    leave the memory without it, unnoticed until a call.
+    """
     found: dict[str, Any] = {}
     for klass in reversed(served.__mro__):
         names = vars(sys.modules[klass.__module__])
         for name, hint in vars(klass).get("__annotations__", {}).items():
-            found[name] = names.get(hint) if isinstance(hint, str) else hint
+            found[name] = _named(hint, names, f"{klass.__qualname__}.{name}") if isinstance(hint, str) else hint
     return tuple((name, kind) for name, kind in found.items() if isinstance(kind, type) and issubclass(kind, SyncPart | AsyncPart))
+
+
+def _named(hint: str, names: Mapping[str, Any], where: str) -> Any:
+    """What an annotation that is a (dotted) name names in its module; None for any other
+    annotation (`ClassVar[...]`, a union), which is never a part."""
+    first, *rest = hint.split(".")
+    if not all(part.isidentifier() for part in (first, *rest)):
+        return None
+    if first in names:
+        value = names[first]
+    elif hasattr(builtins, first):
+        value = getattr(builtins, first)
+    else:
+        raise TypeError(f"{where}: the annotation {hint!r} names nothing in its module")
+    for part in rest:
+        if not hasattr(value, part):
+            raise TypeError(f"{where}: the annotation {hint!r} names nothing in its module")
+        value = getattr(value, part)
+    return value
 
 
 # -- the calls ------------------------------------------------------------------------------------
