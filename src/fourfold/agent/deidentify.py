@@ -289,7 +289,7 @@ def extract_case(ticket: Ticket, *, evidence: Evidence | None = None) -> Case:
     def stated(word: str, context: frozenset[str], besides: frozenset[str]) -> bool:
         # A word the customer wrote besides the statement too ("xanthe satin - chicken office.
         # ... in our chicken shop") is as likely theirs as the problem's: this ticket's outcome
-        # and being ordinary no longer vouch for it (the operator's "matching it by amount"
+        # and being ordinary do not vouch for it (the operator's "matching it by amount"
         # says nothing of a town called Matching); the company's texts or another customer's
         # ticket about the same problem still do.
         return unowned(word) and all(company(s) or supported(s, context) or (s not in besides and (

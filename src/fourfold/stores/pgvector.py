@@ -46,7 +46,7 @@ log = logging.getLogger("fourfold.stores")
 Floats = npt.NDArray[np.float64]
 
 #: Records from which a scope is searched through its candidates rather than read whole: a
-#: scope this large no longer fits the reader's cache (`LongTermMemory.max_cached_records`).
+#: scope this large does not fit the reader's cache (`LongTermMemory.max_cached_records`).
 LARGE_AT = 50_000
 #: Records read on each side of a candidate: its neighbours lend it context (`Weights`).
 WINDOW = 4
