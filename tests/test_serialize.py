@@ -79,6 +79,18 @@ def test_the_service_writes_the_one_json_form(cls: type) -> None:
     assert from_json(cls, json.loads(json.dumps(out))) == value
 
 
+#: The service's response models (its OpenAPI schema), one per value type.
+RESPONSE_MODELS = {Recalled: schemas.MemoryOut, Remembered: schemas.RememberedOut, Episode: schemas.EpisodeOut,
+                   Fact: schemas.FactOut, DocHit: schemas.DocHitOut, Redaction: schemas.RedactionOut}
+
+
+@pytest.mark.parametrize("cls", VALUE_TYPES, ids=lambda c: c.__name__)
+def test_the_services_response_model_names_every_field(cls: type) -> None:
+    """A response model drops what it does not name: a field added to a value type needs its
+    line in the schema too, and this says which."""
+    assert set(RESPONSE_MODELS[cls].model_fields) == set(to_json(_instance(cls)))
+
+
 def test_the_rest_shape_keeps_its_names() -> None:
     assert set(to_json(_instance(Remembered))) == {"id", "text", "redacted", "created", "supersedes"}
     assert set(to_json(_instance(Redaction))) == {"kind", "start", "end", "placeholder"}
