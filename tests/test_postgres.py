@@ -329,7 +329,8 @@ def test_records_holding_every_common_query_word_are_candidates(postgres_url: st
 
 def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postgres_url: str) -> None:
     """The per-scope term counts kept at write time equal a count over the stored features,
-    after promotion, later writes and forgets; another process opening the store sees them."""
+    after promotion, later writes and forgets; another process opening the store sees them.
+    They are read as a query reads them, with its candidates."""
     from fourfold.longterm import LongTermMemory
     from fourfold.stores.pgvector import PostgresVectorStore
     from fourfold.text import tokenize
@@ -345,7 +346,16 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
         memory.remember("customer 9999 asked about the zeppelin and the parcel", scope="shared")
         for gone in ids[100:110]:
             memory.forget(gone.id)
-        terms = tokenize("zeppelin xylophone customer parcel invoice 9999")
+        query = "zeppelin xylophone customer parcel invoice 9999"
+        terms = tokenize(query)
+
+        def statistics(s: PostgresVectorStore, scope: str = "shared") -> tuple[dict[str, float], float, npt.NDArray[np.float32] | None]:
+            """The query's words' document frequencies, the scope's mean length and vector sum."""
+            found = s.candidates(scope, embedder.embed(query), query, dense=0, lexical=0)
+            return found.df, found.mean_length, found.total
+
+        def document_frequencies(s: PostgresVectorStore, scope: str = "shared") -> dict[str, float]:
+            return statistics(s, scope)[0]
 
         def counted() -> dict[str, float]:
             with db.read() as conn:
@@ -353,15 +363,15 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
                     "SELECT count(*) FROM memories WHERE scope = 'shared' AND jsonb_exists(context, CAST(? AS text))", (t,)
                 ).fetchone()[0]) for t in terms}
 
-        kept = store.document_frequencies("shared", terms)
+        kept = document_frequencies(store)
         assert kept == counted()
         zeppelin, absent, customer = terms[:3]
         assert kept[zeppelin] > 0 and kept[absent] == 0 and kept[customer] > 200
         other = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
-        assert other.document_frequencies("shared", terms) == kept
+        assert document_frequencies(other) == kept
         with db.read() as conn:  # BM25's mean length, kept at write time, is the mean over the rows
             mean = conn.execute("SELECT avg(length) FROM memories WHERE scope = 'shared'").fetchone()[0]
-        assert other.mean_length("shared") == pytest.approx(mean, rel=1e-9)
+        assert statistics(other)[1] == pytest.approx(mean, rel=1e-9)
         # the sum of the blended vectors (typicality's), kept at write time, is the sum over the rows
         def summed_rows() -> npt.NDArray[np.float64]:
             with db.read() as conn:
@@ -370,26 +380,26 @@ def test_a_large_scopes_document_frequencies_follow_its_writes_and_forgets(postg
             return np.sum(stored, axis=0, dtype=np.float64)
 
         summed = summed_rows()
-        assert other.vector_total("shared") == pytest.approx(summed, rel=1e-6, abs=1e-5)
+        assert statistics(other)[2] == pytest.approx(summed, rel=1e-6, abs=1e-5)
         with db.write() as conn:  # as a store promoted before its statistics were kept: counted when opened
             conn.execute("ALTER TABLE large_scopes DROP COLUMN total_ann")
             conn.execute("ALTER TABLE large_scopes DROP COLUMN total_length")
             conn.execute("DROP TABLE large_terms")
         reopened = PostgresVectorStore(db, embedder_identity=embedder.identity, dimension=embedder.dimension, large_at=300)
-        assert reopened.vector_total("shared") == pytest.approx(summed, abs=1e-4)
-        assert reopened.mean_length("shared") == pytest.approx(mean, rel=1e-9)
-        assert reopened.document_frequencies("shared", terms) == kept
+        assert statistics(reopened)[2] == pytest.approx(summed, abs=1e-4)
+        assert statistics(reopened)[1] == pytest.approx(mean, rel=1e-9)
+        assert document_frequencies(reopened) == kept
         with db.write() as conn:  # a promotion that did not finish: rows indexed, the scope not yet large
             conn.execute("DELETE FROM large_scopes WHERE scope = 'shared'")
         reopened.promote("shared")  # its totals are those of the rows, not of what this run changed
-        assert reopened.vector_total("shared") == pytest.approx(summed_rows(), rel=1e-6, abs=1e-5)
+        assert statistics(reopened)[2] == pytest.approx(summed_rows(), rel=1e-6, abs=1e-5)
         with db.read() as conn:
             mean = conn.execute("SELECT avg(length) FROM memories WHERE scope = 'shared'").fetchone()[0]
-        assert reopened.mean_length("shared") == pytest.approx(mean, rel=1e-9)
-        assert reopened.document_frequencies("shared", terms) == counted()
-        assert store.document_frequencies("small", terms) == dict.fromkeys(terms, 0.0)  # small scopes keep none
+        assert statistics(reopened)[1] == pytest.approx(mean, rel=1e-9)
+        assert document_frequencies(reopened) == counted()
+        assert document_frequencies(store, "small") == dict.fromkeys(terms, 0.0)  # small scopes keep none
         memory.forget_scope("shared")
-        assert store.document_frequencies("shared", terms) == dict.fromkeys(terms, 0.0)
+        assert document_frequencies(store) == dict.fromkeys(terms, 0.0)
     finally:
         db.close()
 

@@ -26,6 +26,7 @@ from fourfold.service.app import create_app
 from fourfold.service.keys import KeyStore
 from fourfold.service.tenancy import Tenants
 from fourfold.stores import InMemoryVectorStore
+from fourfold.types import Remembered
 from test_longterm import (  # noqa: F401  (collected here, against the remote `lt`)
     test_bad_input_is_refused_and_nothing_is_written,
     test_forget_scope_only_touches_that_scope,
@@ -307,3 +308,50 @@ def test_the_async_client_on_a_real_service(tmp_path: Path) -> None:
 
     with LiveService(tmp_path / "data", keys={"acme": 1}) as live:
         asyncio.run(main(live.url, live.keys["acme"][0]))
+
+
+def test_every_write_returns_one_type_its_id(memory: Any) -> None:
+    """remember, remember_many, update and add answer a `Remembered` over every client: the id
+    itself (a `str`) with the write's outcome."""
+    lt = memory.long_term
+    first = lt.remember("Prefers email over phone calls", scope="c", key="contact")
+    (batch,) = lt.remember_many([{"text": "Lives in Lyon", "scope": "c", "kind": "fact"}])
+    changed = lt.update(first, "Prefers phone calls password=hunter2hunter2")
+    (added,) = memory.add(["I prefer tea over coffee."], scope="c")
+    for done in (first, batch, changed, added):
+        assert type(done) is Remembered and done == done.id and lt.get(done).text == done.text
+    assert changed.supersedes == (first,) and [r.kind for r in changed.redactions] == ["password"]
+    assert "hunter2" not in changed.text and not lt.remember_many([{"text": "Lives in Lyon", "scope": "c",
+                                                                     "kind": "fact"}])[0].created
+
+
+def test_a_write_stands_for_its_id_in_metadata_and_filters(memory: Any) -> None:
+    """A `Remembered` kept in metadata is stored as its id, as `json.dumps` writes it, on every client."""
+    first = memory.long_term.remember("Prefers email over phone calls", scope="c")
+    second = memory.long_term.remember("Asked for a callback", scope="c", metadata={"after": first, "all": [first]})
+    stored = memory.long_term.get(second).metadata
+    assert stored == {"after": str(first), "all": [str(first)]} and type(stored["after"]) is str
+    assert [r.id for r in memory.long_term.recall("callback", scope="c", where={"after": first})] == [second]
+    assert [r.id for r in memory.long_term.all(scope="c", where={"after": first})] == [second]
+
+
+def test_what_json_cannot_encode_is_refused_alike(memory: Any) -> None:
+    for bad in ({"at": object()}, {"n": float("nan")}):
+        with pytest.raises(InvalidInput):
+            memory.long_term.remember("Asked for a callback", scope="c", metadata=bad)
+    assert memory.long_term.all(scope="c") == []
+
+
+def test_a_misspelt_part_is_refused_when_the_client_is_made(served: Served) -> None:
+    """A part is declared by an annotation naming its class; one naming nothing fails loudly
+    instead of leaving the memory without that part."""
+    def made(annotations: dict[str, str]) -> Any:
+        cls = type("Declared", (RemoteMemory,), {"__module__": remote.__name__, "__annotations__": annotations})
+        return cls("http://testserver", api_key=served.keys.create("acme")[1], client=TestClient(served.client.app))
+
+    with pytest.raises(TypeError, match="'RemoteFactStor' names nothing"):
+        made({"notes": "RemoteFactStor"})
+    with pytest.raises(TypeError, match=r"'w\.Facts\.nothing' names nothing"):
+        made({"notes": "w.Facts.nothing"})
+    declared = made({"notes": "RemoteFactStore", "label": "str", "extra": "ClassVar[int]"})
+    assert isinstance(declared.notes, remote.RemoteFactStore) and isinstance(declared.long_term, remote.RemoteLongTermMemory)

@@ -9,14 +9,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fourfold.embeddings import HashEmbedder
-from fourfold.longterm._terms import ContextTerms, neighbour_arrays, neighbour_lists
-from fourfold.longterm.retrieval import (
-    ScopeIndex,
-    Weights,
-    _blend_vectors,
-    _neighbour_plan,
-    _runs,
-)
+from fourfold.longterm._terms import ContextTerms, neighbour_lists
+from fourfold.longterm.retrieval import ScopeIndex, Weights, _neighbour_plan, _runs
 from fourfold.stores.vector import NO_VECTOR, VectorRecord
 from fourfold.text import BM25Index, tokenize
 from fourfold.text.tokenize import tokenize_many
@@ -38,6 +32,34 @@ def _neighbours(records: list[VectorRecord], weights: Weights) -> list[list[tupl
                 if pos + d < len(members):
                     out[i].append((members[pos + d], share))
     return out
+
+
+def _arrays(neighbours: list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plain definition of `RunContext.arrays`: row r's k-th neighbour and its share at
+    [r, k] (a missing one: row 0, share 0), and how many each row has."""
+    counts = np.array([len(near) for near in neighbours], dtype=np.intp)
+    width = int(counts.max()) if len(neighbours) else 0
+    at = np.zeros((len(neighbours), width), dtype=np.intp)
+    shares = np.zeros((len(neighbours), width), dtype=np.float64)
+    for r, near in enumerate(neighbours):
+        for k, (j, share) in enumerate(near):
+            at[r, k], shares[r, k] = j, share
+    return at, shares, counts
+
+
+def _blended(records: list[VectorRecord], weights: Weights) -> np.ndarray:
+    """The plain definition of the context vectors: each row plus its neighbours' at their
+    shares, one at a time in order (float32 products), renormalised."""
+    own = np.stack([r.embedding for r in records]).astype(np.float32)
+    want = own.astype(np.float64)
+    for i, near in enumerate(_neighbours(records, weights)):
+        for j, share in near:
+            want[i] += share * own[j]
+    norms = np.linalg.norm(want, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (want / norms).astype(np.float32)
+
+
 WORDS = ["refund", "parcel", "invoice", "router", "the", "Maria's", "can't", "café", "ﬁle", "Ｆｕｌｌ", "2023", "x_y",
          "refund refund", "parcel parcel parcel"]
 
@@ -98,7 +120,7 @@ def test_per_term_weights_equal_the_records_weighted_terms(
     terms = {t for term_map in maps for t in term_map} | {"absent"}
     lexical = index._lexical
     assert isinstance(lexical, ContextTerms)
-    sorted_sums = ContextTerms(index._token_lists, index._neighbours, dense_pairs=0,
+    sorted_sums = ContextTerms(index._token_lists, arrays=index._plan.arrays, dense_pairs=0,
                                nearer_weighs_more=weights.context_decay <= 1)  # the path of large scopes
     for term in terms:
         assert sorted_sums.posting(term) == lexical.posting(term)
@@ -121,7 +143,7 @@ def test_neighbour_arrays_made_along_runs_equal_those_of_the_neighbour_lists(
 ) -> None:
     records = _records(rows)
     lists = _neighbours(records, weights)
-    got, want = _neighbour_plan(records, weights).arrays, neighbour_arrays(lists)
+    got, want = _neighbour_plan(records, weights).arrays, _arrays(lists)
     for array, expected in zip(got, want, strict=True):
         assert array.dtype == expected.dtype and array.shape == expected.shape
         assert array.tobytes() == expected.tobytes()
@@ -134,18 +156,9 @@ def test_neighbour_arrays_made_along_runs_equal_those_of_the_neighbour_lists(
 def test_context_vectors_are_bit_identical_to_one_row_at_a_time(
     rows: list[tuple[str, str | None, str | None, float, str, str | None]], weights: Weights
 ) -> None:
+    """(A few rows at a time, as `with_added` blends them: `test_longterm_index_cache`.)"""
     records = _records(rows)
-    own = np.stack([r.embedding for r in records]).astype(np.float32)
-    near = _neighbours(records, weights)
-    want = own.astype(np.float64)
-    for i in range(len(records)):  # the plain definition: a row and its neighbours, in order
-        for j, share in near[i]:
-            want[i] += share * own[j]
-    norms = np.linalg.norm(want, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    assert _blend_vectors(own, near).tobytes() == (want / norms).astype(np.float32).tobytes()
-    rows_wanted = list(range(len(records)))[::2]
-    assert _blend_vectors(own, near, rows=rows_wanted).tobytes() == (want / norms).astype(np.float32)[rows_wanted].tobytes()
+    assert ScopeIndex(records, EMBEDDER.dimension, weights=weights).matrix.tobytes() == _blended(records, weights).tobytes()
 
 
 @settings(max_examples=40, deadline=None)
@@ -200,21 +213,18 @@ def test_runs_of_consecutive_records_blend_and_weigh_terms_as_the_neighbour_arra
     plan = _neighbour_plan(records, weights)
     # a document among the notes, or more steps than slices pay for: the general path only
     assume(plan.steps is not None)
-    own = np.stack([r.embedding for r in records]).astype(np.float32)
-    assert _blend_vectors(own, (), steps=plan.steps).tobytes() == _blend_vectors(own, (), arrays=plan.arrays).tobytes()
+    assert ScopeIndex(records, EMBEDDER.dimension, weights=weights).matrix.tobytes() == _blended(records, weights).tobytes()
     tokens = tokenize_many([r.text for r in records])
-    nearer = weights.context_decay <= 1
-    by_steps = ContextTerms(tokens, (), steps=plan.steps, nearer_weighs_more=nearer)
-    by_slots = ContextTerms(tokens, (), arrays=plan.arrays, nearer_weighs_more=nearer)
-    plain = ContextTerms(tokens, neighbour_lists(*plan.arrays), nearer_weighs_more=nearer)
-    for other in (by_slots, plain):
-        assert by_steps._vocab == other._vocab
-        for mine, theirs in ((by_steps._holders, other._holders), (by_steps._weights, other._weights),
-                             (by_steps._bounds, other._bounds), (by_steps._lengths, other._lengths)):
-            assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes()
-        assert by_steps._total == other._total
-        for query in (["refund", "parcel"], ["maria", "invoic", "invoic"], ["absent"]):
-            assert by_steps.scores(query) == other.scores(query)
+    by_steps = ContextTerms(tokens, steps=plan.steps)
+    by_slots = ContextTerms(tokens, arrays=_arrays(_neighbours(records, weights)),
+                            nearer_weighs_more=weights.context_decay <= 1)
+    assert by_steps._vocab == by_slots._vocab
+    for mine, theirs in ((by_steps._holders, by_slots._holders), (by_steps._weights, by_slots._weights),
+                         (by_steps._bounds, by_slots._bounds), (by_steps._lengths, by_slots._lengths)):
+        assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes()
+    assert by_steps._total == by_slots._total
+    for query in (["refund", "parcel"], ["maria", "invoic", "invoic"], ["absent"]):
+        assert by_steps.scores(query) == by_slots.scores(query)
 
 
 def test_a_customers_notes_take_the_fast_path_and_interleaved_threads_do_not() -> None:

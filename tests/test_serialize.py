@@ -6,17 +6,21 @@ The values are built from the dataclass fields (no field named by hand), so a fi
 
 from __future__ import annotations
 
+import copy
+import inspect
 import json
+import pickle
 import types
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import MISSING, Field, fields
+from dataclasses import MISSING, FrozenInstanceError, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 import pytest
 
-from fourfold.serialize import VALUE_TYPES, from_json, to_json
+from fourfold.serialize import VALUE_TYPES, from_json, plain, to_json
 from fourfold.service import schemas
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 from test_remote import Served
@@ -43,23 +47,27 @@ def _sample(hint: Any, n: int) -> Any:
 
 def _instance(cls: type, n: int = 0) -> Any:
     hints = typing.get_type_hints(cls)
-    return cls(**{f.name: _default(f) is not True if hints[f.name] is bool else _sample(hints[f.name], n + i)
-                  for i, f in enumerate(fields(cls))})
+    return cls(**{name: default is not True if hints[name] is bool else _sample(hints[name], n + i)
+                  for i, (name, default) in enumerate(_fields(cls).items())})
 
 
-def _default(f: Field[Any]) -> Any:
-    if f.default is not MISSING:
-        return f.default
-    return f.default_factory() if f.default_factory is not MISSING else MISSING
+def _fields(cls: type) -> dict[str, Any]:
+    """Each field's name and default (MISSING without one): the dataclass fields, or the
+    constructor's parameters of `Remembered` (a str)."""
+    if not is_dataclass(cls):
+        return {name: MISSING if p.default is p.empty else p.default
+                for name, p in inspect.signature(cls).parameters.items()}
+    return {f.name: f.default if f.default is not MISSING
+            else f.default_factory() if f.default_factory is not MISSING else MISSING for f in fields(cls)}
 
 
 @pytest.mark.parametrize("cls", VALUE_TYPES, ids=lambda c: c.__name__)
 def test_every_field_survives_json_and_back(cls: type) -> None:
     value = _instance(cls)
-    assert all(getattr(value, f.name) != _default(f) for f in fields(cls))  # so a lost field shows
+    assert all(getattr(value, name) != default for name, default in _fields(cls).items())  # so a lost field shows
     back = from_json(cls, json.loads(json.dumps(to_json(value))))
-    for f in fields(cls):
-        assert getattr(back, f.name) == getattr(value, f.name), f.name
+    for name in _fields(cls):
+        assert getattr(back, name) == getattr(value, name), name
     assert back == value
 
 
@@ -71,9 +79,54 @@ def test_the_service_writes_the_one_json_form(cls: type) -> None:
     assert from_json(cls, json.loads(json.dumps(out))) == value
 
 
+#: The service's response models (its OpenAPI schema), one per value type.
+RESPONSE_MODELS = {Recalled: schemas.MemoryOut, Remembered: schemas.RememberedOut, Episode: schemas.EpisodeOut,
+                   Fact: schemas.FactOut, DocHit: schemas.DocHitOut, Redaction: schemas.RedactionOut}
+
+
+@pytest.mark.parametrize("cls", VALUE_TYPES, ids=lambda c: c.__name__)
+def test_the_services_response_model_names_every_field(cls: type) -> None:
+    """A response model drops what it does not name: a field added to a value type needs its
+    line in the schema too, and this says which."""
+    assert set(RESPONSE_MODELS[cls].model_fields) == set(to_json(_instance(cls)))
+
+
 def test_the_rest_shape_keeps_its_names() -> None:
     assert set(to_json(_instance(Remembered))) == {"id", "text", "redacted", "created", "supersedes"}
     assert set(to_json(_instance(Redaction))) == {"kind", "start", "end", "placeholder"}
+
+
+def test_a_write_is_its_id() -> None:
+    """`Remembered` is the id (a str) that `remember` returns, with the write's outcome as fields."""
+    done = Remembered("mem_1", "Prefers email", (Redaction("password", 0, 3, "[REDACTED:password]"),), False, ("mem_0",))
+    assert isinstance(done, str) and done == "mem_1" == done.id and hash(done) == hash("mem_1")
+    assert {done: 1}["mem_1"] == 1 and done in {"mem_1"} and done != "mem_0"
+    assert (repr(done), str(done), f"{done}", json.dumps([done])) == ("'mem_1'", "mem_1", "mem_1", '["mem_1"]')
+    assert type(str(done)) is str and done == Remembered("mem_1", "Prefers email")  # equal as ids: one memory
+    for back in [pickle.loads(pickle.dumps(done, protocol)) for protocol in range(pickle.HIGHEST_PROTOCOL + 1)] + [
+            copy.copy(done), copy.deepcopy(done), from_json(Remembered, json.loads(json.dumps(to_json(done))))]:
+        assert type(back) is Remembered and to_json(back) == to_json(done)
+    assert to_json(done) == {"id": "mem_1", "text": "Prefers email", "created": False, "supersedes": ["mem_0"],
+                             "redacted": [{"kind": "password", "start": 0, "end": 3, "placeholder": "[REDACTED:password]"}]}
+    with pytest.raises(FrozenInstanceError):
+        done.created = True  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        del done.text
+    # generic encoders take it for the id, as json does (pydantic, dataclasses.asdict)
+    assert pydantic_core.to_jsonable_python({"ref": done}) == {"ref": "mem_1"}
+    with pytest.raises(TypeError):
+        Remembered(None, "x")  # type: ignore[arg-type]
+
+
+def test_data_is_plain_json_and_values_are_their_fields() -> None:
+    """`plain` (what callers pass: metadata, filters, messages) keeps a write as its id, as json
+    does; `to_json` (the library's values) writes its fields."""
+    done = Remembered("mem_1", "Prefers email")
+    data = types.MappingProxyType({"after": done, "seen": (done, {"n": 1})})
+    assert plain(data) == {"after": "mem_1", "seen": ["mem_1", {"n": 1}]}
+    assert type(plain(data)["after"]) is Remembered and json.dumps(plain(data)) == '{"after": "mem_1", "seen": ["mem_1", {"n": 1}]}'
+    assert to_json(data)["after"] == to_json(done) == {"id": "mem_1", "text": "Prefers email", "redacted": [],
+                                                         "created": True, "supersedes": []}
 
 
 @pytest.fixture
@@ -110,4 +163,4 @@ def test_the_client_reads_what_the_library_returns(served: Served) -> None:
         assert got and got == want
         for g, w in zip(got if isinstance(got, list) else [got], want if isinstance(want, list) else [want],
                         strict=True):
-            assert all(getattr(g, f.name) == getattr(w, f.name) for f in fields(w)), type(w).__name__
+            assert all(getattr(g, name) == getattr(w, name) for name in _fields(type(w))), type(w).__name__

@@ -362,6 +362,17 @@ def test_extractive_summarizer_drops_answered_questions() -> None:
     assert "Open question" not in text
 
 
+def test_a_reply_that_shares_only_function_words_leaves_the_question_open() -> None:
+    """Whether a question was answered is judged by its content words (the library's stop
+    words are not): "They should call back" answers nothing of "Should they have been shipped"."""
+    asked = [{"role": "user", "content": "Hi there."}, {"role": "user", "content": "Should they have been shipped already?"}]
+    summarize = ExtractiveSummarizer().summarize
+    assert summarize([*asked, {"role": "assistant", "content": "They should call back later."}],
+                     previous_summary=None) == "Request: Hi there.\nOpen question (user): Should they have been shipped already?"
+    assert summarize([*asked, {"role": "assistant", "content": "Yes, it was shipped already on Monday."}],
+                     previous_summary=None) == "Request: Hi there."
+
+
 def test_extractive_summarizer_folds_previous_summary_first_and_stays_bounded() -> None:
     previous = (
         "Decision (assistant): We will refund $40.\nOpen question (user): Where is parcel 77?"

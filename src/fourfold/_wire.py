@@ -25,11 +25,11 @@ from fourfold.agent.cases import CaseBase
 from fourfold.agent.deidentify import Ticket
 from fourfold.episodic.log import EpisodeLog
 from fourfold.errors import InvalidInput, StoreUnavailable
-from fourfold.longterm.store import LongTermMemory, MemoryId, MemoryInput, When
+from fourfold.longterm.store import LongTermMemory, MemoryInput, When
 from fourfold.longterm.versions import as_timestamp
 from fourfold.semantic.docs import TEXT_NEEDS_SOURCE, DocumentStore, read_document
 from fourfold.semantic.facts import FactStore
-from fourfold.serialize import from_json, to_json
+from fourfold.serialize import from_json, plain
 from fourfold.service.errors import ServiceError, error_for
 from fourfold.types import DocHit, Episode, Fact, Recalled, Remembered
 
@@ -49,12 +49,27 @@ class Call(Generic[T]):
 
     def request_args(self) -> dict[str, Any]:
         """Keyword arguments of `httpx.Client.request` / `AsyncClient.request`."""
-        # ensure_ascii keeps lone surrogates as \\u escapes, so the service (not this
-        # client) refuses them, with the same InvalidInput the library raises.
-        content = None if self.body is None else json.dumps(self.body, ensure_ascii=True)
+        content = None if self.body is None else _json_text(self.body)
         headers = {"Content-Type": "application/json"} if content is not None else None
         query = {k: v for k, v in (self.params or {}).items() if v is not None}
         return {"method": self.method, "url": self.path, "content": content, "params": query, "headers": headers}
+
+
+def _json_text(data: Any) -> str:
+    """What the caller passed (metadata, a filter, messages) as JSON, read as the library reads it.
+
+    The library takes JSON-compatible data and reads it through `json` (`check_metadata`), so
+    the client encodes it with `json` too: a `Remembered` in metadata travels as its id, a
+    tuple as a list, and what `json` cannot encode is refused here, before anything is sent.
+    """
+    try:
+        # ensure_ascii keeps lone surrogates as \\u escapes, so the service (not this
+        # client) refuses them, with the same InvalidInput the library raises.
+        return json.dumps(plain(data), ensure_ascii=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"not JSON-compatible: {exc}") from None
+    except RecursionError:  # a circular or very deep structure
+        raise InvalidInput("nested too deeply to send") from None
 
 
 def answer(call: Call[T], response: httpx.Response) -> T:
@@ -146,14 +161,37 @@ def _parts(served: type[Any]) -> _Parts:
 
 def _declared_parts(served: type[Any]) -> _Parts:
     """The annotations of a remote memory and its bases that name a part class of their module.
+
     They are looked up, not evaluated (they are strings, `from __future__ import annotations`),
-    so no other annotation can fail or run code on construction."""
+    so no other annotation can fail or run code on construction. An annotation that is a name
+    (`long_term: RemoteLongTermMemory`) must name something: a misspelt part would otherwise
+    leave the memory without it, unnoticed until a call.
+    """
     found: dict[str, Any] = {}
     for klass in reversed(served.__mro__):
         names = vars(sys.modules[klass.__module__])
         for name, hint in vars(klass).get("__annotations__", {}).items():
-            found[name] = names.get(hint) if isinstance(hint, str) else hint
+            found[name] = _named(hint, names, f"{klass.__qualname__}.{name}") if isinstance(hint, str) else hint
     return tuple((name, kind) for name, kind in found.items() if isinstance(kind, type) and issubclass(kind, SyncPart | AsyncPart))
+
+
+def _named(hint: str, names: Mapping[str, Any], where: str) -> Any:
+    """What an annotation that is a (dotted) name names in its module; None for any other
+    annotation (`ClassVar[...]`, a union), which is never a part."""
+    first, *rest = hint.split(".")
+    if not all(part.isidentifier() for part in (first, *rest)):
+        return None
+    if first in names:
+        value = names[first]
+    elif hasattr(builtins, first):
+        value = getattr(builtins, first)
+    else:
+        raise TypeError(f"{where}: the annotation {hint!r} names nothing in its module")
+    for part in rest:
+        if not hasattr(value, part):
+            raise TypeError(f"{where}: the annotation {hint!r} names nothing in its module")
+        value = getattr(value, part)
+    return value
 
 
 # -- the calls ------------------------------------------------------------------------------------
@@ -283,7 +321,7 @@ class Root:
         """Keep what a conversation says that is worth remembering (the service's model or rules)."""
         if isinstance(messages, (str, Mapping)):
             raise InvalidInput("messages must be a list of messages")
-        body = {"messages": [to_json(m) for m in messages], "scope": scope}
+        body = {"messages": list(messages), "scope": scope}
         return Call("POST", "/v1/memories/add", lambda d: [_remembered(r) for r in d["results"]], body)
 
 
@@ -292,17 +330,17 @@ class LongTerm:
 
     @remote
     def remember(text: str, *, scope: str | None = None, kind: str = "note", metadata: Mapping[str, Any] | None = None,
-                 key: str | None = None, valid_from: When | None = None) -> Call[MemoryId]:
+                 key: str | None = None, valid_from: When | None = None) -> Call[Remembered]:
         """One memory, redacted and embedded by the service (its own consolidation applies)."""
-        body = {"text": text, "scope": scope, "kind": kind, "metadata": to_json(metadata), "key": key,
+        body = {"text": text, "scope": scope, "kind": kind, "metadata": metadata, "key": key,
                 "valid_from": _when(valid_from, "valid_from")}
-        return Call("POST", "/v1/memories", _memory_id, _unset(body, "key", "valid_from"))
+        return Call("POST", "/v1/memories", _remembered, _unset(body, "key", "valid_from"))
 
     @like(LongTermMemory.update)
     def update(memory_id: str, text: str, kind: str | None, metadata: Mapping[str, Any] | None,
-               valid_from: When | None) -> Call[MemoryId]:
-        body = {"text": text, "kind": kind, "metadata": to_json(metadata), "valid_from": _when(valid_from, "valid_from")}
-        return Call("POST", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _memory_id, body)
+               valid_from: When | None) -> Call[Remembered]:
+        body = {"text": text, "kind": kind, "metadata": metadata, "valid_from": _when(valid_from, "valid_from")}
+        return Call("POST", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _remembered, body)
 
     @like(LongTermMemory.history)
     def history(memory_id: str) -> Call[list[Recalled]]:
@@ -317,7 +355,7 @@ class LongTerm:
     @like(LongTermMemory.recall)
     def recall(query: str, scope: str | None, k: int, kinds: Sequence[str] | None, where: Mapping[str, Any] | None,
                min_score: float | None, as_of: When | None, include_superseded: bool) -> Call[list[Recalled]]:
-        body = {"query": query, "scope": scope, "k": k, "kinds": _kinds(kinds), "where": to_json(where),
+        body = {"query": query, "scope": scope, "k": k, "kinds": _kinds(kinds), "where": where,
                 "min_score": min_score, "as_of": _when(as_of, "as_of"), "include_superseded": include_superseded}
         return Call("POST", "/v1/memories/search", _recalled_list, body)
 
@@ -347,7 +385,7 @@ class Episodes:
     def record_many(items: Sequence[Mapping[str, Any]]) -> Call[list[Episode]]:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise InvalidInput("record_many takes a sequence of episode mappings")
-        return Call("POST", "/v1/episodes/batch", _episode_list, {"items": [to_json(item) for item in items]})
+        return Call("POST", "/v1/episodes/batch", _episode_list, {"items": list(items)})
 
     @like(EpisodeLog.similar_successes)
     def similar_successes(
@@ -502,7 +540,7 @@ def _where_text(where: Mapping[str, Any] | None) -> str | None:
         return None
     if not isinstance(where, Mapping):
         raise InvalidInput(f"where must be a mapping of field -> condition, not {type(where).__name__}")
-    return json.dumps(to_json(where), ensure_ascii=True)
+    return _json_text(where)
 
 
 def _list(value: Any) -> Any:
@@ -516,10 +554,10 @@ def _kinds(kinds: Sequence[str] | None) -> Any:
 
 def _memory_input(item: MemoryInput | Mapping[str, Any]) -> Any:
     if isinstance(item, MemoryInput):
-        body = {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": to_json(item.metadata),
+        body = {"text": item.text, "scope": item.scope, "kind": item.kind, "metadata": item.metadata,
                 "key": item.key, "valid_from": _when(item.valid_from, "valid_from")}
         return _unset(body, "key", "valid_from")
-    plain = to_json(item)
+    plain = dict(item) if isinstance(item, Mapping) else item
     if isinstance(plain, dict) and "valid_from" in plain:
         plain["valid_from"] = _when(plain["valid_from"], "valid_from")
     return plain
@@ -552,10 +590,6 @@ def _forget_scope(path: str, scope: object) -> Call[int]:
 
 def _remembered(r: Mapping[str, Any]) -> Remembered:
     return from_json(Remembered, r)
-
-
-def _memory_id(r: Mapping[str, Any]) -> MemoryId:
-    return MemoryId(_remembered(r))
 
 
 def _recalled(r: Mapping[str, Any]) -> Recalled:

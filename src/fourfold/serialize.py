@@ -1,20 +1,23 @@
-"""One JSON form for the value types, read from their dataclass fields.
+"""One JSON form for the value types, read from their fields.
 
 The service writes it (`to_json`), the clients read it back (`from_json`): a field added to
-`Recalled`, `Remembered`, `Episode`, `Fact` or `DocHit` travels without another edit.
+`Recalled`, `Remembered`, `Episode`, `Fact` or `DocHit` travels without another edit. A value
+type's fields are its constructor's parameters, each kept as the attribute of that name: the
+dataclasses' fields, and those of `Remembered` (a `str`, the id, so not a dataclass).
 """
 
 from __future__ import annotations
 
+import inspect
 import types
 import typing
-from collections.abc import Mapping
-from dataclasses import MISSING, fields, is_dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar
 
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 
-__all__ = ["from_json", "to_json"]
+__all__ = ["from_json", "plain", "to_json"]
 
 T = TypeVar("T")
 
@@ -26,13 +29,23 @@ VALUE_TYPES: tuple[type, ...] = (Recalled, Remembered, Episode, Fact, DocHit, Re
 
 def to_json(value: Any) -> Any:
     """A value type (or a list, tuple or mapping of them) as JSON-ready dicts and lists."""
-    if is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, Remembered) or (is_dataclass(value) and not isinstance(value, type)):
         names = _WIRE_NAMES.get(type(value), {})
-        return {names.get(f.name, f.name): to_json(getattr(value, f.name)) for f in fields(value)}
+        return {names.get(name, name): to_json(getattr(value, name)) for name in _field_names(type(value))}
+    return plain(value, item=to_json)
+
+
+def plain(value: Any, *, item: Callable[[Any], Any] | None = None) -> Any:
+    """Data as `json` writes it, in plain dicts and lists: any mapping a dict, a tuple a list,
+    anything else as it is (a `Remembered` the id string it is), for SDKs and `json.dumps`.
+
+    What callers pass (metadata, filters, chat messages) is such data; `to_json` converts the
+    items too (`item`), as the library's own values."""
+    convert = item or plain
     if isinstance(value, Mapping):
-        return {k: to_json(v) for k, v in value.items()}
+        return {k: convert(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
+        return [convert(v) for v in value]
     return value
 
 
@@ -41,15 +54,28 @@ def from_json(cls: type[T], data: Mapping[str, Any]) -> T:
     names = _WIRE_NAMES.get(cls, {})
     hints = _hints(cls)
     kwargs: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        raw = data.get(names.get(f.name, f.name))
-        if raw is None and not _optional(hints[f.name]) and (f.default is not MISSING or f.default_factory is not MISSING):
+    for name, param in _parameters(cls).items():
+        raw = data.get(names.get(name, name))
+        if raw is None and not _optional(hints[name]) and param.default is not param.empty:
             continue  # absent (a service of an earlier version): the default
-        kwargs[f.name] = _read(hints[f.name], raw)
+        kwargs[name] = _read(hints[name], raw)
     return cls(**kwargs)
 
 
+def _field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's fields; those of `Remembered` (a `str`, not a dataclass) are its constructor's parameters."""
+    return tuple(f.name for f in fields(cls)) if is_dataclass(cls) else tuple(_parameters(cls))
+
+
+_PARAMETERS: dict[type, Mapping[str, inspect.Parameter]] = {}
 _HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _parameters(cls: type) -> Mapping[str, inspect.Parameter]:
+    """What the value type's constructor takes: one parameter per field."""
+    if cls not in _PARAMETERS:
+        _PARAMETERS[cls] = inspect.signature(cls).parameters
+    return _PARAMETERS[cls]
 
 
 def _hints(cls: type) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any
 
 __all__ = [
@@ -26,15 +26,44 @@ class Redaction:
     placeholder: str  # what replaced it, e.g. "[REDACTED:password]"
 
 
-@dataclass(frozen=True, slots=True)
-class Remembered:
-    """The outcome of a write: the id and what was redacted on the way in."""
+class Remembered(str):
+    """The outcome of a write (`remember`, `remember_many`, `update`, `add`): the memory's id,
+    which it is, with what was stored and redacted on the way in.
+
+    As a string it is the id: equal to it, hashed, printed and JSON-encoded as it, so code that
+    keeps, compares or passes on the id of a write works as with a plain `str`. Its read-only
+    fields say the rest, and its value-type JSON (`fourfold.serialize.to_json`) carries them all.
+    It is not a dataclass, so that generic encoders (pydantic, `dataclasses.asdict` of a
+    dataclass holding an id) take it for the string it is, as `json` does.
+    """
 
     id: str
     text: str  # the text as stored (after redaction)
-    redactions: tuple[Redaction, ...] = ()
-    created: bool = True  # False when an identical memory already existed
-    supersedes: tuple[str, ...] = ()  # the version this write replaced (a keyed memory, an update)
+    redactions: tuple[Redaction, ...]
+    created: bool  # False when an identical memory already existed
+    supersedes: tuple[str, ...]  # the version this write replaced (a keyed memory, an update)
+
+    def __new__(
+        cls, id: str, text: str, redactions: tuple[Redaction, ...] = (), created: bool = True,
+        supersedes: tuple[str, ...] = (),
+    ) -> Remembered:
+        if not isinstance(id, str):
+            raise TypeError(f"a memory id is a str, not {type(id).__name__}")
+        self = super().__new__(cls, id)
+        for name, value in (("id", str(id)), ("text", text), ("redactions", redactions), ("created", created),
+                            ("supersedes", supersedes)):
+            object.__setattr__(self, name, value)
+        return self
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[type[Remembered], tuple[Any, ...]]:
+        # str's own reduction would rebuild the id alone and drop the fields.
+        return type(self), (self.id, self.text, self.redactions, self.created, self.supersedes)
 
 
 @dataclass(frozen=True, slots=True)

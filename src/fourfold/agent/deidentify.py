@@ -163,43 +163,70 @@ def _without_details(text: str) -> tuple[str, tuple[Redaction, ...]]:
     return _DOUBLE_STOP.sub(r"\1", _PREFERENCE_LEFT.sub("", redacted)), found
 
 
-def _scrub(text: str, tainted: frozenset[str], allowed: Callable[[str, frozenset[str]], bool] | None, *,
-           stated: Callable[[str, frozenset[str], frozenset[str]], bool] | None = None,
-           own: frozenset[str] = frozenset(), company: Callable[[str], bool] | None = None,
-           later: Sequence[str] = ()) -> tuple[str, int]:
-    """The detector's redaction, then tainted words (and, with `allowed`, rare ones) masked.
-
-    In the statement of the problem (`_statement`) a word is kept when `stated(word,
-    statement's stems, stems the customer wrote besides)` says so instead (`_besides`: the
-    rest of `text`, and what the `later` messages give as the customer's own): elsewhere the
-    words it lets through could carry an instruction someone plants for other customers. The statement is never a sentence made
-    mostly of `own` words (the customer's name, town, pet): it is about the customer, not the
-    problem. With `company`, a known name or place (`known_words`: "baker", "reading") is kept
-    only if `company` says every stem of it is the company's own vocabulary, however common or
-    ordinary it is. A stated preference is dropped without a trace: it says how to treat one
-    customer.
-    """
+def _scrub(text: str, tainted: frozenset[str]) -> tuple[str, int]:
+    """The detector's redaction, then the tainted words masked; with how many details and words went."""
     redacted, found = _without_details(text)
-    start, end = _statement(redacted, own, company) if stated is not None else (0, 0)
+    return _masked(redacted, len(found), lambda word, _at: _key(word) not in tainted)
+
+
+def _masked(redacted: str, removed: int, keep: Callable[[str, int], bool]) -> tuple[str, int]:
+    masked, count = _mask(redacted, keep)
+    return " ".join(masked.split()), removed + count
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    """A customer's message read for the problem it states: its details redacted, the words it
+    gives as the customer's own, and where in the redacted text the problem is stated
+    (`_statement`; start == end when no sentence states it)."""
+
+    redacted: str
+    details: int  # how many the detector redacted
+    own: frozenset[str]
+    start: int
+    end: int
+
+
+def _read(message: str, company: Callable[[str], bool] | None) -> _Message:
+    """`message` read once for everything the problem is cut from (`company` scores the
+    sentences that may state it, see `_statement`)."""
+    redacted, found = _without_details(message)
+    own = own_words(message)
+    return _Message(redacted, len(found), own, *_statement(redacted, own, company))
+
+
+def _scrub_problem(message: _Message, tainted: frozenset[str], allowed: Callable[[str, frozenset[str]], bool],
+                   stated: Callable[[str, frozenset[str], frozenset[str]], bool], company: Callable[[str], bool],
+                   besides: frozenset[str]) -> tuple[str, int]:
+    """The opening message as the problem: its redaction, then tainted and rare words masked.
+
+    In the statement of the problem a word is kept when `stated(word, statement's stems,
+    stems the customer wrote besides)` says so (`besides`, see `_besides`); elsewhere
+    when `allowed(word, statement's stems)` does: the words `stated` lets through could
+    elsewhere carry an instruction someone plants for other customers. The statement is never
+    a sentence made mostly of the customer's own words (their name, town, pet): it is about
+    the customer, not the problem. A known name or place (`known_words`: "baker", "reading")
+    is kept only if `company` says every stem of it is the company's own vocabulary, however
+    common or ordinary it is. A stated preference is dropped without a trace: it says how to
+    treat one customer.
+    """
+    redacted, start, end = message.redacted, message.start, message.end
     # what the ticket is about: its statement, or all of it when no sentence states the problem
     context = frozenset(tokenize(redacted[start:end] if end > start else redacted))
-    besides = frozenset(_besides(redacted, start, end, later))
-    candidates = [(a, b) for a, b, _ in known_words(redacted)] if company is not None and allowed is not None else []
+    candidates = [(a, b) for a, b, _ in known_words(redacted)]
 
     def keep(word: str, at: int) -> bool:
-        lowered = word.lower()
         if _key(word) in tainted:
             return False
-        if allowed is None or lowered in STOPWORDS:
+        if word.lower() in STOPWORDS:
             return True
-        if company is not None and any(a <= at < b for a, b in candidates):
+        if any(a <= at < b for a, b in candidates):
             return all(company(s) for s in tokenize(word))
-        if stated is not None and start <= at < end:
+        if start <= at < end:
             return stated(word, context, besides)
         return allowed(word, context)
 
-    masked, count = _mask(redacted, keep)
-    return " ".join(masked.split()), len(found) + count
+    return _masked(redacted, message.details, keep)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,15 +265,19 @@ def extract_case(ticket: Ticket, *, evidence: Evidence | None = None) -> Case:
     """
     if evidence is None:
         tainted = _tainted(ticket, ticket.outcome, None)
-        text, removed = _scrub(ticket.goal, tainted, None)
-        return _case((_informative(text), removed), _scrub(ticket.outcome, tainted, None), ticket, tainted,
-                     "extraction")
+        text, removed = _scrub(ticket.goal, tainted)
+        return _case((_informative(text), removed), _scrub(ticket.outcome, tainted), ticket, tainted, "extraction")
     company, supported, others = evidence.company, evidence.supported, evidence.others
     outcome_stems = set(tokenize(ticket.outcome))
+    # The statement is the sentence with the most words of the fix or the company's texts; the
+    # fix's words found to be the customer's (`theirs`, below) are outside it, so it stays the
+    # statement once they are taken out.
+    opening = _read(ticket.goal, lambda s: s in outcome_stems or company(s))
+    besides = frozenset(_besides(opening.redacted, opening.start, opening.end, ticket.messages))
     # The operator's words that only this customer's own texts hold too are the customer's.
-    theirs = _theirs(ticket, outcome_stems, lambda s: company(s) or others(s), company)
+    theirs = _theirs(ticket, opening, besides, outcome_stems, lambda s: company(s) or others(s), company)
     outcome_stems -= theirs
-    own = own_words(ticket.goal)  # "our dog biscuit": however common the word, it is theirs here
+    own = opening.own  # "our dog biscuit": however common the word, it is theirs here
 
     def unowned(word: str) -> bool:
         return word.lower() not in own and not any(evidence.personal(s) and not company(s) for s in tokenize(word))
@@ -258,7 +289,7 @@ def extract_case(ticket: Ticket, *, evidence: Evidence | None = None) -> Case:
     def stated(word: str, context: frozenset[str], besides: frozenset[str]) -> bool:
         # A word the customer wrote besides the statement too ("xanthe satin - chicken office.
         # ... in our chicken shop") is as likely theirs as the problem's: this ticket's outcome
-        # and being ordinary no longer vouch for it (the operator's "matching it by amount"
+        # and being ordinary do not vouch for it (the operator's "matching it by amount"
         # says nothing of a town called Matching); the company's texts or another customer's
         # ticket about the same problem still do.
         return unowned(word) and all(company(s) or supported(s, context) or (s not in besides and (
@@ -266,31 +297,30 @@ def extract_case(ticket: Ticket, *, evidence: Evidence | None = None) -> Case:
 
     tainted = _tainted(ticket, ticket.outcome, evidence) | {
         _key(w) for w in _WORD.findall(ticket.outcome) if any(s in theirs for s in tokenize(w))}
-    problem, n = _scrub(ticket.goal, tainted, allowed, stated=stated, own=own,
-                        company=lambda s: s in outcome_stems or company(s), later=ticket.messages)
-    fix = _scrub(ticket.outcome, tainted, None)  # the operator's words; details still go
+    problem, n = _scrub_problem(opening, tainted, allowed, stated, lambda s: s in outcome_stems or company(s), besides)
+    fix = _scrub(ticket.outcome, tainted)  # the operator's words; details still go
     return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
 
 
-def _theirs(ticket: Ticket, outcome_stems: set[str], common: Callable[[str], bool],
-            company: Callable[[str], bool]) -> set[str]:
+def _theirs(ticket: Ticket, opening: _Message, besides: frozenset[str], outcome_stems: set[str],
+            common: Callable[[str], bool], company: Callable[[str], bool]) -> set[str]:
     """Stems of the operator's outcome that the customer wrote outside the statement of the
-    problem (their introduction, signature, details: the rest of the opening message, and
-    what a later message gives as theirs) and that nothing `common` (the
-    company's texts, another customer's ticket) holds: "told sugar to restart the router"
-    after "... regards, sugar". The statement is the one the problem is cut from (`company`
-    scores the sentences, as there)."""
-    goal = _without_details(ticket.goal)[0]
-    def companys(stem: str) -> bool:
-        return stem in outcome_stems or company(stem)
-
-    start, end = _statement(goal, own_words(ticket.goal), companys)
+    problem (`besides`: their introduction, signature, details, and what a later message gives
+    as theirs) and that nothing `common` (the company's texts, another customer's ticket)
+    holds: "told sugar to restart the router" after "... regards, sugar". The statement is the
+    one the problem is cut from (`opening`), or when none qualifies the sentence with the most
+    words of the fix or the `company` texts."""
+    goal, start, end = opening.redacted, opening.start, opening.end
     if end <= start:  # no sentence qualifies as the statement: the one most about the fix is it
+        def companys(stem: str) -> bool:
+            return stem in outcome_stems or company(stem)
+
         sentences = [m.span() for m in re.finditer(r"[^.!?]+[.!?]*", goal)]
         start, end = max(sentences, key=lambda span: sum(map(companys, tokenize(goal[span[0]:span[1]]))),
                          default=(0, len(goal)))
+        besides = frozenset(_besides(goal, start, end, ticket.messages))
     stated = set(tokenize(goal[start:end]))
-    return {s for s in outcome_stems & _besides(goal, start, end, ticket.messages) if s not in stated and not common(s)}
+    return {s for s in outcome_stems & besides if s not in stated and not common(s)}
 
 
 def _besides(goal: str, start: int, end: int, later: Sequence[str]) -> set[str]:
@@ -316,7 +346,7 @@ def _tainted(ticket: Ticket, shared_text: str, evidence: Evidence | None) -> fro
 
 def _case(problem: tuple[str, int], fix: tuple[str, int], ticket: Ticket, tainted: frozenset[str],
           written_by: Literal["model", "extraction"]) -> Case:
-    actions = [_scrub(a, tainted, None) for a in ticket.actions]
+    actions = [_scrub(a, tainted) for a in ticket.actions]
     removed = problem[1] + fix[1] + sum(n for _, n in actions)
     return Case(_clip(problem[0]), tuple(a for a, _ in actions), fix[0], written_by, removed)
 
@@ -352,7 +382,7 @@ def case_from_model(model: ChatModel, ticket: Ticket, *, evidence: Evidence | No
     if copies(f"{problem} {fix}", (ticket.goal, *ticket.messages), exempt=ticket.outcome):
         return None
     tainted = _tainted(ticket, f"{problem} {fix}", evidence)
-    return _case(_scrub(problem, tainted, None), _scrub(fix, tainted, None), ticket, tainted, "model")
+    return _case(_scrub(problem, tainted), _scrub(fix, tainted), ticket, tainted, "model")
 
 
 def copies(text: str, sources: Sequence[str], *, exempt: str = "", run: int = COPIED_RUN) -> bool:
@@ -407,11 +437,10 @@ def problem_query(message: str, *, company: Callable[[str], bool] | None = None)
     describes the problem, with the same details removed as from the cases (the customer's
     order number and card would otherwise match whichever case mentions orders or cards, and a
     greeting or a signature whichever case kept the same words)."""
-    redacted = _without_details(message)[0]
-    start, end = _statement(redacted, own_words(message), company)
-    if end > start:
-        return " ".join(redacted[start:end].split())
-    return _informative(" ".join(redacted.split())) or message
+    read = _read(message, company)
+    if read.end > read.start:
+        return " ".join(read.redacted[read.start : read.end].split())
+    return _informative(" ".join(read.redacted.split())) or message
 
 
 def _clip(text: str) -> str:

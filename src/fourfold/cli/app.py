@@ -33,8 +33,8 @@ from fourfold.errors import InvalidInput
 from fourfold.models.spec import MODEL_ENV
 
 if TYPE_CHECKING:
-    from fourfold.longterm.store import MemoryId
     from fourfold.memory import Memory
+    from fourfold.types import Remembered
 
 
 class _GlobalOptionsGroup(TyperGroup):
@@ -151,7 +151,7 @@ def remember(
     _written(mid)
 
 
-def _written(mid: MemoryId) -> None:
+def _written(mid: Remembered) -> None:
     redacted = [r.kind for r in mid.redactions]
     note = f" (redacted: {', '.join(redacted)})" if redacted else ""
     note += f" (supersedes {', '.join(mid.supersedes)})" if mid.supersedes else ""

@@ -2,6 +2,6 @@
 
 from fourfold.longterm.enrich import Enricher, ModelEnricher
 from fourfold.longterm.retrieval import Weights
-from fourfold.longterm.store import DOC_KIND, LongTermMemory, MemoryId, MemoryInput
+from fourfold.longterm.store import DOC_KIND, LongTermMemory, MemoryInput
 
-__all__ = ["DOC_KIND", "Enricher", "LongTermMemory", "MemoryId", "MemoryInput", "ModelEnricher", "Weights"]
+__all__ = ["DOC_KIND", "Enricher", "LongTermMemory", "MemoryInput", "ModelEnricher", "Weights"]

@@ -18,12 +18,9 @@ import numpy.typing as npt
 from fourfold.text.bm25 import K1, B, CollectionStats, bm25_idf, bm25_term_scores
 
 __all__ = [
-    "ContextTerms", "Neighbours", "RunContext", "Step", "neighbour_arrays", "neighbour_lists", "run_neighbour_arrays",
+    "ContextTerms", "RunContext", "Step", "neighbour_lists", "run_neighbour_arrays",
 ]
 
-#: Each record's neighbours as (position, share of weight), nearest first; symmetric, and a
-#: share set by the distance, as `fourfold.longterm.retrieval._neighbours` makes them.
-Neighbours = Sequence[Sequence[tuple[int, float]]]
 Ints = npt.NDArray[np.intp]
 #: Up to this many (term, record) cells the weights are summed in a dense table (32 MB).
 _DENSE_PAIRS = 1 << 22
@@ -56,7 +53,8 @@ class RunContext:
 
     @property
     def arrays(self) -> tuple[Ints, Floats, Ints]:
-        """`neighbour_arrays` of the records' neighbours along their runs."""
+        """Row r's k-th neighbour and its share at [r, k] (a missing one: row 0, share 0), and how
+        many each row has (`run_neighbour_arrays`)."""
         if self._arrays is None:
             self._arrays = run_neighbour_arrays(self.runs, self.shares, self.n)
         return self._arrays
@@ -83,24 +81,8 @@ def _run_steps(runs: Sequence[Sequence[int]], run_shares: Sequence[Sequence[floa
     return steps
 
 
-def neighbour_arrays(neighbours: Neighbours) -> tuple[Ints, Floats, Ints]:
-    """Row r's k-th neighbour and its share at [r, k] (a missing one: row 0, share 0), and
-    how many each row has."""
-    counts = np.fromiter((len(near) for near in neighbours), dtype=np.intp, count=len(neighbours))
-    width = int(counts.max()) if len(neighbours) else 0
-    at = np.zeros((len(neighbours), width), dtype=np.intp)
-    shares = np.zeros((len(neighbours), width), dtype=np.float64)
-    if width:
-        starts = np.cumsum(counts) - counts
-        rows = np.repeat(np.arange(len(neighbours)), counts)
-        slots = np.arange(int(counts.sum())) - np.repeat(starts, counts)
-        at[rows, slots] = [j for near in neighbours for j, _ in near]
-        shares[rows, slots] = [share for near in neighbours for _, share in near]
-    return at, shares, counts
-
-
 def run_neighbour_arrays(runs: Sequence[Sequence[int]], run_shares: Sequence[Sequence[float]], n: int) -> tuple[Ints, Floats, Ints]:
-    """`neighbour_arrays` of records that lend each other context along runs, in array steps.
+    """`RunContext.arrays` of records that lend each other context along runs, in array steps.
 
     `runs` are the runs' members in order (positions among `n` records, each in at most one
     run), `run_shares` each run's share at distance 1, 2, ... (cut at the first share <= 0).
@@ -136,7 +118,7 @@ def run_neighbour_arrays(runs: Sequence[Sequence[int]], run_shares: Sequence[Seq
 
 
 def neighbour_lists(at: Ints, shares: Floats, counts: Ints) -> list[list[tuple[int, float]]]:
-    """The neighbour lists that `neighbour_arrays` turned into these arrays."""
+    """Each row's neighbours as (position, share), nearest first, from `RunContext.arrays`."""
     return [list(zip(row[:c], share[:c], strict=True)) for row, share, c in
             zip(at.tolist(), shares.tolist(), counts.tolist(), strict=True)]
 
@@ -154,14 +136,16 @@ class ContextTerms:
     __slots__ = ("_bounds", "_cache", "_holders", "_lengths", "_total", "_vocab", "_weights", "b", "k1")
 
     def __init__(
-        self, token_lists: Sequence[Sequence[str]], neighbours: Neighbours, *,
-        arrays: tuple[Ints, Floats, Ints] | None = None, steps: Sequence[Step] | None = None,
-        nearer_weighs_more: bool = True, k1: float = K1, b: float = B, dense_pairs: int = _DENSE_PAIRS,
+        self, token_lists: Sequence[Sequence[str]], *, arrays: tuple[Ints, Floats, Ints] | None = None,
+        steps: Sequence[Step] | None = None, nearer_weighs_more: bool = True, k1: float = K1, b: float = B,
+        dense_pairs: int = _DENSE_PAIRS,
     ) -> None:
-        """`arrays`: `neighbour_arrays(neighbours)` when the caller has them, or `steps`, the
-        same neighbours as `RunContext.steps`; `nearer_weighs_more`: whether shares shrink with
-        distance (`Weights.context_decay` <= 1); up to `dense_pairs` (term, record) cells the
-        weights are summed in a table, past it through a sort."""
+        """The records' neighbours in one of `RunContext`'s two equal forms: its `arrays` or
+        its `steps`. `nearer_weighs_more` (with the arrays): whether shares shrink with distance
+        (`Weights.context_decay` <= 1); up to `dense_pairs` (term, record) cells the weights are
+        summed in a table, past it through a sort."""
+        if (arrays is None) == (steps is None):
+            raise TypeError("ContextTerms takes the neighbours as arrays or as steps")
         self.k1, self.b = k1, b
         n = len(token_lists)
         vocab: dict[str, int] = {}
@@ -174,7 +158,8 @@ class ContextTerms:
         if steps is not None:
             keys, values, lengths = _lent_by_steps(terms * stride + docs, sizes, steps)
         else:
-            at, shares, counts = arrays if arrays is not None else neighbour_arrays(neighbours)
+            assert arrays is not None
+            at, shares, counts = arrays
             keys, values, lengths = _lent_by_slots(terms, docs, sizes, at, shares, counts, stride, nearer_weighs_more)
         if len(vocab) * stride <= dense_pairs:  # a (term, record) table small enough to hold whole
             table = np.zeros(len(vocab) * stride, dtype=np.float64)

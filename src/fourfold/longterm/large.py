@@ -24,7 +24,7 @@ __all__ = ["DENSE", "LEXICAL", "CandidateStore", "Candidates", "LargeScopes", "S
 
 #: Candidates taken by vector and by words (each of the store's word queries). With the records
 #: holding (nearly) every query word among the word candidates, the exact top 10 that a large
-#: scope's candidates missed were no longer far by vector: at 200k records of MiniLM vectors,
+#: scope's candidates missed were not far by vector: at 200k records of MiniLM vectors,
 #: 0.993 of the exact top 10 offered with the 200 nearest, 0.987 with 100, where 800 nearest
 #: without them offered 0.940 (benchmarks/results/scale.md).
 DENSE, LEXICAL = 200, 200

@@ -31,7 +31,6 @@ from fourfold.longterm._terms import (
     Ints,
     RunContext,
     Step,
-    neighbour_arrays,
     neighbour_lists,
 )
 from fourfold.ranking import MEMORIES, Fusion, Parts, evidence_of, lexical_share, rank, typicality
@@ -152,8 +151,7 @@ class ScopeIndex:
         # only when asked for.
         plan = self._plan = _neighbour_plan(records, weights)
         self._neighbour_lists: list[list[tuple[int, float]]] | None = None
-        arrays = plan.arrays if plan.steps is None else None
-        self.matrix = _blend_vectors(own, (), arrays=arrays, steps=plan.steps)
+        self.matrix = _blend_vectors(own, plan)
         self._token_lists = self._tokens_of(records)
         self._lexical: ContextTerms | BM25Table = _context_terms(self._token_lists, plan, weights)
         self._bm25: BM25Index | None = None
@@ -279,10 +277,15 @@ class ScopeIndex:
         out._ids = self._ids | {r.id for r in new}
         out._own = np.concatenate([self._own, np.stack([r.embedding for r in new]).astype(np.float32, copy=False)])
         out._plan, out._neighbour_lists = _neighbour_plan(out.records, out.weights), None
-        changed = _new_neighbours(self._plan.arrays, out._plan.arrays, n_old)
         out.matrix = np.concatenate([self.matrix, np.empty((len(new), self.matrix.shape[1]), dtype=np.float32)])
-        at, shares, counts = out._plan.arrays
-        out.matrix[changed] = _blend_vectors(out._own, (), rows=changed, arrays=(at[changed], shares[changed], counts[changed]))
+        steps = out._plan.steps
+        if steps is not None:  # runs of consecutive records: the rows changed are read off the steps
+            changed = _lent_new(steps, n_old, len(out.records))
+            out.matrix[changed] = _blend_steps(out._own, steps, changed)
+        else:
+            changed = _new_neighbours(self._plan.arrays, out._plan.arrays, n_old)
+            at, shares, _ = out._plan.arrays
+            out.matrix[changed] = _blend_rows(out._own, changed, at[changed], shares[changed])
         out._typical = None  # every member's moves with the scope's sum: recomputed on first search
         out._token_lists = [*self._token_lists, *out._tokens_of(new)]
         out._lexical = _context_terms(out._token_lists, out._plan, out.weights)
@@ -406,12 +409,23 @@ def _thread(record: VectorRecord) -> tuple[str, ...] | None:
 def _context_terms(token_lists: list[list[str]], plan: RunContext, weights: Weights) -> ContextTerms:
     """The records' term weights with their neighbours' context, in array steps (not a term
     map per record): by slices of runs when the plan has them."""
-    return ContextTerms(token_lists, (), arrays=plan.arrays if plan.steps is None else None, steps=plan.steps,
-                        nearer_weighs_more=weights.context_decay <= 1)
+    if plan.steps is not None:
+        return ContextTerms(token_lists, steps=plan.steps)
+    return ContextTerms(token_lists, arrays=plan.arrays, nearer_weighs_more=weights.context_decay <= 1)
+
+
+def _lent_new(steps: Sequence[Step], n_old: int, n: int) -> list[int]:
+    """The rows of the first `n_old` that a step lends a later row to (records appended after
+    them became their neighbours), and every row after them."""
+    changed: set[int] = set()
+    for to, source, _ in steps:
+        shift = source.start - to.start  # the neighbour of row r is row r + shift
+        changed.update(range(max(to.start, n_old - shift), min(to.stop, n_old)))
+    return [*sorted(changed), *range(n_old, n)]
 
 
 def _new_neighbours(old: tuple[Ints, Floats, Ints], new: tuple[Ints, Floats, Ints], n_old: int) -> list[int]:
-    """The rows whose neighbours differ between two `neighbour_arrays` (the first `n_old`
+    """The rows whose neighbours differ between two `RunContext.arrays` (the first `n_old`
     rows held in both), and every row after them (new in `new`)."""
     width = max(old[0].shape[1], new[0].shape[1])
 
@@ -456,32 +470,47 @@ def _order(record: VectorRecord) -> tuple[float, int]:
     return (record.created_at, record.seq)
 
 
-def _blend_vectors(
-    own: Vectors, neighbours: Sequence[Sequence[tuple[int, float]]], *, rows: Sequence[int] | None = None,
-    arrays: tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]] | None = None,
-    steps: Sequence[Step] | None = None,
-) -> Vectors:
-    """Each vector (or those of `rows`) plus its neighbours' at their shares, renormalised to
-    unit length; a row comes out the same whichever other rows are computed with it.
+def _blend_vectors(own: Vectors, plan: RunContext) -> Vectors:
+    """Each vector plus its neighbours' at their shares, renormalised to unit length: by the
+    plan's `steps` when it has them, else by its arrays (the same floats)."""
+    if plan.steps is None:
+        return _blend_rows(own, None, *plan.arrays[:2])
+    return _blend_steps(own, plan.steps)
+
+
+def _blend_steps(own: Vectors, steps: Sequence[Step], rows: Sequence[int] | None = None) -> Vectors:
+    """`_blend_rows` of `rows` (None: all) from `RunContext.steps`: each step adds one
+    neighbour to a slice of rows, in each row's order of neighbours, with the same products."""
+    if rows is None:
+        blended = own.astype(np.float64)
+        for to, source, share in steps:
+            blended[to] += own[source] * np.float32(share)
+        return _unit(blended)
+    wanted = np.asarray(rows, dtype=np.intp)
+    blended = own[wanted].astype(np.float64)
+    for to, source, share in steps:
+        hit = (wanted >= to.start) & (wanted < to.stop)
+        blended[hit] += own[wanted[hit] + (source.start - to.start)] * np.float32(share)
+    return _unit(blended)
+
+
+def _blend_rows(own: Vectors, rows: Sequence[int] | None, at: npt.NDArray[np.intp], shares: Floats) -> Vectors:
+    """The blended vectors of `rows` (None: all), whose k-th neighbours and shares are
+    `at[:, k]`, `shares[:, k]` (`RunContext.arrays` of those rows); a row comes out the same
+    whichever other rows are computed with it.
 
     The k-th neighbours of all rows are added in one step, so each row still adds its own in
     order, with the same float32 products (a missing neighbour adds +0.0, which changes
     nothing): bit for bit the sum of one row at a time, without a Python step per neighbour.
-    `arrays` are `neighbour_arrays` of the wanted rows' neighbours, when the caller has them;
-    or, for all rows, `steps` (`RunContext.steps`): each adds one neighbour to a slice of rows,
-    in each row's order of neighbours, with the same products.
     """
-    if steps is not None and rows is None:
-        blended = own.astype(np.float64)
-        for to, source, share in steps:
-            blended[to] += own[source] * np.float32(share)
-    else:
-        wanted = range(len(own)) if rows is None else list(rows)
-        blended = own.astype(np.float64) if rows is None else own[wanted].astype(np.float64)
-        at, shares, _ = arrays if arrays is not None else neighbour_arrays([neighbours[i] for i in wanted])
-        shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
-        for slot in range(at.shape[1]):
-            blended += own[at[:, slot]] * shares32[:, slot, None]
+    blended = own.astype(np.float64) if rows is None else own[list(rows)].astype(np.float64)
+    shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
+    for slot in range(at.shape[1]):
+        blended += own[at[:, slot]] * shares32[:, slot, None]
+    return _unit(blended)
+
+
+def _unit(blended: npt.NDArray[np.float64]) -> Vectors:
     norms = np.linalg.norm(blended, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: Vectors = (blended / norms).astype(np.float32)

@@ -55,29 +55,9 @@ from fourfold.text.bm25 import CollectionStats
 from fourfold.text.redact import redact_many
 from fourfold.types import Recalled, Redaction, Remembered
 
-__all__ = ["DOC_KIND", "LongTermMemory", "MemoryId", "MemoryInput", "Prepared", "When"]
+__all__ = ["DOC_KIND", "LongTermMemory", "MemoryInput", "Prepared", "When"]
 
 log = logging.getLogger("fourfold.longterm")
-
-
-class MemoryId(str):
-    """What `remember` and `update` return: the memory's id as a plain string, carrying the
-    write's outcome (`remembered`, the same `Remembered` that `remember_many` returns) and its
-    fields: what was redacted, whether it was new, which version it replaced."""
-
-    remembered: Remembered
-    redactions: tuple[Redaction, ...]
-    created: bool
-    supersedes: tuple[str, ...]
-
-    def __new__(cls, remembered: Remembered) -> MemoryId:
-        self = super().__new__(cls, remembered.id)
-        self.remembered = remembered
-        self.redactions, self.created, self.supersedes = remembered.redactions, remembered.created, remembered.supersedes
-        return self
-
-    def __reduce__(self) -> tuple[type[MemoryId], tuple[Remembered]]:
-        return MemoryId, (self.remembered,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +72,6 @@ class MemoryInput:
     key: str | None = None
     #: When it became true (unix seconds or a datetime); default: `occurred_at`, else now.
     valid_from: float | datetime | None = None
-
-
 
 
 def memory_id(scope: str | None, text: str, *, prefix: str = "mem") -> str:
@@ -144,17 +122,17 @@ class LongTermMemory:
         key: str | None = None,
         valid_from: When | None = None,
         consolidate: Consolidator | bool | None = None,
-    ) -> MemoryId:
-        """Store one durable memory; returns its id (which also lists redactions and what it superseded).
+    ) -> Remembered:
+        """Store one durable memory; returns its id, a `Remembered` (which also lists redactions and what it superseded).
 
         With a `key`, the memory is a new version of the scope's memory with that key: the
-        current one gets `valid_to` and `MemoryId.supersedes` names it. Without one, memories
+        current one gets `valid_to` and `Remembered.supersedes` names it. Without one, memories
         are independent (several may hold at once). Writing the text the scope holds already
         stores nothing when kind and metadata are the same too (`created` is False), and a new
         version carrying them when they differ.
         """
         item = MemoryInput(text, scope, kind, metadata or {}, key, valid_from)
-        return MemoryId(self.remember_many([item], consolidate=consolidate)[0])
+        return self.remember_many([item], consolidate=consolidate)[0]
 
     def remember_many(
         self, items: Iterable[MemoryInput | Mapping[str, Any]], *, consolidate: Consolidator | bool | None = None
@@ -196,7 +174,7 @@ class LongTermMemory:
         kind: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         valid_from: When | None = None,
-    ) -> MemoryId:
+    ) -> Remembered:
         """A new version of a memory with another text, valid from now (or `valid_from`).
 
         Kind and metadata stay the memory's unless given. The version current until then
@@ -208,7 +186,7 @@ class LongTermMemory:
             text, record.scope, kind or record.kind, current if metadata is None else metadata,
             version_of(record).key, time.time() if valid_from is None else valid_from,
         )
-        return MemoryId(self._write_versions([self._prepare(item)], lineage=version_of(record).lineage)[0])
+        return self._write_versions([self._prepare(item)], lineage=version_of(record).lineage)[0]
 
     def history(self, memory_id: str) -> list[Recalled]:
         """Every version of a memory, oldest first (by `valid_from`), each with `valid_to`."""

@@ -10,7 +10,7 @@ from fourfold.errors import ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
 from fourfold.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from fourfold.models.content import plain
+from fourfold.serialize import plain
 from fourfold.text.lines import one_line
 
 if TYPE_CHECKING:

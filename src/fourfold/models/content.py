@@ -28,15 +28,6 @@ def json_dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-def plain(value: Any) -> Any:
-    """Deep-copy Mappings/Sequences into dicts/lists so SDKs and json see plain data."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
 def block_text(content: Any) -> str:
     """The text of a message's content: a string, or the text blocks of a block list."""
     if isinstance(content, str):

@@ -31,9 +31,9 @@ from fourfold.models.content import (
     content_words,
     estimate_tokens,
     json_dumps,
-    plain,
     words,
 )
+from fourfold.serialize import plain
 from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE_END
 
 __all__ = ["OFFLINE_LABEL", "OfflineModel"]

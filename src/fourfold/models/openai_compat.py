@@ -16,7 +16,8 @@ from fourfold.errors import InvalidInput, ModelError
 from fourfold.models._errors import connection_error, other_error, status_error
 from fourfold.models._sdk import SDKChatModel
 from fourfold.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from fourfold.models.content import block_text, blocks, json_dumps, plain
+from fourfold.models.content import block_text, blocks, json_dumps
+from fourfold.serialize import plain
 
 __all__ = ["OpenAICompatModel", "from_openai_response", "openai_client", "to_openai_messages", "to_openai_tools"]
 

@@ -38,7 +38,6 @@ from fourfold.service.keys import KeyStore
 from fourfold.service.swagger import install_swagger_ui
 from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
 from fourfold.service.ui import LOOPBACK_HOSTS, install_inspector
-from fourfold.types import Remembered
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_WORKER_THREADS", "Authenticator", "create_app"]
 
@@ -251,10 +250,7 @@ def create_app(
     def update(memory_id: str, body: s.UpdateIn, mem: Mem) -> s.RememberedOut:
         """A new version of a memory (any of its versions' ids names it); the current one ends."""
         done = mem.long_term.update(memory_id, body.text, kind=body.kind, metadata=body.metadata, valid_from=body.valid_from)
-        stored = mem.long_term.get(done).text
-        return s.RememberedOut.model_validate(
-            s.remembered_out(Remembered(done, stored, done.redactions, done.created, done.supersedes))
-        )
+        return s.RememberedOut.model_validate(s.remembered_out(done))
 
     @api.get("/memories/{memory_id}/versions", tags=["memories"])
     def history(memory_id: str, mem: Mem) -> s.MemoriesOut:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from fourfold.errors import FourfoldError
@@ -85,6 +85,6 @@ class GroupCommit:
         self._warm(batch)
         for slot, result in zip(batch, results, strict=True):
             # As if sent one after another: only the first of identical memories is new.
-            slot.result = result if result.id not in seen else replace(result, created=False)
+            slot.result = result if result.id not in seen else Remembered(result, result.text, result.redactions, False, result.supersedes)
             seen.add(result.id)
             slot.done = True

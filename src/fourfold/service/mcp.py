@@ -16,7 +16,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from fourfold.errors import FourfoldError, InvalidInput, NotFound
-from fourfold.longterm.store import MemoryId
 from fourfold.memory import Memory
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 from fourfold.service.errors import one_line
@@ -38,6 +37,7 @@ from fourfold.service.schemas import (
     episode_out,
     memory_out,
 )
+from fourfold.types import Remembered
 
 __all__ = ["INSTRUCTIONS", "MemoryFor", "bounded_scope", "build_mcp_server"]
 
@@ -266,7 +266,7 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     return server
 
 
-def _written(mid: MemoryId) -> dict[str, Any]:
+def _written(mid: Remembered) -> dict[str, Any]:
     return {"id": str(mid), "created": mid.created, "redacted": [r.kind for r in mid.redactions],
             "supersedes": list(mid.supersedes)}
 

@@ -12,6 +12,7 @@ from fourfold.errors import ModelError
 from fourfold.models.base import ChatModel, Message
 from fourfold.shortterm.messages import content_blocks, is_plain_user
 from fourfold.text.lines import one_line
+from fourfold.text.tokenize import STOPWORDS
 
 __all__ = ["Event", "ExtractiveSummarizer", "ModelSummarizer", "Summarizer", "events"]
 
@@ -111,13 +112,12 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z0-9_]{4,}")
-_STOP = frozenset("that this with what when where which there their have from your about".split())
 #: Lines are dropped in this order (then oldest first) when the summary is over its bound.
 _DROP_ORDER = ("Fact", "Tool", "Open question", "Decision")
 
 
 def _keywords(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
 
 
 def _answered(question: str, later: Sequence[str]) -> bool:

@@ -46,7 +46,7 @@ log = logging.getLogger("fourfold.stores")
 Floats = npt.NDArray[np.float64]
 
 #: Records from which a scope is searched through its candidates rather than read whole: a
-#: scope this large no longer fits the reader's cache (`LongTermMemory.max_cached_records`).
+#: scope this large does not fit the reader's cache (`LongTermMemory.max_cached_records`).
 LARGE_AT = 50_000
 #: Records read on each side of a candidate: its neighbours lend it context (`Weights`).
 WINDOW = 4
@@ -225,8 +225,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         index = ScopeIndex(window, self.dimension)
         rows = []
         delta: dict[tuple[str, str], int] = {}
-        grown: dict[str, float] = {}  # scope -> how much its total length moved
-        moved: dict[str, Floats] = {}  # scope -> how much its sum of blended vectors moved
+        moved: dict[str, tuple[float, Floats]] = {}  # scope -> how much its total length and vector sum moved
         before = {r[0]: (r[1], r[2] or (), r[3] or 0.0, r[4]) for r in conn.execute(
             "SELECT id, scope, (SELECT array_agg(k) FROM jsonb_object_keys(context) AS k), length, ann FROM memories"
             " WHERE id = ANY(CAST(? AS text[]))", (sorted(targets),),
@@ -238,15 +237,15 @@ class PostgresVectorStore(SQLiteVectorStore):
                 rows.append((_vector_text(blended), list(counts), _own_words(record), json.dumps(counts),
                              sum(counts.values()), record.id))
                 key, old, old_length, old_ann = before[record.id]
-                grown[key] = grown.get(key, 0.0) + sum(counts.values()) - old_length
-                shift = moved.setdefault(key, np.zeros(self.dimension, dtype=np.float64))
+                length, shift = moved.get(key, (0.0, np.zeros(self.dimension, dtype=np.float64)))
                 shift += blended
                 if old_ann is not None:
                     shift -= _vector_of(old_ann)
+                moved[key] = (length + sum(counts.values()) - old_length, shift)
                 for term in set(counts).symmetric_difference(old):
                     delta[key, term] = delta.get((key, term), 0) + (1 if term in counts else -1)
         self._move_frequencies(conn, delta)
-        self._move_totals(conn, grown, moved)
+        self._move_totals(conn, moved)
         if len(rows) < 100:
             conn.executemany(
                 "UPDATE memories SET ann = CAST(? AS vector), terms = array_to_tsvector(CAST(? AS text[])),"
@@ -279,15 +278,15 @@ class PostgresVectorStore(SQLiteVectorStore):
         )
 
     @staticmethod
-    def _move_totals(conn: Any, grown: dict[str, float], moved: dict[str, Floats]) -> None:
-        """Add to large scopes' total lengths and sums of blended vectors (a scope being promoted
-        has no row yet: its promotion writes both when it ends)."""
-        for key in sorted(moved):  # both callers move a scope's length and vector sum together
+    def _move_totals(conn: Any, moved: dict[str, tuple[float, Floats]]) -> None:
+        """Add (length, vector sum) to large scopes' total lengths and sums of blended vectors (a
+        scope being promoted has no row yet: its promotion writes both when it ends)."""
+        for key, (length, vector) in sorted(moved.items(), key=lambda item: item[0]):
             conn.execute(
                 "UPDATE large_scopes SET total_length = total_length + ?, total_ann = (SELECT array_agg(t + d"
                 " ORDER BY i) FROM unnest(total_ann, CAST(? AS float8[])) WITH ORDINALITY AS u(t, d, i))"
                 " WHERE scope = ?",
-                (grown[key], moved[key].tolist(), key),
+                (length, vector.tolist(), key),
             )
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -301,17 +300,16 @@ class PostgresVectorStore(SQLiteVectorStore):
                 " WHERE m.id = ANY(CAST(? AS text[])) AND m.context IS NOT NULL", (list(ids),),
             ):
                 delta[scope, term] = delta.get((scope, term), 0) - 1
-            shrunk: dict[str, float] = {}
-            moved: dict[str, Floats] = {}
+            moved: dict[str, tuple[float, Floats]] = {}
             for key, length, ann in conn.execute(
                 "SELECT scope, length, ann FROM memories WHERE id = ANY(CAST(? AS text[])) AND ann IS NOT NULL",
                 (list(ids),),
             ):
-                shrunk[key] = shrunk.get(key, 0.0) - float(length or 0.0)
-                moved[key] = moved.get(key, np.zeros(self.dimension, dtype=np.float64)) - _vector_of(ann)
+                total, vector = moved.get(key, (0.0, np.zeros(self.dimension, dtype=np.float64)))
+                moved[key] = (total - float(length or 0.0), vector - _vector_of(ann))
             super().delete(ids)
             self._move_frequencies(conn, delta)
-            self._move_totals(conn, shrunk, moved)
+            self._move_totals(conn, moved)
 
     def delete_scope(self, scope: str) -> int:
         with self.writing(), self.db.write() as conn:
@@ -389,18 +387,13 @@ class PostgresVectorStore(SQLiteVectorStore):
             totals[key] = (float(length or 0.0), (_vector_of(mean) * n).tolist())
         return totals
 
-    def document_frequencies(self, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
-        """How many records of a large scope hold each term, themselves or through their
-        neighbours (exactly BM25's document frequency): one read of `large_terms`."""
-        with self.db.read() as conn:
-            return self._frequencies(conn, scope, terms)
-
     def _statistics(
         self, conn: Any, scope: str | None, terms: Sequence[str], *, settings: dict[str, str] | None = None
     ) -> tuple[dict[str, float], float, Vectors | None]:
-        """How many records of a large scope hold each term, its total length and its sum of
-        blended vectors: one read, which also makes `settings` for the rest of the transaction
-        (a branch that returns no row, evaluated once: no round trip of its own)."""
+        """How many records of a large scope hold each term, themselves or through their
+        neighbours (exactly BM25's document frequency), its total length and its sum of blended
+        vectors, all kept at write time: one read, which also makes `settings` for the rest of
+        the transaction (a branch that returns no row, evaluated once: no round trip of its own)."""
         settings = settings or {}
         setting = " UNION ALL SELECT NULL, NULL, NULL WHERE set_config(?, ?, true) IS NULL" * len(settings)
         rows = conn.execute(
@@ -413,19 +406,6 @@ class PostgresVectorStore(SQLiteVectorStore):
         # float32, as typicality multiplies the rows by it (its float64 sum only moved its mean, by ~1e-8)
         total = np.asarray(ann, dtype=np.float32) if ann is not None else None
         return {term: float(found.get(term, 0)) for term in terms}, float(length or 0.0), total
-
-    def vector_total(self, scope: str | None) -> Vectors | None:
-        """The sum of a large scope's blended vectors, kept at write time (a query reads it with its candidates)."""
-        with self.db.read() as conn:
-            return self._statistics(conn, scope, [])[2]
-
-    @staticmethod
-    def _frequencies(conn: Any, scope: str | None, terms: Sequence[str]) -> dict[str, float]:
-        found = dict(conn.execute(
-            "SELECT term, df FROM large_terms WHERE scope = ? AND term = ANY(CAST(? AS text[]))",
-            (scope_key(scope), sorted(set(terms))),
-        ).fetchall())
-        return {term: float(found.get(term, 0)) for term in terms}
 
     def scope_size(self, scope: str | None) -> int:
         """How many records the scope holds (recounted at most every few seconds)."""
@@ -526,14 +506,6 @@ class PostgresVectorStore(SQLiteVectorStore):
             if w in chosen:
                 weights[w] = weights.get(w, 0.0) + bm25_idf(n, df[w])
         return weights
-
-    def mean_length(self, scope: str | None) -> float:
-        """The mean length (sum of term weights) of a large scope's records: its total length,
-        kept at write time, over its size."""
-        with self.db.read() as conn:
-            row = conn.execute("SELECT total_length FROM large_scopes WHERE scope = ?", (scope_key(scope),)).fetchone()
-        total = float(row[0] or 0.0) if row else 0.0
-        return total / max(self.scope_size(scope), 1) if total else 1.0
 
     def _features(self, conn: Any, among: str, params: Sequence[Any], words: list[str]) -> Features:
         """The features of the records whose ids the query `among` (with `params`) gives."""
