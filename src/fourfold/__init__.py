@@ -15,7 +15,16 @@ from fourfold.errors import (
     StoreUnavailable,
     TooLarge,
 )
-from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
+from fourfold.types import (
+    DocHit,
+    DocSource,
+    Episode,
+    Fact,
+    Ingested,
+    Recalled,
+    Redaction,
+    Remembered,
+)
 
 if TYPE_CHECKING:
     from fourfold.memory import Memory
@@ -34,10 +43,12 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "BudgetExceeded",
     "DocHit",
+    "DocSource",
     "EmbedderMismatch",
     "Episode",
     "Fact",
     "FourfoldError",
+    "Ingested",
     "InvalidInput",
     "LockTimeout",
     "Memory",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import FrozenInstanceError, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "DocHit",
+    "DocSource",
     "Episode",
     "Fact",
+    "Ingested",
     "Recalled",
     "Redaction",
     "Remembered",
@@ -110,6 +112,28 @@ class Fact:
     value: Any  # JSON-compatible: str, int, float, bool, None, list, dict
     description: str = ""
     updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """What ingesting one source did: added, replaced its old version, or found it unchanged."""
+
+    source: str
+    status: Literal["added", "replaced", "unchanged"]
+    chunks: int
+    removed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DocSource:
+    """A stored document: its source name, its chunk count, when it was last written."""
+
+    #: The name it was ingested under (a path, a URL, any label).
+    source: str
+    #: How many chunks of it are stored.
+    chunks: int
+    #: When it was last written, unix seconds.
+    updated_at: float
 
 
 @dataclass(frozen=True, slots=True)

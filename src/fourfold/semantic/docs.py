@@ -7,16 +7,14 @@ import glob
 import itertools
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from fourfold._validate import check_k, check_scope, check_text
 from fourfold.errors import InvalidInput, NotFound, TooLarge
 from fourfold.longterm.store import DOC_KIND, LongTermMemory, MemoryInput
 from fourfold.semantic.chunking import chunk_text
 from fourfold.text import redact
-from fourfold.types import DocHit, Recalled
+from fourfold.types import DocHit, DocSource, Ingested, Recalled
 
 __all__ = [
     "MAX_DOC_CHARS",
@@ -41,28 +39,6 @@ TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst"})
 _BATCH = 16
 #: Called as chunks are stored: (source, chunks done, chunks in the document).
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Ingested:
-    """What ingesting one source did: added, replaced its old version, or found it unchanged."""
-
-    source: str
-    status: Literal["added", "replaced", "unchanged"]
-    chunks: int
-    removed: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class DocSource:
-    """A stored document: its source name, its chunk count, when it was last written."""
-
-    #: The name it was ingested under (a path, a URL, any label).
-    source: str
-    #: How many chunks of it are stored.
-    chunks: int
-    #: When it was last written, unix seconds.
-    updated_at: float
 
 
 #: A string given to `ingest` is text: without a source name, say how to read a file instead.
