@@ -200,6 +200,7 @@ def test_record_episode_cannot_write_into_the_shared_case_base(memory: Memory) -
     anyio.run(main)
 
 
+@pytest.mark.slow  # a real `fourfold serve` process
 def test_mcp_at_slash_mcp_needs_a_key_and_keeps_tenants_apart(tmp_path: Path) -> None:
     import httpx
     import httpx2
