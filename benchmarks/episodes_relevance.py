@@ -16,7 +16,10 @@ mean top relevance of on-topic and off-topic queries by scope size.
     python benchmarks/episodes_relevance.py [--fit]
 
 `--fit` refits each kind's calibration on the dev half (`fit`, as `recall_cv.py` does for
-memories) and prints it. The last line is over the test half:
+memories) and prints it: for episodes slope 6.631, null weight 0.5 and offset -2.848, where the
+shipped `ranking.EPISODES` has -2.80 (fitted with its cut halfway between the last hit dropped
+and the first kept, not just below the first kept as `_calibrate.cut_keeping` puts every
+benchmark's cut). The last line is over the test half:
 ``episodes_relevance: episodes_hit3=X episodes_floor_drop=X episodes_offtopic_empty=X docs_hit3=X docs_floor_drop=X docs_offtopic_empty=X``
 """
 
@@ -31,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from _calibrate import cut_keeping, fit_logistic, relevance_of
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold import Memory
-from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background, Calibration, relevance
+from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background, Calibration
 from fourfold.testing import episode_desk as edata
 
 DOCUMENTS = MEMORIES  # documents are long-term memories of kind "doc"
@@ -56,11 +60,6 @@ def _evidence(score: float, calibration: Calibration, null: float) -> float:
     """The ranking sum behind a relevance (the inverse of `fourfold.ranking.relevance`)."""
     s = min(max(score, 1e-15), 1 - 1e-15)
     return (math.log(s / (1 - s)) - calibration.offset) / calibration.slope + calibration.null * null
-
-
-def _relevance(calibration: Calibration, evidence: float, null: float) -> float:
-    """`fourfold.ranking.relevance` of one candidate."""
-    return float(relevance(np.array([evidence]), calibration, null=null)[0])
 
 
 def run(memory: Any, embedder: Any, scopes: Sequence[edata.Scope], queries: Sequence[edata.Query]) -> tuple[list[Top], list[Top]]:
@@ -91,48 +90,36 @@ class Outcome:
 def outcome(tops: Sequence[Top], calibration: Calibration, floor: float = RELEVANCE_FLOOR) -> Outcome:
     on = [t for t in tops if t.query.kind == "on-topic"]
     hit = [any(rel for rel, _, _ in t.candidates[:3]) for t in on]
-    kept = [any(rel and _relevance(calibration, e, n) >= floor for rel, e, n in t.candidates[:3]) for t in on]
+    kept = [any(rel and relevance_of(calibration, e, n) >= floor for rel, e, n in t.candidates[:3]) for t in on]
     empty: dict[str, float] = {}
     for kind in ("chatter", "unrelated", "unanswerable"):
         off = [t for t in tops if t.query.kind == kind]
-        empty[kind] = float(np.mean([not any(_relevance(calibration, e, n) >= floor for _, e, n in t.candidates) for t in off]))
+        empty[kind] = float(np.mean([not any(relevance_of(calibration, e, n) >= floor for _, e, n in t.candidates) for t in off]))
     empty["off-topic"] = (empty["chatter"] + empty["unrelated"]) / 2
     by_size: dict[int, tuple[float, float]] = {}
     for size in edata.SIZES:
         def top(t: Top) -> float:
-            return max((_relevance(calibration, e, n) for _, e, n in t.candidates), default=0.0)
+            return max((relevance_of(calibration, e, n) for _, e, n in t.candidates), default=0.0)
         a = [top(t) for t in on if t.size == size]
         b = [top(t) for t in tops if t.size == size and t.query.kind in ("chatter", "unrelated")]
         by_size[size] = (float(np.mean(a)), float(np.mean(b)))
     return Outcome(float(np.mean(hit)), float(np.mean(hit)) - float(np.mean(kept)), empty, by_size)
 
 
-def fit_logistic(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[float, float]:
-    """slope and intercept of P(y | x) by Newton's method (a tiny ridge keeps them finite)."""
-    a = np.column_stack([x, np.ones(len(x))])
-    w = np.zeros(2)
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-a @ w))
-        hessian = (a * (p * (1 - p))[:, None]).T @ a + 1e-4 * np.eye(2)
-        w -= np.linalg.solve(hessian, a.T @ (p - y) + 1e-4 * w)
-    return float(w[0]), float(w[1])
-
-
 def fit(tops: Sequence[Top]) -> Calibration:
     """The null weight leaving the most off-topic queries empty at the default floor while it
     costs at most 0.01 of on-topic hit@3 (the floor's cut on evidence - weight * null is set
-    there), and the slope of a logistic fit of every top-3 candidate's relevance for that weight;
-    the offset puts the cut at the default floor (as `relevance_gate.choose`)."""
+    there, by `cut_keeping`), and the slope of a logistic fit of every top-3 candidate's
+    relevance for that weight; the offset puts the cut at the default floor (as
+    `relevance_gate.choose`)."""
     logit_floor = math.log(RELEVANCE_FLOOR / (1 - RELEVANCE_FLOOR))
+    on = sum(t.query.kind == "on-topic" for t in tops)
     best: tuple[float, Calibration] | None = None
     for weight in NULL_WEIGHTS:
-        hits = sorted(max(e - weight * n for rel, e, n in t.candidates[:3] if rel) for t in tops
-                      if t.query.kind == "on-topic" and any(rel for rel, _, _ in t.candidates[:3]))
-        on = sum(t.query.kind == "on-topic" for t in tops)
-        at = int(0.01 * on)  # halfway below the lowest hit kept: rounding cannot tip it
-        cut = (hits[at] + hits[at - 1]) / 2 if at else hits[0] - 1e-3
+        cut = cut_keeping((max(e - weight * n for rel, e, n in t.candidates[:3] if rel) for t in tops
+                           if t.query.kind == "on-topic" and any(rel for rel, _, _ in t.candidates[:3])), on)
         rows = [(rel, e - weight * n) for t in tops for rel, e, n in t.candidates[:3]]
-        slope, _ = fit_logistic(np.array([z for _, z in rows]), np.array([float(rel) for rel, _ in rows]))
+        slope = float(fit_logistic(np.array([z for _, z in rows]), np.array([float(rel) for rel, _ in rows]))[0])
         calibration = Calibration(slope, logit_floor - slope * cut, weight)
         empty = outcome(tops, calibration).empty["off-topic"]
         if best is None or empty > best[0] + 1e-9:

@@ -39,9 +39,10 @@ import numpy as np
 import _locomo_data as ldata
 import _paraphrase_data as pdata
 import locomo
+from _calibrate import cut_keeping, fit_logistic, relevance_of
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold.longterm import LongTermMemory, Weights
-from fourfold.ranking import Calibration, relevance
+from fourfold.ranking import Calibration
 from fourfold.stores import InMemoryVectorStore
 
 LEXICAL = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5)
@@ -104,23 +105,6 @@ def hit3(dataset: pdata.Dataset, run: Sequence[Top], types: set[str]) -> float:
     return sum(got) / len(got)
 
 
-def _relevance(calibration: Calibration, evidence: float, null: float) -> float:
-    """`fourfold.ranking.relevance` of one candidate."""
-    return float(relevance(np.array([evidence]), calibration, null=null)[0])
-
-
-def fit_logistic(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Weights (one per column of x, then the intercept) of P(y | x) by Newton's method (a tiny
-    ridge keeps them finite)."""
-    a = np.column_stack([x, np.ones(len(x))])
-    w = np.zeros(a.shape[1])
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-a @ w))
-        hessian = (a * (p * (1 - p))[:, None]).T @ a + 1e-4 * np.eye(len(w))
-        w -= np.linalg.solve(hessian, a.T @ (p - y) + 1e-4 * w)
-    return w
-
-
 def floor_outcome(
     dataset: pdata.Dataset, run: Sequence[Top], picked: Sequence[bool], calibration: Calibration, floor: float,
 ) -> tuple[float, float]:
@@ -129,7 +113,7 @@ def floor_outcome(
     for q, top, use in zip(dataset.questions, run, picked, strict=True):
         if not use:
             continue
-        kept = [rel for rel, e, null in top if _relevance(calibration, e, null) >= floor]
+        kept = [rel for rel, e, null in top if relevance_of(calibration, e, null) >= floor]
         if q.answer is None:
             off += 1
             empty += not kept
@@ -158,7 +142,10 @@ def _fit(dataset: pdata.Dataset, run: Sequence[Top], picked: Sequence[bool], nul
     y = np.array([float(rel) for rel, _, _ in rows])
     slope, offset = fit_logistic(np.array([[e - null_weight * null] for _, e, null in rows]), y)
     calibration = Calibration(float(slope), float(offset), null_weight)
-    ok = [f for f in FLOORS if floor_outcome(dataset, run, picked, calibration, f)[0] <= 0.01]
+    on = [top for q, top, use in zip(dataset.questions, run, picked, strict=True) if use and q.answer is not None]
+    cut = cut_keeping((max(relevance_of(calibration, e, null) for rel, e, null in top if rel) for top in on
+                       if any(rel for rel, _, _ in top)), len(on))
+    ok = [f for f in FLOORS if f <= cut]  # the shipped floor is a round number of this grid
     return calibration, max(ok) if ok else FLOORS[0]
 
 

@@ -40,8 +40,8 @@ import numpy as np
 import _paraphrase_data as pdata
 import episodes_relevance as er
 import relevance_lab as rl
+from _calibrate import LOST, cut_keeping, fit_logistic
 from _embed_cache import CACHE_DIR, CachedEmbedder
-from fourfold._background import CHATTER, TEXTS
 from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background
 from fourfold.testing import episode_desk as edata
 from fourfold.text import tokenize
@@ -75,8 +75,9 @@ def _nearest(matrix: Arr, v: Arr, n: int = 3) -> float:
 
 def collect() -> list[Asked]:
     emb = CachedEmbedder(CACHE_DIR / "relevance-gate-minilm.npz")
-    prose = emb.embed_many(list(TEXTS)).astype(np.float64)
-    chatter = emb.embed_many(list(CHATTER)).astype(np.float64)
+    background = Background.of(emb)  # the library's own vectors (shipped with it for MiniLM)
+    prose = background.vectors.astype(np.float64)
+    chatter = background.chatter.astype(np.float64)
     both = np.vstack([prose, chatter])
 
     def asked(set_: str, split: str, kind: str, text: str, cands: Sequence[tuple[bool, float]]) -> Asked:
@@ -161,11 +162,10 @@ def outcome(t: Table, z: Arr, slope: float, offset: float, floor: float) -> tupl
 SETS = ("memories", "episodes", "documents")
 
 
-def cut_of(t: Table, z: Arr, lost: float = 0.01) -> float:
+def cut_of(t: Table, z: Arr, lost: float = LOST) -> float:
     """The highest cut on z that costs at most `lost` of the on-topic hit@3 of `t`."""
     on = np.array([a.kind == "on-topic" for a in t.rows])
-    hits = np.sort(np.where(t.relevant, z, -np.inf).max(axis=1)[on & t.relevant.any(axis=1)])
-    return float(hits[int(lost * on.sum())]) - 1e-9
+    return cut_keeping(np.where(t.relevant, z, -np.inf).max(axis=1)[on & t.relevant.any(axis=1)], int(on.sum()), lost)
 
 
 def choose(dev: Table, w: Weights4) -> tuple[float, float, float]:
@@ -177,7 +177,7 @@ def choose(dev: Table, w: Weights4) -> tuple[float, float, float]:
     cut = min(cut_of(p, z_of(p, w)) for p in parts)
     empty = float(np.mean([(~(z_of(p, w) >= cut).any(axis=1))[np.isin([a.kind for a in p.rows], ("unrelated", "chatter"))].mean() for p in parts]))
     live = np.isfinite(z)
-    slope, _ = er.fit_logistic(z[live], dev.relevant[live].astype(np.float64))
+    slope = float(fit_logistic(z[live], dev.relevant[live].astype(np.float64))[0])
     offset = math.log(RELEVANCE_FLOOR / (1 - RELEVANCE_FLOOR)) - slope * cut
     return slope, offset, empty
 

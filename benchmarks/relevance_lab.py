@@ -33,6 +33,7 @@ from scipy.optimize import minimize
 
 import _handwritten as hand
 import _paraphrase_data as pdata
+from _calibrate import LOST, cut_keeping
 from _embed_cache import CACHE_DIR, CachedEmbedder
 from fourfold._background import _STATEMENTS
 from fourfold.longterm import LongTermMemory
@@ -160,10 +161,10 @@ def outcomes(rows: Sequence[Row], theta: Arr) -> list[Outcome]:
     return out
 
 
-def floor_of(results: Sequence[Outcome], lost: float = 0.01) -> float:
-    hits = sorted(z for kind, hit, z, _ in results if kind == "on-topic" and hit)
-    on = sum(kind == "on-topic" for kind, *_ in results)
-    return hits[int(lost * on)] - 1e-9
+def floor_of(results: Sequence[Outcome], lost: float = LOST) -> float:
+    """The highest logit floor costing at most `lost` of the on-topic hit@3 of `results`."""
+    return cut_keeping((z for kind, hit, z, _ in results if kind == "on-topic" and hit),
+                       sum(kind == "on-topic" for kind, *_ in results), lost)
 
 
 def summary(results: Sequence[Outcome], floor: float) -> str:

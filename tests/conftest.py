@@ -38,7 +38,8 @@ def open_memory(tmp_path: Path) -> Iterator[OpenMemory]:
     `open_memory()` opens the data dir `tmp_path / "data"` on the hash embedder; a target (another
     dir, a PostgreSQL URL, `memory_target`) and any `Memory.open` option (`store=`, `config=`,
     `embedder=`, ...) may be given. Calling it twice on one target gives two handles, as two
-    processes would have.
+    processes would have. `with open_memory(...) as mem:` closes a handle early (before its files
+    are read or damaged, or the target is reopened); closing it again at the end is harmless.
     """
     from fourfold import Memory
 

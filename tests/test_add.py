@@ -73,6 +73,7 @@ def test_add_over_mcp(memory: Memory) -> None:
     assert sorted(m.text for m in memory.long_term.all(scope="user:me")) == KEPT
 
 
+@pytest.mark.slow  # a real `fourfold serve` process
 def test_add_through_a_real_service_and_the_cli(tmp_path: Path) -> None:
     with LiveService(tmp_path / "served", keys={"acme": 1}) as live:
         http = httpx.Client(base_url=f"{live.url}/v1", headers=live.headers("acme"))

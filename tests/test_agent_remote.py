@@ -137,6 +137,7 @@ def test_agents_on_remote_memory_share_de_identified_cases_within_their_tenant(
     assert bobs.turn("bob", BOB).report.cases == ()
 
 
+@pytest.mark.slow  # a real `fourfold serve` process
 def test_an_agent_shares_cases_through_a_real_service(tmp_path: Path) -> None:
     """`fourfold serve` in its own process: two agents' clients, one tenant, the case crosses
     between them over HTTP; a key of another tenant sees none of it."""

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fourfold import Memory
+from conftest import OpenMemory
 from fourfold.agent import SupportAgent, customer_scope
-from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import SHARED_SCOPE
 from fourfold.models import OfflineModel
 from fourfold.text.gazetteer import known
@@ -20,8 +19,8 @@ FIX = "pinning the router to 2.4 GHz stopped the wifi drops"
 
 
 @pytest.fixture
-def agent(tmp_path: Path) -> Iterator[SupportAgent]:
-    with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as mem:
+def agent(open_memory: OpenMemory, tmp_path: Path) -> Iterator[SupportAgent]:
+    with open_memory(tmp_path / "data") as mem:
         yield SupportAgent(mem, OfflineModel())
 
 
@@ -96,7 +95,7 @@ def test_a_rewritten_case_is_still_erased_with_its_customer(agent: SupportAgent)
 
 
 def test_a_rewrite_never_brings_back_a_case_another_process_erased(
-        agent: SupportAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        open_memory: OpenMemory, agent: SupportAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """alice is erased by another process while carl's ticket rewrites her case: the rewrite
     finds her case gone and writes no copy of it."""
     agent.turn("alice", "The wifi on my router drops each hour in our sandwich shop.")
@@ -104,7 +103,7 @@ def test_a_rewrite_never_brings_back_a_case_another_process_erased(
     log = agent.memory.episodes
     alice = customer_scope("alice")
     alices = {c.id for c in log.episodes(scope=SHARED_SCOPE) if log.sources([c.id]).get(c.id) == alice}
-    with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as other:
+    with open_memory(tmp_path / "data") as other:
         erased: list[int] = []
 
         def erase_alice(touches_alice):  # type: ignore[no-untyped-def]

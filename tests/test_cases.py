@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OpenMemory
 from fourfold import Memory
 from fourfold.agent import SupportAgent, customer_scope
 from fourfold.agent.cases import CaseBase
 from fourfold.agent.deidentify import Ticket, copies, extract_case
-from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import SHARED_SCOPE
 from fourfold.models import OfflineModel, ScriptedModel
 
@@ -26,10 +26,8 @@ OUTCOME = "Called Alice back on +1 415 555 0142: the invoice PDF 502 error is fi
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Memory:
-    m = Memory.open(tmp_path / "data", embedder=HashEmbedder())
-    yield m  # type: ignore[misc]
-    m.close()
+def mem(memory: Memory) -> Memory:
+    return memory
 
 
 def test_bob_gets_alices_fix_and_nothing_personal_of_hers(mem: Memory) -> None:
@@ -161,12 +159,11 @@ def test_the_log_hands_a_reader_only_what_it_added_since_and_says_when_to_start_
     assert restarted and [e.goal for e in added] == ["ann export hangs", "cat export hangs"]
 
 
-def test_the_shared_words_follow_the_log_incrementally_across_processes_and_agents(tmp_path: Path) -> None:
+def test_the_shared_words_follow_the_log_incrementally_across_processes_and_agents(open_memory: OpenMemory, tmp_path: Path) -> None:
     """Another process's writes and erasures reach the vocabulary, and every CaseBase over one
     log (the service makes an agent per request) shares it."""
     ticket = Ticket("The Zorblax widget export hangs", (), (), "Restarting the export worker fixed it")
-    with Memory.open(tmp_path / "d", embedder=HashEmbedder()) as here, \
-            Memory.open(tmp_path / "d", embedder=HashEmbedder()) as other:
+    with open_memory(tmp_path / "d") as here, open_memory(tmp_path / "d") as other:  # two processes' handles
         first = CaseBase(here, min_customers=2)
         assert "Zorblax" not in first.deidentify(ticket).problem
         other.episodes.record(goal="Zorblax widget export hangs often", actions=[], outcome="ok", success=True,

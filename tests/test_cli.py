@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conftest import OpenMemory
 from fourfold.cli import main
 
 
@@ -130,7 +131,7 @@ def test_store_takes_a_postgresql_url_only(capsys: pytest.CaptureFixture[str], t
 
 
 @pytest.mark.postgres
-def test_fourfold_store_env_points_every_process_at_postgresql(postgres_url: str, tmp_path: Path) -> None:
+def test_fourfold_store_env_points_every_process_at_postgresql(postgres_url: str, tmp_path: Path, open_memory: OpenMemory) -> None:
     """FOURFOLD_STORE in the environment: a command in another process writes, this one reads."""
     env = {**os.environ, "FOURFOLD_STORE": postgres_url, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.run(
@@ -138,11 +139,8 @@ def test_fourfold_store_env_points_every_process_at_postgresql(postgres_url: str
         capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    from fourfold import Memory
-    from fourfold.embeddings import HashEmbedder
-
-    with Memory.open(postgres_url, embedder=HashEmbedder()) as mem:
-        assert [r.id for r in mem.long_term.recall("Oslo", scope="c:9")] == [json.loads(proc.stdout)["id"]]
+    mem = open_memory(postgres_url)
+    assert [r.id for r in mem.long_term.recall("Oslo", scope="c:9")] == [json.loads(proc.stdout)["id"]]
     assert not any(tmp_path.iterdir())  # nothing written to a data dir
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OpenMemory
 from fourfold._files import private_dir, private_file, replacing, write_private
 
 
@@ -52,14 +53,12 @@ def test_write_private_replaces_atomically_and_leaves_no_temp_file(tmp_path: Pat
     assert sorted(p.name for p in target.parent.iterdir()) == ["thread.json"]
 
 
-def test_every_file_and_folder_of_a_data_dir_is_private_whatever_the_umask(tmp_path: Path) -> None:
-    from fourfold import Memory
-    from fourfold.embeddings import HashEmbedder
+def test_every_file_and_folder_of_a_data_dir_is_private_whatever_the_umask(open_memory: OpenMemory, tmp_path: Path) -> None:
     from fourfold.shortterm.threads import Thread
 
     old_umask = os.umask(0o022)  # the usual umask: files 0644, folders 0755 unless fourfold says otherwise
     try:
-        with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as mem:
+        with open_memory(tmp_path / "data") as mem:
             mem.long_term.remember("Prefers email", scope="c1")
             mem.episodes.record(goal="g", actions=["a"], outcome="o", success=True)
             mem.facts.set("refund_window_days", 30)
@@ -79,15 +78,14 @@ def _open_modes(root: Path) -> list[str]:
             if _mode(p) != (0o700 if p.is_dir() else 0o600)]
 
 
-def test_a_chroma_data_dir_and_a_served_tenant_are_private_whatever_the_umask(tmp_path: Path) -> None:
+def test_a_chroma_data_dir_and_a_served_tenant_are_private_whatever_the_umask(open_memory: OpenMemory, tmp_path: Path) -> None:
     """Embedded Chroma writes its database and index files with the umask's modes (0644); the
     service's tenants folder was made 0755. Both must be private like the rest."""
-    from fourfold import Memory
     from fourfold.embeddings import HashEmbedder
     from fourfold.service.keys import KeyStore
     from fourfold.service.tenancy import Tenants
 
-    with Memory.open(tmp_path / "chroma", embedder=HashEmbedder(), store="chroma") as mem:
+    with open_memory(tmp_path / "chroma", store="chroma") as mem:
         mem.long_term.remember_many([{"text": f"Customer {i} prefers email", "scope": "c1"} for i in range(50)])
         assert any(p.name == "chroma.sqlite3" for p in (tmp_path / "chroma").rglob("*"))
         assert _open_modes(tmp_path / "chroma") == []

@@ -388,6 +388,7 @@ def test_the_stored_tool_description_reaches_the_model_in_chat(cli: Run, fake: F
 # -- 6 and 8. the service: --model after `serve`, and /docs offline ------------------------
 
 
+@pytest.mark.slow  # a real `fourfold serve` process
 def test_service_takes_the_model_spec_and_serves_swagger_offline(tmp_path: Path, fake: FakeLLMServer) -> None:
     import re
 

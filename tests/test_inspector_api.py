@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from conftest import OpenMemory
 from fourfold import Memory
 from fourfold.agent import SupportAgent, customer_scope
 from fourfold.agent.cases import CaseBase
@@ -383,7 +384,7 @@ def _cli(*args: str) -> list[str]:
     return cli_command(*args)
 
 
-def test_fourfold_ui_serves_on_loopback_and_opens_the_browser(tmp_path: Path) -> None:
+def test_fourfold_ui_serves_on_loopback_and_opens_the_browser(open_memory: OpenMemory, tmp_path: Path) -> None:
     """`fourfold ui DATA_DIR` binds 127.0.0.1 and opens /ui with the user's browser ($BROWSER
     here: a script that records the address it was given)."""
     import time
@@ -393,7 +394,7 @@ def test_fourfold_ui_serves_on_loopback_and_opens_the_browser(tmp_path: Path) ->
     from fourfold.service.testing import free_port
 
     data = tmp_path / "data"
-    with Memory.open(data, embedder=EMBEDDER) as m:
+    with open_memory(data, embedder=EMBEDDER) as m:
         m.long_term.remember("Prefers email", scope="customer:ann")
     opened = tmp_path / "opened.txt"
     recorder = tmp_path / "browser.sh"

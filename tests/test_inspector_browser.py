@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from conftest import OpenMemory
 from fourfold import Memory
 from fourfold.agent.cases import CaseBase
 from fourfold.agent.deidentify import Ticket
@@ -34,6 +35,8 @@ TITLE = "fourfold inspector"
 
 
 def _seed(data: Path) -> None:
+    """The module's data dir, written once before its service starts (a module-scoped fixture
+    cannot take the per-test `open_memory`)."""
     with Memory.open(data, embedder=EMBEDDER) as mem:
         lt = mem.long_term
         lt.remember("Prefers phone calls", scope=ANN, kind="preference", key="contact_channel",
@@ -125,6 +128,8 @@ def ui(browser: Any, live: LiveService) -> Iterator[Page]:
 
 
 def _store(data_dir: Path) -> Memory:
+    """A reader's own handle on the module's data dir while its service runs, opened and closed
+    around each check: what the page wrote, read back as another process would."""
     return Memory.open(data_dir, embedder=EMBEDDER, create=False)
 
 
@@ -377,10 +382,12 @@ def test_another_origin_cannot_act_through_the_browser(ui: Page, live: LiveServi
     assert _memories(data_dir, "customer:csrf") == [] and _memories(data_dir, ANN)
 
 
-def test_with_keys_the_page_asks_for_one_and_sees_only_its_tenant(browser: Any, tmp_path: Path) -> None:
+def test_with_keys_the_page_asks_for_one_and_sees_only_its_tenant(
+    open_memory: OpenMemory, browser: Any, tmp_path: Path
+) -> None:
     data = tmp_path / "data"
     for tenant, scope in (("acme", "customer:acme-1"), ("globex", "customer:globex-1")):
-        with Memory.open(data / "tenants" / tenant, embedder=EMBEDDER) as mem:
+        with open_memory(data / "tenants" / tenant, embedder=EMBEDDER) as mem:
             mem.long_term.remember(f"{tenant}'s secret plan", scope=scope)
     with LiveService(data, keys={"acme": 1, "globex": 1}, serve_args=["--model", "offline"]) as service:
         ui = Page(browser, service.url)

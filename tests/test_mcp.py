@@ -161,8 +161,8 @@ def test_library_errors_are_tool_errors_with_their_code(memory: Memory) -> None:
     anyio.run(main)
 
 
-def test_fourfold_mcp_over_stdio_with_the_official_client(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def test_fourfold_mcp_over_stdio_with_the_official_client(open_memory: OpenMemory, tmp_path: Path) -> None:
+    with open_memory(tmp_path) as mem:
         mem.facts.set("refund.window_days", 30)
     params = StdioServerParameters(
         command=sys.executable,
@@ -181,7 +181,7 @@ def test_fourfold_mcp_over_stdio_with_the_official_client(tmp_path: Path) -> Non
             assert text(await client.call_tool("lookup_policy", {"key": "refund.window_days"})) == "30"
 
     anyio.run(main)
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:  # written to the data dir, in the scope given
+    with open_memory(tmp_path) as mem:  # written to the data dir, in the scope given
         assert [r.text for r in mem.long_term.all(scope="user:me")] == ["Works from Lisbon on Fridays"]
 
 
@@ -200,6 +200,7 @@ def test_record_episode_cannot_write_into_the_shared_case_base(memory: Memory) -
     anyio.run(main)
 
 
+@pytest.mark.slow  # a real `fourfold serve` process
 def test_mcp_at_slash_mcp_needs_a_key_and_keeps_tenants_apart(tmp_path: Path) -> None:
     import httpx
     import httpx2

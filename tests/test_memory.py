@@ -87,21 +87,21 @@ def test_forget_scope_erases_every_store_and_the_bytes_on_disk(open_memory: Open
         mem.forget_scope(None)  # type: ignore[arg-type]
 
 
-def test_reopen_with_another_embedder_is_a_clear_error(memory_target: Path | str) -> None:
-    Memory.open(memory_target, embedder=HashEmbedder()).close()
+def test_reopen_with_another_embedder_is_a_clear_error(open_memory: OpenMemory, memory_target: Path | str) -> None:
+    open_memory(memory_target).close()
     with pytest.raises(EmbedderMismatch, match="hash-v1:256"):
-        Memory.open(memory_target, embedder=HashEmbedder(dimension=64))
+        open_memory(memory_target, embedder=HashEmbedder(dimension=64))
 
 
-def test_data_dir_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+def test_data_dir_from_a_newer_version_is_refused(open_memory: OpenMemory, tmp_path: Path) -> None:
     (tmp_path / "fourfold.json").write_text(json.dumps({"format": 99, "embedder": "hash-v1:256"}))
     with pytest.raises(StoreCorrupt, match="newer fourfold"):
-        Memory.open(tmp_path, embedder=HashEmbedder())
+        open_memory(tmp_path)
 
 
 def test_data_dir_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FOURFOLD_DATA_DIR", str(tmp_path / "from-env"))
-    with Memory.open(embedder=HashEmbedder()) as mem:
+    with Memory.open(embedder=HashEmbedder()) as mem:  # no path: the subject is Memory.open's default
         assert mem.data_dir == tmp_path / "from-env"
 
 
@@ -112,6 +112,7 @@ def _distinct_text(worker: int, i: int) -> str:
 
 
 def _writer(data_dir: str, worker: int, n: int) -> None:
+    """One spawned process's writes (no fixtures there: it opens the store itself)."""
     with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
         for i in range(n):
             mem.long_term.remember(_distinct_text(worker, i), scope=f"w{worker}")
@@ -119,7 +120,7 @@ def _writer(data_dir: str, worker: int, n: int) -> None:
 
 def test_several_processes_write_one_store_safely(open_memory: OpenMemory, memory_target: Path | str) -> None:
     """Four processes write one data dir (or one PostgreSQL schema) at once: nothing is lost."""
-    Memory.open(memory_target, embedder=HashEmbedder()).close()
+    open_memory(memory_target).close()
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(memory_target), w, 40)) for w in range(4)]
     for p in procs:
@@ -142,8 +143,8 @@ def test_several_processes_write_one_store_safely(open_memory: OpenMemory, memor
         assert [h.text for h in hits] == [_distinct_text(w, 7)]
 
 
-def test_delete_source_removes_every_chunk_and_only_that_source(memory_target: Path | str) -> None:
-    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
+def test_delete_source_removes_every_chunk_and_only_that_source(open_memory: OpenMemory, memory_target: Path | str) -> None:
+    with open_memory(memory_target) as mem:
         long_doc = "# Returns\n\n" + "Returns are accepted within thirty days of delivery. " * 60
         n = len(mem.docs.ingest_text(long_doc, source="returns.md"))
         mem.docs.ingest_text("# Shipping\n\nParcels ship in two days.", source="shipping.md")
@@ -159,19 +160,19 @@ def test_delete_source_removes_every_chunk_and_only_that_source(memory_target: P
 # -- issue 16: readers do not create stores; scopes; erasing the wrong scope -------------------
 
 
-def test_open_without_create_refuses_a_missing_data_dir(tmp_path: Path) -> None:
+def test_open_without_create_refuses_a_missing_data_dir(open_memory: OpenMemory, tmp_path: Path) -> None:
     from fourfold import StoreUnavailable
 
     missing = tmp_path / "a" / "b"
     with pytest.raises(StoreUnavailable, match="no fourfold data dir at"):
-        Memory.open(missing, embedder=HashEmbedder(), create=False)
+        open_memory(missing, create=False)
     assert not (tmp_path / "a").exists()
     (tmp_path / "empty").mkdir()
     with pytest.raises(StoreUnavailable):  # a folder that is not a data dir is not made into one
-        Memory.open(tmp_path / "empty", embedder=HashEmbedder(), create=False)
+        open_memory(tmp_path / "empty", create=False)
     assert list((tmp_path / "empty").iterdir()) == []
-    Memory.open(missing, embedder=HashEmbedder()).close()  # the library default still creates
-    Memory.open(missing, embedder=HashEmbedder(), create=False).close()
+    open_memory(missing).close()  # the library default still creates
+    open_memory(missing, create=False).close()
 
 
 def test_scopes_count_and_forget_scope_can_refuse_unknown_scopes(memory: Memory) -> None:

@@ -27,21 +27,8 @@ from fourfold.models import (
     default_model,
 )
 from fourfold.testing import ErrorReply, FakeLLMServer
+from test_models_offline import POLICY_TOOL
 
-POLICY_TOOL: dict[str, Any] = {
-    "name": "lookup_policy",
-    "description": "Return an authoritative company policy value.",
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "key": {
-                "type": "string",
-                "enum": ["refund_window_days", "max_file_upload_mb", "support_hours"],
-            }
-        },
-        "required": ["key"],
-    },
-}
 SYSTEM = "You are a support agent. Use lookup_policy for any policy value."
 QUESTION = "what is your refund window?"
 

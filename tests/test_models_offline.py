@@ -10,6 +10,7 @@ from fourfold.errors import ModelError
 from fourfold.models import ChatResponse, OfflineModel, ScriptedModel, ToolCall
 from fourfold.models.offline import OFFLINE_LABEL
 
+#: The support desk's policy tool in Anthropic's form (test_models.py sends it through the SDKs too).
 POLICY_TOOL: dict[str, Any] = {
     "name": "lookup_policy",
     "description": "Return an authoritative company policy value.",

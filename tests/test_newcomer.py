@@ -113,6 +113,7 @@ def test_a_file_name_given_as_document_text_says_how_to_read_the_file(tmp_path: 
 # -- the service: a malformed body says what is wrong with it ---------------------------------
 
 
+@pytest.mark.slow  # a real `fourfold serve` process
 def test_a_malformed_request_body_is_explained(tmp_path: Path) -> None:
     from fourfold.service.testing import LiveService
 

@@ -7,12 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fourfold import EmbedderMismatch, Memory, ModelError
+from conftest import OpenMemory
+from fourfold import EmbedderMismatch, ModelError
 from fourfold.embeddings import OpenAIEmbedder
 from fourfold.testing import FakeLLMServer
 
 
-def test_embeds_batches_in_order_and_stores_work(tmp_path: Path) -> None:
+def test_embeds_batches_in_order_and_stores_work(open_memory: OpenMemory, tmp_path: Path) -> None:
     with FakeLLMServer() as server:
         emb = OpenAIEmbedder(model="nomic-embed-text", dimension=8, base_url=server.openai_url, batch_size=2)
         vectors = emb.embed_many(["alpha beta", "gamma", "alpha beta"])
@@ -23,11 +24,11 @@ def test_embeds_batches_in_order_and_stores_work(tmp_path: Path) -> None:
         sent = [t for b in bodies for t in b["input"]]
         assert sorted(set(sent)) == ["alpha beta", "gamma"] and all(len(b["input"]) <= 2 for b in bodies)
         assert bodies[0]["model"] == "nomic-embed-text"
-        with Memory.open(tmp_path, embedder=emb) as mem:
+        with open_memory(tmp_path, embedder=emb) as mem:
             mem.long_term.remember("alpha beta durable fact", scope="s")
             assert mem.long_term.recall("alpha beta", scope="s", k=1)[0].text == "alpha beta durable fact"
     with pytest.raises(EmbedderMismatch, match="openai:nomic-embed-text:8"):
-        Memory.open(tmp_path, embedder=OpenAIEmbedder(model="other", dimension=8, base_url="http://127.0.0.1:9"))
+        open_memory(tmp_path, embedder=OpenAIEmbedder(model="other", dimension=8, base_url="http://127.0.0.1:9"))
 
 
 def test_wrong_dimension_and_dead_server_are_model_errors() -> None:

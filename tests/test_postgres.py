@@ -16,7 +16,8 @@ import numpy.typing as npt
 import psycopg
 import pytest
 
-from fourfold import Memory, StoreCorrupt, StoreUnavailable
+from conftest import OpenMemory
+from fourfold import StoreCorrupt, StoreUnavailable
 from fourfold.embeddings import HashEmbedder
 from fourfold.errors import InvalidInput
 from fourfold.stores.postgres import PostgresDatabase, redact_url, split_schema, with_schema
@@ -42,12 +43,12 @@ def test_a_wrong_password_is_store_unavailable_without_the_password(postgres_ser
     assert "***" in str(info.value)
 
 
-def test_no_server_is_store_unavailable_at_once() -> None:
+def test_no_server_is_store_unavailable_at_once(open_memory: OpenMemory) -> None:
     from fourfold.testing.chroma_server import free_port
 
     started = time.monotonic()
     with pytest.raises(StoreUnavailable, match="cannot reach PostgreSQL") as info:
-        Memory.open(f"postgresql://app:Sekr1t-pw@127.0.0.1:{free_port()}/mem", embedder=HashEmbedder())
+        open_memory(f"postgresql://app:Sekr1t-pw@127.0.0.1:{free_port()}/mem")
     assert "Sekr1t-pw" not in str(info.value)
     assert time.monotonic() - started < 10  # refused, not waited out
 
@@ -65,10 +66,10 @@ def test_a_schema_of_a_newer_fourfold_or_of_another_program_is_refused(postgres_
         PostgresDatabase(with_schema(postgres_url, "someone_else"))
 
 
-def test_memories_hold_any_text_and_forgetting_is_vacuumed(postgres_url: str) -> None:
+def test_memories_hold_any_text_and_forgetting_is_vacuumed(open_memory: OpenMemory, postgres_url: str) -> None:
     from engines import assert_erased
 
-    with Memory.open(postgres_url, embedder=HashEmbedder()) as mem:
+    with open_memory(postgres_url) as mem:
         odd = "nul \x00 inside, and the escape \ufdd0 itself, \ufdd00 too"
         mid = mem.long_term.remember(odd, scope="c1")
         assert mem.long_term.get(mid).text == odd
@@ -76,9 +77,9 @@ def test_memories_hold_any_text_and_forgetting_is_vacuumed(postgres_url: str) ->
         assert_erased(postgres_url, "memories")
 
 
-def test_a_restarted_server_is_an_error_then_recovers(tmp_path: Path) -> None:
+def test_a_restarted_server_is_an_error_then_recovers(open_memory: OpenMemory, tmp_path: Path) -> None:
     """Clients get a typed error while the server is down, and carry on once it is back."""
-    with PostgresServer() as server, Memory.open(server.url, embedder=HashEmbedder()) as mem:
+    with PostgresServer() as server, open_memory(server.url) as mem:
         mem.long_term.remember("before the outage", scope="c1")
         server.pause()
         with pytest.raises(StoreUnavailable):
@@ -114,7 +115,7 @@ def test_a_cache_check_while_the_server_is_down_is_store_unavailable_every_time(
             db.close()
 
 
-def test_tenants_are_schemas_of_one_database(postgres_url: str) -> None:
+def test_tenants_are_schemas_of_one_database(open_memory: OpenMemory, postgres_url: str) -> None:
     from fourfold.service.tenancy import Tenants
 
     base = split_schema(postgres_url)[1]
@@ -129,7 +130,7 @@ def test_tenants_are_schemas_of_one_database(postgres_url: str) -> None:
         assert split_schema(postgres_url)[0].split("@")[0].split(":")[-1] not in tenants.where  # no password
     finally:
         tenants.close()
-    with Memory.open(with_schema(postgres_url, f"{base}_t_acme"), embedder=HashEmbedder()) as acme:
+    with open_memory(with_schema(postgres_url, f"{base}_t_acme")) as acme:
         assert [r.text for r in acme.long_term.all(scope="c1")] == ["acme ships by sea"]
 
 
@@ -434,7 +435,7 @@ def test_the_service_benchmark_on_two_replicas_reads_every_write_back_through_th
 
 
 def test_a_reader_on_a_mistyped_schema_is_an_error_and_creates_nothing(
-    postgres_server: PostgresServer, postgres_url: str, capsys: pytest.CaptureFixture[str]
+    open_memory: OpenMemory, postgres_server: PostgresServer, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from fourfold.cli import main
 
@@ -447,10 +448,10 @@ def test_a_reader_on_a_mistyped_schema_is_an_error_and_creates_nothing(
         found = conn.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)).fetchone()
     assert found is None
     with pytest.raises(StoreUnavailable):
-        Memory.open(typo, embedder=HashEmbedder(), create=False)
-    with Memory.open(typo, embedder=HashEmbedder()) as mem:  # a writer creates it
+        open_memory(typo, create=False)
+    with open_memory(typo) as mem:  # a writer creates it
         mem.long_term.remember("Prefers email", scope="customer:1")
-    with Memory.open(typo, embedder=HashEmbedder(), create=False) as mem:
+    with open_memory(typo, create=False) as mem:
         assert [r.text for r in mem.long_term.all(scope="customer:1")] == ["Prefers email"]
 
 

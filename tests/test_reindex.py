@@ -40,16 +40,16 @@ def _vectors(mem: Memory) -> dict[str, np.ndarray]:
 def test_reindex_gives_the_vectors_a_fresh_store_of_the_new_embedder_has(
     memory_target: Path | str, open_memory: OpenMemory, tmp_path: Path
 ) -> None:
-    with Memory.open(memory_target, embedder=OLD) as mem:
+    with open_memory(memory_target, embedder=OLD) as mem:
         _fill(mem)
     with pytest.raises(EmbedderMismatch, match="reindex --embedder"):
-        Memory.open(memory_target, embedder=NEW)
+        open_memory(memory_target, embedder=NEW)
     done = reindex(memory_target, NEW)
     assert (done.before, done.after, done.memories, done.episodes_cleared) == (OLD.identity, NEW.identity, 3, 1)
     fresh = open_memory(tmp_path / "fresh", embedder=NEW)
     _fill(fresh)
     expected = _vectors(fresh)
-    with Memory.open(memory_target, embedder=NEW) as mem:
+    with open_memory(memory_target, embedder=NEW) as mem:
         got = _vectors(mem)
         assert got.keys() == expected.keys()
         for text, vector in expected.items():
@@ -60,18 +60,18 @@ def test_reindex_gives_the_vectors_a_fresh_store_of_the_new_embedder_has(
             "Invoice PDF fails with 502"]
         assert mem.facts.get("refund_window_days").value == 30
     with pytest.raises(EmbedderMismatch):  # the old embedder is now the wrong one
-        Memory.open(memory_target, embedder=OLD)
+        open_memory(memory_target, embedder=OLD)
     assert reindex(memory_target, NEW).memories == 0  # again: nothing to do
 
 
 def test_a_chroma_data_dir_is_refused_and_moves_by_export_and_reembedding_import(open_memory: OpenMemory, tmp_path: Path) -> None:
-    with Memory.open(tmp_path / "chroma", embedder=OLD, store="chroma") as mem:
+    with open_memory(tmp_path / "chroma", embedder=OLD, store="chroma") as mem:
         _fill(mem)
         dump = io.StringIO()
         export_memory(mem, dump)
     with pytest.raises(InvalidInput, match="import --reembed"):
         reindex(tmp_path / "chroma", NEW)
-    with Memory.open(tmp_path / "new", embedder=NEW) as mem:
+    with open_memory(tmp_path / "new", embedder=NEW) as mem:
         with pytest.raises(EmbedderMismatch, match="reembed"):
             import_memory(mem, dump.getvalue().splitlines())
         counts = import_memory(mem, dump.getvalue().splitlines(), reembed=True)
@@ -82,7 +82,7 @@ def test_a_chroma_data_dir_is_refused_and_moves_by_export_and_reembedding_import
     fresh = open_memory(tmp_path / "fresh", embedder=NEW)
     _fill(fresh)
     expected = _vectors(fresh)
-    with Memory.open(tmp_path / "new", embedder=NEW) as mem:
+    with open_memory(tmp_path / "new", embedder=NEW) as mem:
         got = _vectors(mem)
     for text, vector in expected.items():
         np.testing.assert_allclose(got[text], vector, rtol=1e-6)

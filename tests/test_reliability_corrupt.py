@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from fourfold import EmbedderMismatch, FourfoldError, Memory, StoreCorrupt, doctor
+from conftest import OpenMemory
+from fourfold import EmbedderMismatch, FourfoldError, StoreCorrupt, doctor
 from fourfold.embeddings import HashEmbedder
 from fourfold.shortterm.threads import Thread
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def data_dir(open_memory: OpenMemory, tmp_path: Path) -> Path:
+    with open_memory(tmp_path) as mem:
         mem.long_term.remember("Prefers parcel lockers", scope="customer:1")
         for i in range(3):
             mem.episodes.record(goal=f"Parcel {i} late", actions=["traced"], outcome="resent", success=True)
@@ -34,18 +35,18 @@ def test_a_healthy_data_dir_passes_the_doctor(data_dir: Path) -> None:
     assert {"fourfold.json", "fourfold.sqlite3", "threads"} <= set(report.checked)
 
 
-def test_a_damaged_database_is_a_clear_error_naming_the_file(data_dir: Path) -> None:
+def test_a_damaged_database_is_a_clear_error_naming_the_file(open_memory: OpenMemory, data_dir: Path) -> None:
     facts = data_dir / "fourfold.sqlite3"
     for side in ("-wal", "-shm"):
         Path(f"{facts}{side}").unlink(missing_ok=True)
     facts.write_bytes(b"this is not sqlite" * 500)
     with pytest.raises(StoreCorrupt, match=r"fourfold\.sqlite3.*(backup|move it aside)"):
-        Memory.open(data_dir, embedder=HashEmbedder())
+        open_memory(data_dir)
     (finding,) = doctor.check(data_dir).findings
     assert finding.file == str(facts) and not finding.repairable and "backup" in finding.action
 
 
-def test_doctor_salvages_the_readable_rows_of_a_damaged_database(data_dir: Path) -> None:
+def test_doctor_salvages_the_readable_rows_of_a_damaged_database(open_memory: OpenMemory, data_dir: Path) -> None:
     facts = data_dir / "fourfold.sqlite3"
     import sqlite3
 
@@ -64,58 +65,58 @@ def test_doctor_salvages_the_readable_rows_of_a_damaged_database(data_dir: Path)
     assert [f.problem.split(":")[0] for f in report.findings] == ["database"]
     assert doctor.repair(data_dir).ok
     assert list(data_dir.glob("fourfold.sqlite3.damaged-*"))  # the original is kept
-    with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
+    with open_memory(data_dir) as mem:
         assert mem.facts.get("refund_window_days").value == 30
         assert mem.long_term.recall("parcel lockers", scope="customer:1")[0].text == "Prefers parcel lockers"
 
 
-def test_a_vector_store_built_with_another_embedder_is_refused_by_name(data_dir: Path) -> None:
+def test_a_vector_store_built_with_another_embedder_is_refused_by_name(open_memory: OpenMemory, data_dir: Path) -> None:
     (data_dir / "fourfold.json").unlink()  # only the database's own record is left to catch it
     with pytest.raises(EmbedderMismatch, match=r"fourfold\.sqlite3.*hash-v1:256.*hash-v1:64"):
-        Memory.open(data_dir, embedder=HashEmbedder(dimension=64))
+        open_memory(data_dir, embedder=HashEmbedder(dimension=64))
     report = doctor.check(data_dir)
     assert report.ok  # a missing manifest is rewritten on the next open; nothing is damaged
 
 
-def test_a_data_dir_from_a_newer_version_says_upgrade(data_dir: Path) -> None:
+def test_a_data_dir_from_a_newer_version_says_upgrade(open_memory: OpenMemory, data_dir: Path) -> None:
     manifest = data_dir / "fourfold.json"
     manifest.write_text(json.dumps({"format": 99, "embedder": "hash-v1:256"}))
     with pytest.raises(StoreCorrupt, match=r"fourfold\.json.*format 99.*upgrade fourfold"):
-        Memory.open(data_dir, embedder=HashEmbedder())
+        open_memory(data_dir)
     (finding,) = doctor.check(data_dir).findings
     assert not finding.repairable and finding.action == "upgrade fourfold"
 
 
-def test_a_damaged_manifest_points_to_the_doctor_which_rebuilds_it(data_dir: Path) -> None:
+def test_a_damaged_manifest_points_to_the_doctor_which_rebuilds_it(open_memory: OpenMemory, data_dir: Path) -> None:
     (data_dir / "fourfold.json").write_text('{"format": 1, "embed')
     with pytest.raises(StoreCorrupt, match=r"fourfold doctor"):
-        Memory.open(data_dir, embedder=HashEmbedder())
+        open_memory(data_dir)
     report = doctor.repair(data_dir)
     assert report.ok and any("hash-v1:256" in line for line in report.repaired)
-    with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
+    with open_memory(data_dir) as mem:
         assert mem.long_term.recall("parcel lockers", scope="customer:1")[0].text == "Prefers parcel lockers"
 
 
-def test_a_damaged_vector_database_is_a_typed_error_and_a_doctor_finding(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder(), store="chroma") as mem:
+def test_a_damaged_vector_database_is_a_typed_error_and_a_doctor_finding(open_memory: OpenMemory, tmp_path: Path) -> None:
+    with open_memory(tmp_path, store="chroma") as mem:
         mem.long_term.remember("Prefers parcel lockers", scope="customer:1")
     data_dir = tmp_path
     db = data_dir / "vectors" / "chroma.sqlite3"
     db.write_bytes(b"\x00garbage" * 4096)
     with pytest.raises(FourfoldError, match=r"vectors"):
-        Memory.open(data_dir, embedder=HashEmbedder())
+        open_memory(data_dir)
     (finding,) = doctor.check(data_dir).findings
     assert finding.file == str(db) and not finding.repairable
 
 
-def test_a_damaged_conversation_is_named_and_deleted_by_the_doctor(data_dir: Path) -> None:
+def test_a_damaged_conversation_is_named_and_deleted_by_the_doctor(open_memory: OpenMemory, data_dir: Path) -> None:
     _damage_thread(data_dir, "customer:1")
-    with Memory.open(data_dir, embedder=HashEmbedder()) as mem, pytest.raises(StoreCorrupt, match="customer:1"):
+    with open_memory(data_dir) as mem, pytest.raises(StoreCorrupt, match="customer:1"):
         mem.conversations.load("customer:1")
     (finding,) = doctor.check(data_dir).findings
     assert "customer:1" in finding.file and finding.repairable
     assert doctor.repair(data_dir).ok
-    with Memory.open(data_dir, embedder=HashEmbedder()) as mem:
+    with open_memory(data_dir) as mem:
         assert mem.conversations.load("customer:1").messages == ()  # a new thread
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import OpenMemory
 from fourfold import Memory
 from fourfold.embeddings import HashEmbedder
 from fourfold.testing import reliability as rel
@@ -28,6 +29,7 @@ steps = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, SCOPES - 1)), mi
 def test_no_read_or_prompt_shows_another_scope_and_forget_is_exact(plan: list[tuple[str, int]]) -> None:
     ops = [(op, s, n) for n, (op, s) in enumerate(plan)] + [(op, s, 1000 + s) for s in range(SCOPES) for op in
                                                             ("recall", "similar", "turn")]
+    # a fresh data dir per hypothesis example, opened here: open_memory's handles live per test
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with Memory.open(tmp, embedder=HashEmbedder()) as mem:
@@ -45,8 +47,8 @@ def test_forget_scope_erases_every_store_and_leaves_other_scopes_alone(memory: M
     assert len(memory.episodes.episodes(scope="customer:iso1")) == 1
 
 
-def test_forget_scope_removes_the_text_from_the_vector_store_files(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def test_forget_scope_removes_the_text_from_the_vector_store_files(open_memory: OpenMemory, tmp_path: Path) -> None:
+    with open_memory(tmp_path) as mem:
         mem.long_term.remember("Customer zqforgetmezq lives at 12 Harbour Lane", scope="customer:gone")
         mem.long_term.remember("Customer zqkeepmezq lives at 3 Hill Road", scope="customer:stay")
         mem.forget_scope("customer:gone")

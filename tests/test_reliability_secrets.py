@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 import secrets_corpus
+from conftest import OpenMemory
 from fourfold import InvalidInput, Memory
 from fourfold.agent import SupportAgent
-from fourfold.embeddings import HashEmbedder
 from fourfold.models import ScriptedModel
 from fourfold.shortterm.threads import Thread
 from fourfold.testing import secrets_channels
@@ -39,8 +39,8 @@ def test_corpus_is_broad_enough() -> None:
     assert len(set(ORDINARY)) >= 200
 
 
-def test_secrets_never_reach_long_term_memory_or_its_files(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def test_secrets_never_reach_long_term_memory_or_its_files(open_memory: OpenMemory, tmp_path: Path) -> None:
+    with open_memory(tmp_path) as mem:
         for i, (text, _, kind) in enumerate(SECRETS):
             mid = mem.long_term.remember(f"Ticket {i}: {text}", scope=f"customer:{i}", metadata={"note": text})
             assert kind in {r.kind for r in mid.redactions}
@@ -50,8 +50,8 @@ def test_secrets_never_reach_long_term_memory_or_its_files(tmp_path: Path) -> No
     assert [kind for case in SECRETS if _secret_of(case).encode() in blob for kind in [case[2]]] == []
 
 
-def test_secrets_never_reach_the_episode_log(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def test_secrets_never_reach_the_episode_log(open_memory: OpenMemory, tmp_path: Path) -> None:
+    with open_memory(tmp_path) as mem:
         for i, (text, _, _) in enumerate(SECRETS):
             mem.episodes.record(goal=f"Ticket {i}: {text}", actions=[text], outcome=f"Rotated: {text}", success=True,
                                 scope=f"customer:{i}")
@@ -61,9 +61,9 @@ def test_secrets_never_reach_the_episode_log(tmp_path: Path) -> None:
     assert [case[2] for case in SECRETS if _secret_of(case).encode() in blob] == []
 
 
-def test_secrets_never_reach_the_agents_thread_or_the_model(tmp_path: Path) -> None:
+def test_secrets_never_reach_the_agents_thread_or_the_model(open_memory: OpenMemory, tmp_path: Path) -> None:
     model = ScriptedModel(lambda *_: __import__("fourfold.models", fromlist=["ChatResponse"]).ChatResponse(text="ok"))
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path) as mem:
         agent = SupportAgent(mem, model, doc_k=0)
         for i, (text, _, _) in enumerate(SECRETS):
             agent.turn(f"c{i}", f"Here is my info: {text}")
@@ -74,8 +74,8 @@ def test_secrets_never_reach_the_agents_thread_or_the_model(tmp_path: Path) -> N
     assert [case[2] for case in SECRETS if _secret_of(case).encode() in blob] == []
 
 
-def test_a_thread_saved_directly_is_redacted_too(tmp_path: Path) -> None:
-    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+def test_a_thread_saved_directly_is_redacted_too(open_memory: OpenMemory, tmp_path: Path) -> None:
+    with open_memory(tmp_path) as mem:
         text, _, _ = SECRETS[0]
         mem.conversations.save(Thread("customer:x", messages=({"role": "user", "content": text},)))
     assert _secret_of(SECRETS[0]).encode() not in _files(tmp_path / "conversations")
@@ -136,7 +136,7 @@ def test_on_postgresql_the_corpus_leaves_no_secret_in_its_data_directory_or_wal(
 
 
 @pytest.mark.postgres
-def test_the_postgresql_scan_sees_a_secret_written_in_clear(own_postgres: PostgresServer) -> None:
+def test_the_postgresql_scan_sees_a_secret_written_in_clear(open_memory: OpenMemory, own_postgres: PostgresServer) -> None:
     """The control: a secret stored unredacted (around it, prose PostgreSQL would compress) is
     found on disk, in the table or the WAL; and a compressed value is reported, not missed."""
     engine = secrets_channels.PostgresEngine(own_postgres, secrets_corpus.SECRETS)
@@ -144,7 +144,7 @@ def test_the_postgresql_scan_sees_a_secret_written_in_clear(own_postgres: Postgr
         case = secrets_corpus.SECRETS[0]
         prose = "The nightly export copies the order tables to the warehouse. " * 60
         for schema, raw in (("control", True), ("compressed", False)):
-            with Memory.open(engine.target(schema), embedder=HashEmbedder()):
+            with open_memory(engine.target(schema)):
                 if raw:
                     engine.prepare()
             table = engine.target(schema).rsplit("schema=", 1)[1]

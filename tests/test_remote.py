@@ -289,6 +289,7 @@ def test_the_async_client_is_the_sync_one_awaited(sync: type, async_: type) -> N
         assert inspect.signature(method) == inspect.signature(methods(sync)[name]), name
 
 
+@pytest.mark.slow  # a real `fourfold serve` process
 def test_the_async_client_on_a_real_service(tmp_path: Path) -> None:
     """Over a real socket, in an asyncio program, with its own client; errors are the same types."""
     from fourfold.remote_async import connect_async

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fourfold import Memory
+from conftest import OpenMemory
 from fourfold.embeddings import HashEmbedder
 from fourfold.models import ScriptedModel
 from fourfold.models.base import ChatResponse, ToolCall
@@ -512,10 +512,10 @@ def test_concurrent_requests_lose_no_writes(tmp_path: Path) -> None:
         service.close()
 
 
-def test_a_second_service_on_an_embedded_chroma_data_dir_is_refused(tmp_path: Path) -> None:
+def test_a_second_service_on_an_embedded_chroma_data_dir_is_refused(open_memory: OpenMemory, tmp_path: Path) -> None:
     from fourfold.errors import StoreUnavailable
 
-    Memory.open(tmp_path, embedder=EMBEDDER, store="chroma").close()
+    open_memory(tmp_path, embedder=EMBEDDER, store="chroma").close()
     first = Tenants(tmp_path, embedder=EMBEDDER)
     try:
         with pytest.raises(StoreUnavailable, match="already serving"):

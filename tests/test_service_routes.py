@@ -1,19 +1,25 @@
 """Every route of the service, found in the app itself: a key is required, and one tenant's ids
-are not found (404, never 403) for another. A route added later is checked without a new test."""
+are not found (404, never 403) for another. A route added later is checked without a new test,
+whether or not the API's schema describes it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.routing import Mount
+from fastapi import FastAPI
+from starlette.routing import BaseRoute, Mount
 
 from test_service import Service, error
 
-#: Routes that answer without a key: the health check and the API's own description.
-PUBLIC = {"/healthz", "/openapi.json", "/docs", "/docs/assets"}
+#: Routes that answer without a key: the health check, the API's own description, and the
+#: inspector's page and its static files (the page asks for a key before it reads anything).
+PUBLIC = {"/healthz", "/openapi.json", "/docs", "/docs/assets", "/ui", "/ui/", "/ui/{name}"}
+#: The MCP endpoint: one path for every method, outside the schema; checked on its own below.
+MCP = "/mcp"
 #: Routes that take a name in the caller's own namespace (a fact key, a scope), not an id:
 #: another tenant's name is simply one the caller has nothing under. They answer (an empty
 #: history, nothing deleted), but never touch or show the owner's data.
@@ -29,10 +35,39 @@ def svc(tmp_path: Path) -> Iterator[Service]:
     service.close()
 
 
+def app_routes(app: FastAPI) -> list[tuple[str, str]]:
+    """(method, path template) of every route the app serves, in the app's order, inside
+    included routers and mounts too (a mount that is one app, such as static files, is one
+    route of method "*")."""
+    found: dict[tuple[str, str], None] = {}
+
+    def walk(routes: Iterable[BaseRoute], prefix: str) -> None:
+        for route in routes:
+            included = getattr(route, "original_router", None)  # FastAPI >= 0.16x keeps routers whole
+            if included is not None:
+                walk(included.routes, prefix + getattr(getattr(route, "include_context", None), "prefix", ""))
+            elif isinstance(route, Mount) and route.routes:
+                walk(route.routes, prefix + route.path)
+            else:
+                path = prefix + re.sub(r"\{(\w+):\w+\}", r"{\1}", getattr(route, "path", ""))
+                for method in sorted(getattr(route, "methods", None) or {"*"}):
+                    if method != "HEAD":  # Starlette adds it to every GET
+                        found[method, path] = None
+
+    walk(app.routes, "")
+    return list(found)
+
+
 def operations(svc: Service) -> list[tuple[str, str, dict[str, Any]]]:
-    """(method, path template, OpenAPI operation) of every documented route."""
-    spec = svc.client.get("/openapi.json").json()
-    return [(method.upper(), path, op) for path, ops in spec["paths"].items() for method, op in ops.items()]
+    """(method, path template, its OpenAPI operation or {}) of every route the app serves but
+    the public ones and MCP: what the schema does not describe is checked all the same."""
+    spec = svc.client.get("/openapi.json").json()["paths"]
+    return [(method, path, spec.get(path, {}).get(method.lower(), {}))
+            for method, path in app_routes(svc.app) if path not in PUBLIC and path != MCP]
+
+
+def path_names(path: str) -> list[str]:
+    return re.findall(r"\{(\w+)\}", path)
 
 
 def sample_body(svc: Service, op: dict[str, Any]) -> Any:
@@ -51,30 +86,31 @@ def sample_body(svc: Service, op: dict[str, Any]) -> Any:
     return body
 
 
-def test_every_route_is_found_by_the_check(svc: Service) -> None:
-    documented = {path for _, path, _ in operations(svc)}
-    assert len(documented) >= 20 and "/v1/memories/{memory_id}/versions" in documented
-    for route in svc.app.routes:  # what the schema does not describe must be public or checked below
-        path = getattr(route, "path", None)
-        assert path is None or path in PUBLIC or path in documented or path == "/mcp" or isinstance(route, Mount), path
+def test_the_walk_finds_every_route_the_schema_describes_and_names_every_other(svc: Service) -> None:
+    """The walk cannot silently miss the routers (what it sees includes the whole schema), and
+    what the schema does not describe is public by name, MCP, or checked like the rest."""
+    spec = svc.client.get("/openapi.json").json()["paths"]
+    documented = {(method.upper(), path) for path, ops in spec.items() for method in ops}
+    served = set(app_routes(svc.app))
+    assert len(documented) >= 40 and ("GET", "/v1/memories/{memory_id}/versions") in documented
+    assert documented <= served
+    assert {path for _, path in served - documented} == PUBLIC - {"/healthz"} | {MCP}
 
 
 def test_every_route_but_the_public_ones_needs_a_key(svc: Service) -> None:
     svc.key("acme")
-    checked = 0
+    checked = []
     for method, path, op in operations(svc):
-        if path in PUBLIC:
-            continue
-        url = path.format(**{p["name"]: "x" for p in op.get("parameters", []) if p["in"] == "path"})
+        url = path.format(**{name: "x" for name in path_names(path)})
         for headers in ({}, {"Authorization": "Bearer ffk_000000000000_wrongsecret"}):
             # The key is checked before the input: an invalid body gets 401 too, never 422.
             for body in (sample_body(svc, op), ["not", "an", "object"]):
                 r = svc.client.request(method, url, json=body, headers=headers)
                 assert error(r) == (401, "unauthorized"), (method, path, body, r.status_code)
-        checked += 1
+        checked.append((method, path))
     for method in ("GET", "POST", "DELETE"):
-        assert svc.client.request(method, "/mcp").status_code == 401
-    assert checked == len([o for o in operations(svc) if o[1] not in PUBLIC]) >= 30
+        assert svc.client.request(method, MCP).status_code == 401
+    assert len(checked) >= 45 and ("POST", "/v1/cases/{case_id}/review") in checked
 
 
 def _owned(svc: Service) -> dict[str, str]:
@@ -101,7 +137,7 @@ def test_another_tenant_s_ids_are_not_found_on_every_route_that_takes_one(svc: S
     svc.key("beta")
     checked = []
     for method, path, op in operations(svc):
-        names = [p["name"] for p in op.get("parameters", []) if p["in"] == "path"]
+        names = path_names(path)
         if not names:
             continue
         missing = set(names) - set(ids)

@@ -165,8 +165,8 @@ def test_sliding_window_moves_back_rather_than_split_a_tool_call() -> None:
 
 def test_sliding_window_keeps_system_message_first() -> None:
     system = {"role": "system", "content": "You are a support agent."}
-    out = SlidingWindow(2)([system, *chat(5)])
-    assert out[0] == system and out[1] == TASK
+    messages = [system, *chat(5)]
+    assert SlidingWindow(2)(messages) == [system, TASK, *messages[-2:]]
 
 
 def test_sliding_window_short_history_is_returned_unchanged_and_input_untouched() -> None:
@@ -189,9 +189,9 @@ def test_token_budget_drops_oldest_turns_until_it_fits() -> None:
     counter = EstimateCounter()
     messages = chat(30)
     out = TokenBudget(800, counter)(messages)
-    assert counter.count(out) <= 800
-    assert out[0] == TASK and out[-1] == messages[-1]
-    assert len(out) < len(messages)
+    kept = len(out) - 1
+    assert out == [TASK, *messages[-kept:]]  # the task, then an unbroken run of the newest messages
+    assert counter.count(out) <= 800 < counter.count([TASK, *messages[-kept - 1 :]])  # and no older one fits
 
 
 def test_token_budget_counts_the_separate_system_prompt() -> None:
@@ -424,11 +424,11 @@ def test_summarize_folds_old_turns_into_one_marked_message_with_task_pinned() ->
     blocks = out[0]["content"]
     assert blocks[0]["text"].startswith(f"{SUMMARY_PREFIX}\nsummary #1")
     assert blocks[1] == {"type": "text", "text": TASK["content"]}  # verbatim
-    assert out[1]["role"] == "assistant"
-    assert out[-1] == messages[-1]
+    kept = len(out) - 1
+    assert out[1:] == messages[-kept:] and out[1]["role"] == "assistant"  # the newest turns verbatim
     assert EstimateCounter().count(out) <= 1500
     old, previous = summarizer.calls[0]
-    assert previous is None and TASK not in old
+    assert previous is None and old == messages[1:-kept]  # all between the task and them, once
 
 
 def test_summarize_folds_previous_summary_instead_of_resummarizing_it() -> None:

@@ -118,6 +118,7 @@ def test_a_shared_case_keeps_its_link_to_its_customer_through_export_and_import(
 def test_any_memory_text_survives_export_and_import(tmp_path: Path, texts: list[str], scope: str | None) -> None:
     import tempfile
 
+    # a fresh pair of data dirs per hypothesis example, opened here: open_memory's handles live per test
     with tempfile.TemporaryDirectory(dir=tmp_path) as work:
         with Memory.open(Path(work) / "a", embedder=HashEmbedder()) as first:
             stored = []
@@ -165,15 +166,15 @@ def test_export_never_holds_api_keys(memory: Memory) -> None:
     assert secret.split("_", 2)[2] not in out.getvalue()  # the secret may itself hold "_"
 
 
-def test_a_data_dir_of_fourfold_0_1_is_refused_in_one_line_then_migrated(tmp_path: Path) -> None:
+def test_a_data_dir_of_fourfold_0_1_is_refused_in_one_line_then_migrated(open_memory: OpenMemory, tmp_path: Path) -> None:
     root = _legacy(tmp_path)
     with pytest.raises(StoreUnavailable, match=r"fourfold 0\.1: run `fourfold migrate .*legacy01`") as err:
-        Memory.open(root, embedder=HashEmbedder())
+        open_memory(root)
     assert "\n" not in str(err.value)
     counts = migrate_legacy(root)
     assert (counts.memories, counts.episodes, counts.facts, counts.fact_history, counts.threads, counts.keys) == (
         6, 2, 3, 1, 1, 1)
-    with Memory.open(root, embedder=HashEmbedder()) as mem:
+    with open_memory(root) as mem:
         assert mem.long_term.recall("email phone", scope="customer:alice", k=1)[0].text == "Prefers email over phone"
         assert [d.source for d in mem.docs.search("returns thirty days")] == ["returns.md"]
         assert mem.facts.get("refund_window_days").value == 45 and mem.facts.history("refund_window_days")[0][0] == 30
@@ -181,7 +182,7 @@ def test_a_data_dir_of_fourfold_0_1_is_refused_in_one_line_then_migrated(tmp_pat
             "Invoice PDF fails with 502"]
         assert mem.conversations.load("customer:alice").messages[0]["content"] == "hello"
         assert KeyStore(mem.database).authenticate(LEGACY_KEY) == "acme"  # keys keep working
-    with Memory.open(root / "tenants" / "acme", embedder=HashEmbedder()) as acme:
+    with open_memory(root / "tenants" / "acme") as acme:
         assert [r.text for r in acme.long_term.all(scope="customer:acme1")] == ["Acme prefers invoices by post"]
         assert acme.facts.get("sla_hours").value == 4
     assert (root / "fourfold-0.1-backup" / "episodes.jsonl").exists()

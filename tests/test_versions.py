@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OpenMemory
 from engines import assert_erased
-from fourfold import InvalidInput, Memory, NotFound
+from fourfold import InvalidInput, NotFound
 from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, MemoryInput
 from fourfold.stores.vector import VectorStore
@@ -194,8 +195,8 @@ def test_versions_survive_a_new_reader(vector_store: VectorStore, embedder: Hash
     assert [h.id for h in reader.history(b)] == [a, b]
 
 
-def test_forget_erases_every_version_from_disk(memory_target: Path | str) -> None:
-    with Memory.open(memory_target, embedder=HashEmbedder()) as mem:
+def test_forget_erases_every_version_from_disk(open_memory: OpenMemory, memory_target: Path | str) -> None:
+    with open_memory(memory_target) as mem:
         lt = mem.long_term
         a = lt.remember("Prefers Zanzibarmail for contact", scope=S, key="contact")
         b = lt.update(a, "Prefers Quetzalphone for contact")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from fourfold.remote import connect
 from fourfold.service.testing import LiveService
@@ -25,6 +26,7 @@ from test_versions import (  # noqa: F401  (collected here, against the remote `
 )
 
 
+@pytest.mark.slow  # a real `fourfold serve` process
 def test_versions_through_a_real_service(tmp_path: Path) -> None:
     with LiveService(tmp_path, keys={"acme": 1}) as live:
         http = httpx.Client(base_url=f"{live.url}/v1", headers=live.headers("acme"))
