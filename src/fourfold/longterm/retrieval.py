@@ -34,10 +34,9 @@ from fourfold.longterm._terms import (
     neighbour_lists,
 )
 from fourfold.ranking import MEMORIES, Fusion, Parts, evidence_of, lexical_share, rank, typicality
-from fourfold.stores.vector import DOC_KIND, VectorRecord
+from fourfold.stores.vector import DOC_KIND, VectorRecord, record_tokens
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.bm25 import BM25Table, CollectionStats
-from fourfold.text.tokenize import tokenize_many
 
 __all__ = ["THREAD_KEYS", "ScopeIndex", "Weights"]
 
@@ -126,20 +125,26 @@ class ScopeIndex:
 
     @classmethod
     def of_scan(
-        cls, records: Sequence[VectorRecord], matrix: Vectors, dimension: int, *, weights: Weights | None = None
+        cls, records: Sequence[VectorRecord], matrix: Vectors, dimension: int, *, weights: Weights | None = None,
+        tokens: Sequence[list[str]] | None = None,
     ) -> ScopeIndex:
         """The index of a scope read by `VectorStore.scan_matrix`: its records in write order
         without their vectors, and those vectors as one matrix (row i for record i). The same
-        index `ScopeIndex(records with vectors, ...)` builds, without a vector per record."""
-        if len(matrix) != len(records):
-            raise ValueError(f"{len(records)} records but {len(matrix)} vectors")
+        index `ScopeIndex(records with vectors, ...)` builds, without a vector per record.
+        `tokens`: the records' `record_tokens`, as `VectorStore.scan_tokens` reads them."""
+        if len(matrix) != len(records) or (tokens is not None and len(tokens) != len(records)):
+            raise ValueError(f"{len(records)} records but {len(matrix)} vectors or other token lists")
         own: Vectors = matrix if len(records) else np.zeros((0, dimension), dtype=np.float32)
         out = cls.__new__(cls)
-        out._build(list(records), own.astype(np.float32, copy=False), dimension, weights or Weights())
+        out._build(list(records), own.astype(np.float32, copy=False), dimension, weights or Weights(), tokens)
         return out
 
-    def _build(self, records: list[VectorRecord], own: Vectors, dimension: int, weights: Weights) -> None:
-        """Index records in write order (without vectors) whose own vectors are `own`'s rows."""
+    def _build(
+        self, records: list[VectorRecord], own: Vectors, dimension: int, weights: Weights,
+        tokens: Sequence[list[str]] | None = None,
+    ) -> None:
+        """Index records in write order (without vectors) whose own vectors are `own`'s rows
+        (and whose `record_tokens` are `tokens`, when given)."""
         self.weights = weights
         # Search needs only the blended matrix; the records' own vectors stay as one matrix
         # (not ~1.5 KB per record object) so `with_added` can rebuild without the store.
@@ -152,7 +157,7 @@ class ScopeIndex:
         plan = self._plan = _neighbour_plan(records, weights)
         self._neighbour_lists: list[list[tuple[int, float]]] | None = None
         self.matrix = _blend_vectors(own, plan)
-        self._token_lists = self._tokens_of(records)
+        self._token_lists = self._tokens_of(records, tokens)
         self._lexical: ContextTerms | BM25Table = _context_terms(self._token_lists, plan, weights)
         self._bm25: BM25Index | None = None
         self._typical: Floats | None = None
@@ -295,14 +300,15 @@ class ScopeIndex:
             out._index_speaker(i, out.records[i])
         return out
 
-    def _tokens_of(self, records: Sequence[VectorRecord]) -> list[list[str]]:
-        """Each record's words (text and enriched facts), and its own date's when it has one."""
-        token_lists = tokenize_many([" ".join((r.text, *r.extra)) if r.extra else r.text for r in records])
+    def _tokens_of(self, records: Sequence[VectorRecord], own: Sequence[list[str]] | None = None) -> list[list[str]]:
+        """Each record's words (text and enriched facts: `own` when read with the records, left
+        as they are), and its own date's when it has one."""
+        token_lists = record_tokens(records) if own is None else list(own)
         if self.weights.dates:
-            for tokens, record in zip(token_lists, records, strict=True):
+            for i, record in enumerate(records):
                 when = memory_date(record.metadata)
                 if when is not None:
-                    tokens += tokenize(" ".join(time_words(when)))
+                    token_lists[i] = token_lists[i] + tokenize(" ".join(time_words(when)))
         return token_lists
 
     def __len__(self) -> int:
