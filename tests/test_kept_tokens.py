@@ -115,3 +115,16 @@ def test_forgetting_a_memory_leaves_none_of_its_tokens_on_disk(tmp_path: Path, e
         assert [r.text for r in mem.long_term.recall("Quetzalcoatl", scope="a", k=5)] == ["Prefers email"]
         for p in (tmp_path / "data").rglob("*"):  # the log included: no byte of either, in any case
             assert not p.is_file() or word.encode() not in p.read_bytes().lower(), p
+
+
+def test_a_row_with_a_vector_of_another_length_is_named(tmp_path: Path, embedder: HashEmbedder) -> None:
+    from fourfold import StoreCorrupt
+
+    store = _store(tmp_path / "db.sqlite3", embedder)
+    ids = LongTermMemory(store, embedder).remember_many(NOTES)
+    with store.db.write() as conn:
+        conn.execute("UPDATE memories SET embedding = zeroblob(16) WHERE id = ?", (ids[2].id,))
+    for scan in (store.scan_tokens, store.scan_matrix):
+        with pytest.raises(StoreCorrupt, match=f"{ids[2].id} has a vector of 4 numbers"):
+            scan("c")
+    store.db.close()

@@ -403,9 +403,9 @@ class SQLiteVectorStore(VectorStore):
             ).fetchall()
         width = 4 * self.dimension
         blobs = [row[_BLOB] for row in rows]
-        for (id_, *_), blob in zip(rows, blobs, strict=True):
-            if len(blob) != width:
-                raise self._wrong_vector(id_, len(blob) // 4)
+        if any(len(blob) != width for blob in blobs):
+            id_, blob = next((row[0], row[_BLOB]) for row in rows if len(row[_BLOB]) != width)
+            raise self._wrong_vector(id_, len(blob) // 4)
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), self.dimension)
         if not tokens:
             return self._records(rows, vectors=False), matrix, [], version
