@@ -207,6 +207,10 @@ class _CountingStore(SQLiteVectorStore):
         self.scans.append(scope)
         return super().scan_matrix(scope)
 
+    def scan_tokens(self, scope: str | None) -> tuple[list[VectorRecord], Vectors, list[list[str]], Hashable | None]:
+        self.scans.append(scope)
+        return super().scan_tokens(scope)
+
 
 def test_own_writes_rebuild_only_the_scopes_they_touch(embedder: HashEmbedder, tmp_path: Path) -> None:
     store = _CountingStore(SQLiteDatabase(tmp_path / "db.sqlite3"), embedder)

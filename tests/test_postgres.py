@@ -66,6 +66,28 @@ def test_a_schema_of_a_newer_fourfold_or_of_another_program_is_refused(postgres_
         PostgresDatabase(with_schema(postgres_url, "someone_else"))
 
 
+def test_a_schema_of_version_1_gains_the_tokens_column_and_its_rows_read_as_before(open_memory: OpenMemory, postgres_url: str) -> None:
+    from fourfold.stores.sqlite import SQLiteVectorStore
+    from fourfold.stores.vector import record_tokens
+
+    with open_memory(postgres_url) as mem:
+        mem.long_term.remember_many([{"text": f"Zoë's order number {i} arrived late", "scope": "c"} for i in range(5)])
+    conninfo, schema = split_schema(postgres_url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:  # the memories table as schema version 1 had it
+        conn.execute(f'ALTER TABLE "{schema}".memories DROP COLUMN tokens')
+        conn.execute(f'UPDATE "{schema}".meta SET value = %s WHERE name = %s', ("1", "schema_version"))
+    with open_memory(postgres_url) as mem:
+        assert len(mem.long_term.recall("late order", scope="c", k=10)) == 5
+        mem.long_term.remember("Zoë's refund is on its way", scope="c")
+        store = SQLiteVectorStore(mem.database, embedder_identity=HashEmbedder().identity, dimension=256)
+        records, _, tokens, _ = store.scan_tokens("c")
+        assert tokens == record_tokens(records) and len(records) == 6
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        kept = [r[0] for r in conn.execute(f'SELECT tokens FROM "{schema}".memories ORDER BY created_at, seq')]
+        version = conn.execute(f'SELECT value FROM "{schema}".meta WHERE name = %s', ("schema_version",)).fetchone()
+    assert kept[:5] == [None] * 5 and kept[5] is not None and version == ("2",)
+
+
 def test_memories_hold_any_text_and_forgetting_is_vacuumed(open_memory: OpenMemory, postgres_url: str) -> None:
     from engines import assert_erased
 

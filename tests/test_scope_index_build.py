@@ -49,15 +49,16 @@ def _arrays(neighbours: list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.n
 
 def _blended(records: list[VectorRecord], weights: Weights) -> np.ndarray:
     """The plain definition of the context vectors: each row plus its neighbours' at their
-    shares, one at a time in order (float32 products), renormalised."""
+    shares, one at a time in order (float32 products and sums), renormalised."""
     own = np.stack([r.embedding for r in records]).astype(np.float32)
-    want = own.astype(np.float64)
+    want = own.copy()
     for i, near in enumerate(_neighbours(records, weights)):
         for j, share in near:
-            want[i] += share * own[j]
+            want[i] += np.float32(share) * own[j]
     norms = np.linalg.norm(want, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (want / norms).astype(np.float32)
+    want /= norms
+    return want
 
 
 WORDS = ["refund", "parcel", "invoice", "router", "the", "Maria's", "can't", "café", "ﬁle", "Ｆｕｌｌ", "2023", "x_y",

@@ -74,6 +74,27 @@ def test_tokenize_stems_as_the_snowball_stemmer_does_each_time(text: str) -> Non
     assert tokenize(text) == tokenize(text) == Stemmer.Stemmer("english").stemWords(words)
 
 
+def test_the_tokens_tag_names_these_rules() -> None:
+    """Stores keep tokens under `TOKENS_TAG` and trust those of the same tag: a change of the
+    rules (stop-words, apostrophes, the word pattern) must bump `_RULES`, and this digest with it.
+    The stemmer's release is in the tag by itself."""
+    import hashlib
+
+    import Stemmer
+
+    from fourfold.text.tokenize import _RULES, TOKENS_TAG
+
+    sample = [
+        "The Deploys were FAILING with 502 errors", "I'm sure we can't ship Zoë's café order to O’Brien's naïve façade",
+        "l'été “quoted” 3.5 x_y e-mail ＦＵＬＬ width",
+        "Resolved: the webhook to the CRM charges the card twice; clearing the browser cache fixed it.",
+        "they'd've rock'n'roll don't DON'T ''' 'tis", "Straße İstanbul ΣΊΣΥΦΟΣ 東京 ١٢٣",
+    ]
+    digest = hashlib.sha256(repr([tokenize(t, stem=False) for t in sample]).encode()).hexdigest()[:16]
+    assert (_RULES, digest) == (1, "afe465e613812c3c"), "tokenize changed: bump _RULES in fourfold.text.tokenize"
+    assert TOKENS_TAG == f"t{_RULES}-{Stemmer.version()}" and not any(c.isspace() for c in TOKENS_TAG)
+
+
 def test_tokenize_without_stemming_keeps_words_whole() -> None:
     assert tokenize("Restarted the workers", stem=False) == ["restarted", "workers"]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fourfold.embeddings import HashEmbedder
-from fourfold.stores.vector import VERSION_KEY, VectorRecord, VectorStore
+from fourfold.stores.vector import VERSION_KEY, VectorRecord, VectorStore, record_tokens
 
 
 def rec(e: HashEmbedder, i: int, scope: str | None, *, meta: dict | None = None) -> VectorRecord:  # type: ignore[type-arg]
@@ -52,6 +52,22 @@ def test_scan_matrix_is_the_scope_in_write_order_with_its_vectors_apart(
     assert version == vector_store.scan_versioned("a")[1]
     empty, none, _ = vector_store.scan_matrix("nobody")
     assert empty == [] and len(none) == 0
+
+
+def test_scan_tokens_is_scan_matrix_with_each_records_tokens(vector_store: VectorStore, embedder: HashEmbedder) -> None:
+    """Whether a store keeps tokens or makes them on read, they are the records' own words."""
+    records = [rec(embedder, i, "a") for i in (3, 1, 2)]
+    records.append(VectorRecord("id-e", "Zoë's café, naïve façade", embedder.embed("Zoë"), "a", "note", 1004.0,
+                                extra=("Prefers decaf",)))
+    records.append(VectorRecord("id-0", "the and of", embedder.embed("stop words"), "a", "note", 1005.0))  # no tokens
+    vector_store.add(records)
+    got, matrix, tokens, version = vector_store.scan_tokens("a")
+    want, want_matrix, want_version = vector_store.scan_matrix("a")
+    assert [r.id for r in got] == [r.id for r in want] == ["id-1", "id-2", "id-3", "id-e", "id-0"]
+    assert matrix.tobytes() == want_matrix.tobytes() and version == want_version
+    assert tokens == record_tokens(want)
+    assert tokens[3] == ["zoë", "café", "naïv", "façad", "prefer", "decaf"] and tokens[4] == []
+    assert vector_store.scan_tokens("nobody")[2] == []
 
 
 def test_existing_delete_and_count(vector_store: VectorStore, embedder: HashEmbedder) -> None:

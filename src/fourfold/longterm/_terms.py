@@ -164,7 +164,7 @@ class ContextTerms:
         if len(vocab) * stride <= dense_pairs:  # a (term, record) table small enough to hold whole
             table = np.zeros(len(vocab) * stride, dtype=np.float64)
             np.add.at(table, keys, values)  # in the order given, one addition at a time
-            pairs = np.flatnonzero(table)  # every pair holds a positive weight
+            pairs = np.nonzero(table != 0)[0]  # every pair held; flatnonzero of floats is 5x slower
             weights = table[pairs]
         else:
             pairs, where = np.unique(keys, return_inverse=True)

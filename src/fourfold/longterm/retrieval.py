@@ -34,10 +34,9 @@ from fourfold.longterm._terms import (
     neighbour_lists,
 )
 from fourfold.ranking import MEMORIES, Fusion, Parts, evidence_of, lexical_share, rank, typicality
-from fourfold.stores.vector import DOC_KIND, VectorRecord
+from fourfold.stores.vector import DOC_KIND, VectorRecord, record_tokens
 from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.bm25 import BM25Table, CollectionStats
-from fourfold.text.tokenize import tokenize_many
 
 __all__ = ["THREAD_KEYS", "ScopeIndex", "Weights"]
 
@@ -126,20 +125,26 @@ class ScopeIndex:
 
     @classmethod
     def of_scan(
-        cls, records: Sequence[VectorRecord], matrix: Vectors, dimension: int, *, weights: Weights | None = None
+        cls, records: Sequence[VectorRecord], matrix: Vectors, dimension: int, *, weights: Weights | None = None,
+        tokens: Sequence[list[str]] | None = None,
     ) -> ScopeIndex:
         """The index of a scope read by `VectorStore.scan_matrix`: its records in write order
         without their vectors, and those vectors as one matrix (row i for record i). The same
-        index `ScopeIndex(records with vectors, ...)` builds, without a vector per record."""
-        if len(matrix) != len(records):
-            raise ValueError(f"{len(records)} records but {len(matrix)} vectors")
+        index `ScopeIndex(records with vectors, ...)` builds, without a vector per record.
+        `tokens`: the records' `record_tokens`, as `VectorStore.scan_tokens` reads them."""
+        if len(matrix) != len(records) or (tokens is not None and len(tokens) != len(records)):
+            raise ValueError(f"{len(records)} records but {len(matrix)} vectors or other token lists")
         own: Vectors = matrix if len(records) else np.zeros((0, dimension), dtype=np.float32)
         out = cls.__new__(cls)
-        out._build(list(records), own.astype(np.float32, copy=False), dimension, weights or Weights())
+        out._build(list(records), own.astype(np.float32, copy=False), dimension, weights or Weights(), tokens)
         return out
 
-    def _build(self, records: list[VectorRecord], own: Vectors, dimension: int, weights: Weights) -> None:
-        """Index records in write order (without vectors) whose own vectors are `own`'s rows."""
+    def _build(
+        self, records: list[VectorRecord], own: Vectors, dimension: int, weights: Weights,
+        tokens: Sequence[list[str]] | None = None,
+    ) -> None:
+        """Index records in write order (without vectors) whose own vectors are `own`'s rows
+        (and whose `record_tokens` are `tokens`, when given)."""
         self.weights = weights
         # Search needs only the blended matrix; the records' own vectors stay as one matrix
         # (not ~1.5 KB per record object) so `with_added` can rebuild without the store.
@@ -152,7 +157,7 @@ class ScopeIndex:
         plan = self._plan = _neighbour_plan(records, weights)
         self._neighbour_lists: list[list[tuple[int, float]]] | None = None
         self.matrix = _blend_vectors(own, plan)
-        self._token_lists = self._tokens_of(records)
+        self._token_lists = self._tokens_of(records, tokens)
         self._lexical: ContextTerms | BM25Table = _context_terms(self._token_lists, plan, weights)
         self._bm25: BM25Index | None = None
         self._typical: Floats | None = None
@@ -295,14 +300,15 @@ class ScopeIndex:
             out._index_speaker(i, out.records[i])
         return out
 
-    def _tokens_of(self, records: Sequence[VectorRecord]) -> list[list[str]]:
-        """Each record's words (text and enriched facts), and its own date's when it has one."""
-        token_lists = tokenize_many([" ".join((r.text, *r.extra)) if r.extra else r.text for r in records])
+    def _tokens_of(self, records: Sequence[VectorRecord], own: Sequence[list[str]] | None = None) -> list[list[str]]:
+        """Each record's words (text and enriched facts: `own` when read with the records, left
+        as they are), and its own date's when it has one."""
+        token_lists = record_tokens(records) if own is None else list(own)
         if self.weights.dates:
-            for tokens, record in zip(token_lists, records, strict=True):
+            for i, record in enumerate(records):
                 when = memory_date(record.metadata)
                 if when is not None:
-                    tokens += tokenize(" ".join(time_words(when)))
+                    token_lists[i] = token_lists[i] + tokenize(" ".join(time_words(when)))
         return token_lists
 
     def __len__(self) -> int:
@@ -482,12 +488,12 @@ def _blend_steps(own: Vectors, steps: Sequence[Step], rows: Sequence[int] | None
     """`_blend_rows` of `rows` (None: all) from `RunContext.steps`: each step adds one
     neighbour to a slice of rows, in each row's order of neighbours, with the same products."""
     if rows is None:
-        blended = own.astype(np.float64)
+        blended = own.astype(np.float32)  # a copy, summed into in place
         for to, source, share in steps:
             blended[to] += own[source] * np.float32(share)
         return _unit(blended)
     wanted = np.asarray(rows, dtype=np.intp)
-    blended = own[wanted].astype(np.float64)
+    blended = own[wanted].astype(np.float32, copy=False)  # indexing copied them
     for to, source, share in steps:
         hit = (wanted >= to.start) & (wanted < to.stop)
         blended[hit] += own[wanted[hit] + (source.start - to.start)] * np.float32(share)
@@ -500,18 +506,22 @@ def _blend_rows(own: Vectors, rows: Sequence[int] | None, at: npt.NDArray[np.int
     whichever other rows are computed with it.
 
     The k-th neighbours of all rows are added in one step, so each row still adds its own in
-    order, with the same float32 products (a missing neighbour adds +0.0, which changes
-    nothing): bit for bit the sum of one row at a time, without a Python step per neighbour.
+    order, with the same float32 products and sums (a missing neighbour adds +0.0, which
+    changes nothing): bit for bit the sum of one row at a time, without a Python step per
+    neighbour. The sums are float32, like the vectors: summing into float64 (a cast of every
+    product) made the blend of a 100-memory scope 2.5-6x slower, the largest part of building
+    a customer's index, for differences float32 vectors hardly hold (1e-7).
     """
-    blended = own.astype(np.float64) if rows is None else own[list(rows)].astype(np.float64)
+    blended = own.astype(np.float32) if rows is None else own[list(rows)].astype(np.float32, copy=False)
     shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them
     for slot in range(at.shape[1]):
         blended += own[at[:, slot]] * shares32[:, slot, None]
     return _unit(blended)
 
 
-def _unit(blended: npt.NDArray[np.float64]) -> Vectors:
+def _unit(blended: Vectors) -> Vectors:
+    """The rows of `blended` (float32, a copy of the caller's own) at unit length, in place."""
     norms = np.linalg.norm(blended, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    result: Vectors = (blended / norms).astype(np.float32)
-    return result
+    blended /= norms
+    return blended

@@ -517,8 +517,8 @@ class LongTermMemory:
                 if cached is not None and version is not None and cached[0] == version and cached[1].weights == self.weights:
                     self._indexes.touch(scope)
                     return cached[1]
-        records, matrix, version = self.store.scan_matrix(scope)
-        index = ScopeIndex.of_scan(records, matrix, self.embedder.dimension, weights=self.weights)
+        records, matrix, tokens, version = self.store.scan_tokens(scope)
+        index = ScopeIndex.of_scan(records, matrix, self.embedder.dimension, weights=self.weights, tokens=tokens)
         if version is not None:
             with self._lock:
                 self._indexes.put(scope, version, index)

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresDatabase", "redact_url", "with_schema"]
 
 DEFAULT_SCHEMA = "fourfold"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: memories keep their tokens (`fourfold.stores.vector.tokens_to_keep`)
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,62}")
 _DELETE = re.compile(r"\s*DELETE\s+FROM\s+(\w+)", re.IGNORECASE)
 
@@ -65,7 +65,9 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS versions (name TEXT PRIMARY KEY, version BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS memories (id TEXT PRIMARY KEY, scope TEXT NOT NULL, kind TEXT NOT NULL,"
     " text TEXT NOT NULL, metadata TEXT NOT NULL, extra TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,"
-    " seq BIGINT NOT NULL, embedding BYTEA NOT NULL)",
+    " seq BIGINT NOT NULL, embedding BYTEA NOT NULL, tokens TEXT)",
+    # A schema of version 1 gains the column; its rows' tokens are made when read.
+    "ALTER TABLE memories ADD COLUMN IF NOT EXISTS tokens TEXT",
     "CREATE INDEX IF NOT EXISTS memories_scope ON memories (scope, created_at, seq)",
     "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value_json TEXT NOT NULL,"
     " description TEXT NOT NULL DEFAULT '', updated_at DOUBLE PRECISION NOT NULL)",

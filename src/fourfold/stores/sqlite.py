@@ -45,8 +45,13 @@ from fourfold.stores.vector import (
     VectorStore,
     WriteTicket,
     chunked,
+    embedding_text,
+    record_tokens,
     scope_key,
+    tokens_of,
+    tokens_to_keep,
 )
+from fourfold.text.tokenize import tokenize_many
 
 __all__ = ["DATABASE", "SCHEMA_VERSION", "SQLiteDatabase", "SQLiteVectorStore", "chunked_ids", "scope_key", "scope_of"]
 
@@ -67,7 +72,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS versions (name TEXT PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS memories (id TEXT PRIMARY KEY, scope TEXT NOT NULL, kind TEXT NOT NULL,"
     " text TEXT NOT NULL, metadata TEXT NOT NULL, extra TEXT NOT NULL, created_at REAL NOT NULL,"
-    " seq INTEGER NOT NULL, embedding BLOB NOT NULL)",
+    " seq INTEGER NOT NULL, embedding BLOB NOT NULL, tokens TEXT)",
     "CREATE INDEX IF NOT EXISTS memories_scope ON memories (scope, created_at, seq)",
     # The rows carrying version bookkeeping, few in any scope, found without reading the scope.
     f"CREATE INDEX IF NOT EXISTS memories_versioned ON memories (scope) WHERE {_VERSIONED}",
@@ -286,11 +291,12 @@ class SQLiteVectorStore(VectorStore):
     def add(self, records: Sequence[VectorRecord]) -> None:
         if not records:
             return
-        rows = [_row(r, self.dimension) for r in records]
+        # Each row keeps its tokens, so that a scope's first read need not tokenize its texts.
+        rows = [(*_row(r, self.dimension), tokens_to_keep(tokens)) for r, tokens in zip(records, record_tokens(records), strict=True)]
         with self.writing(), self.db.write() as conn:
             conn.executemany(
-                "INSERT INTO memories (id, scope, kind, text, metadata, extra, created_at, seq, embedding)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO memories (id, scope, kind, text, metadata, extra, created_at, seq, embedding, tokens)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
                 rows,
             )
             self._record(self.db.bump(conn, (_name(r.scope) for r in records)))
@@ -378,18 +384,33 @@ class SQLiteVectorStore(VectorStore):
     def scan_matrix(self, scope: str | None) -> tuple[list[VectorRecord], Vectors, Hashable | None]:
         """One query in write order; the vectors are joined into one matrix (one copy, no
         array per row) and the records carry none."""
+        records, matrix, _, version = self._scan(scope, tokens=False)
+        return records, matrix, version
+
+    def scan_tokens(self, scope: str | None) -> tuple[list[VectorRecord], Vectors, list[list[str]], Hashable | None]:
+        """`scan_matrix` with the tokens kept in each row; a row without them (written by a
+        fourfold that kept none) or under another tokenizer's tag is tokenized now."""
+        return self._scan(scope, tokens=True)
+
+    def _scan(
+        self, scope: str | None, *, tokens: bool
+    ) -> tuple[list[VectorRecord], Vectors, list[list[str]], Hashable | None]:
         with self.db.read() as conn:
             version = self.db.version(_name(scope))
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE scope = ? ORDER BY created_at, seq", (scope_key(scope),)
+                f"SELECT {_COLUMNS}{', tokens' if tokens else ''} FROM memories WHERE scope = ? ORDER BY created_at, seq",
+                (scope_key(scope),),
             ).fetchall()
         width = 4 * self.dimension
-        blobs = [row[-1] for row in rows]
-        for (id_, *_), blob in zip(rows, blobs, strict=True):
-            if len(blob) != width:
-                raise self._wrong_vector(id_, len(blob) // 4)
+        blobs = [row[_BLOB] for row in rows]
+        if any(len(blob) != width for blob in blobs):
+            id_, blob = next((row[0], row[_BLOB]) for row in rows if len(row[_BLOB]) != width)
+            raise self._wrong_vector(id_, len(blob) // 4)
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), self.dimension)
-        return self._records(rows, vectors=False), matrix, version
+        if not tokens:
+            return self._records(rows, vectors=False), matrix, [], version
+        records = self._records([row[:_BLOB + 1] for row in rows], vectors=False)
+        return records, matrix, tokens_of(records, [row[-1] for row in rows]), version
 
     def version(self, scope: str | None) -> Hashable | None:
         return self.db.version(_name(scope))
@@ -442,6 +463,7 @@ def _decode_stored(text: str) -> Any:
 
 
 _COLUMNS = "id, scope, kind, text, metadata, extra, created_at, seq, embedding"
+_BLOB = 8  # the embedding's place in _COLUMNS
 _PREFIX = "memories/"
 
 
@@ -564,5 +586,26 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         )
     for statement in _SCHEMA:
         conn.execute(statement)
+    if "memories" in tables and "tokens" not in {r[1] for r in conn.execute("PRAGMA table_info(memories)")}:
+        _keep_tokens(conn)
     if version is None:
         conn.execute("INSERT INTO meta (name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+def _keep_tokens(conn: sqlite3.Connection, *, batch: int = 5000) -> None:
+    """Add the `tokens` column to a file written before rows kept their tokens, and fill it
+    (once: about a second per 100k memories), so that old scopes read as fast as new ones.
+
+    The column is additive: an older fourfold still reads and writes the file, and the rows it
+    adds have no tokens, which are then made when read (`SQLiteVectorStore.scan_tokens`)."""
+    conn.execute("ALTER TABLE memories ADD COLUMN tokens TEXT")
+    last = 0
+    while rows := conn.execute(
+        "SELECT rowid, text, extra FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)
+    ).fetchall():
+        texts = [embedding_text(text, _decode_stored(extra)) for _, text, extra in rows]  # as record_tokens reads them
+        conn.executemany(
+            "UPDATE memories SET tokens = ? WHERE rowid = ?",
+            [(tokens_to_keep(tokens), row[0]) for tokens, row in zip(tokenize_many(texts), rows, strict=True)],
+        )
+        last = rows[-1][0]

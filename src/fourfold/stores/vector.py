@@ -17,8 +17,12 @@ from typing import Any
 import numpy as np
 
 from fourfold.embeddings.base import Vectors
+from fourfold.text.tokenize import TOKENS_TAG, tokenize_many
 
-__all__ = ["DOC_KIND", "GLOBAL_SCOPE_KEY", "NO_VECTOR", "VERSION_KEY", "VectorRecord", "VectorStore", "scope_key"]
+__all__ = [
+    "DOC_KIND", "GLOBAL_SCOPE_KEY", "NO_VECTOR", "VERSION_KEY", "VectorRecord", "VectorStore", "kept_tokens", "record_tokens",
+    "scope_key", "tokens_of", "tokens_to_keep",
+]
 
 #: How the unscoped space (scope=None) is stored; user scopes are never empty strings.
 GLOBAL_SCOPE_KEY = ""
@@ -42,6 +46,34 @@ def scope_key(scope: str | None) -> str:
 def embedding_text(text: str, extra: Sequence[str]) -> str:
     """What a memory's vector is made from: its text with the facts an enricher read out of it."""
     return " ".join((text, *extra))
+
+
+def record_tokens(records: Sequence[VectorRecord]) -> list[list[str]]:
+    """Each record's own words as lexical search reads them: its text and extra facts,
+    tokenized (`fourfold.text.tokenize_many`; its date's words are not among them)."""
+    return tokenize_many([embedding_text(r.text, r.extra) if r.extra else r.text for r in records])
+
+
+def tokens_to_keep(tokens: Sequence[str]) -> str:
+    """`record_tokens` of one record as a store keeps them: the tokenizer's tag, then the tokens
+    (which never hold whitespace), space-separated."""
+    return " ".join((TOKENS_TAG, *tokens))
+
+
+def kept_tokens(kept: str | None) -> list[str] | None:
+    """The tokens `tokens_to_keep` kept, or None when there are none or another tokenizer made them."""
+    if kept is None:
+        return None
+    tag, _, tokens = kept.partition(" ")
+    return tokens.split() if tag == TOKENS_TAG else None
+
+
+def tokens_of(records: Sequence[VectorRecord], kept: Sequence[str | None]) -> list[list[str]]:
+    """Each record's `record_tokens`: those a store kept for it (`kept[i]`, as `tokens_to_keep`
+    made them), else made now, in one call for all those lacking."""
+    found = [kept_tokens(k) for k in kept]
+    made = iter(record_tokens([r for r, tokens in zip(records, found, strict=True) if tokens is None]))
+    return [tokens if tokens is not None else next(made) for tokens in found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +255,16 @@ class VectorStore(ABC):
             else np.zeros((0, 0), dtype=np.float32)
         )
         return [replace(r, embedding=NO_VECTOR) for r in ordered], matrix, version
+
+    def scan_tokens(self, scope: str | None) -> tuple[list[VectorRecord], Vectors, list[list[str]], Hashable | None]:
+        """`scan_matrix` with each record's `record_tokens` (list i for record i): everything a
+        scope's index is built from.
+
+        This default tokenizes on read; a store that keeps the tokens written with each record
+        (`tokens_to_keep`, deleted with it) reads them, and tokenizes only those it lacks.
+        """
+        records, matrix, version = self.scan_matrix(scope)
+        return records, matrix, record_tokens(records), version
 
     def close(self) -> None:  # noqa: B027 - optional hook; most backends hold nothing
         """Release files and clients."""

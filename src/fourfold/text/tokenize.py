@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import Stemmer
 
-__all__ = ["STOPWORDS", "tokenize", "tokenize_many"]
+__all__ = ["STOPWORDS", "TOKENS_TAG", "tokenize", "tokenize_many"]
 
 # The NLTK English list (itself derived from the classic SMART list) plus the common
 # contractions it leaves out, so "I'm" or "can't" never become search terms.
@@ -31,6 +31,13 @@ STOPWORDS: frozenset[str] = frozenset(
     that's could would ought also
     """.split()
 )
+
+#: What `tokenize` makes of a text: these rules (stop-words, apostrophes, the word pattern;
+#: `_RULES`, bumped with any change that changes a token) and the Snowball stemmer's release.
+#: Tokens kept at write time carry it, and tokens kept under another tag (another fourfold or
+#: PyStemmer) are made again from the text: kept tokens are a shortcut, never the truth.
+_RULES = 1
+TOKENS_TAG = f"t{_RULES}-{Stemmer.version()}"
 
 # A word is a run of letters/digits (no underscore), optionally joined by apostrophes.
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
