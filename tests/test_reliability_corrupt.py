@@ -65,6 +65,10 @@ def test_doctor_salvages_the_readable_rows_of_a_damaged_database(open_memory: Op
     assert [f.problem.split(":")[0] for f in report.findings] == ["database"]
     assert doctor.repair(data_dir).ok
     assert list(data_dir.glob("fourfold.sqlite3.damaged-*"))  # the original is kept
+    salvaged = sqlite3.connect(facts)
+    # kept tokens are not copied from a damaged file: the store makes them again from the text
+    assert [r[0] for r in salvaged.execute("SELECT tokens FROM memories")] == [None]
+    salvaged.close()
     with open_memory(data_dir) as mem:
         assert mem.facts.get("refund_window_days").value == 30
         assert mem.long_term.recall("parcel lockers", scope="customer:1")[0].text == "Prefers parcel lockers"

@@ -77,12 +77,13 @@ def test_tokenize_stems_as_the_snowball_stemmer_does_each_time(text: str) -> Non
 def test_the_tokens_tag_names_these_rules() -> None:
     """Stores keep tokens under `TOKENS_TAG` and trust those of the same tag: a change of the
     rules (stop-words, apostrophes, the word pattern) must bump `_RULES`, and this digest with it.
-    The stemmer's release is in the tag by itself."""
+    The stemmer's release and the Unicode version are in the tag by themselves."""
     import hashlib
+    import unicodedata
 
     import Stemmer
 
-    from fourfold.text.tokenize import _RULES, TOKENS_TAG
+    from fourfold.text.tokenize import _APOSTROPHES, _RULES, _WORD, STOPWORDS, TOKENS_TAG
 
     sample = [
         "The Deploys were FAILING with 502 errors", "I'm sure we can't ship Zoë's café order to O’Brien's naïve façade",
@@ -90,9 +91,12 @@ def test_the_tokens_tag_names_these_rules() -> None:
         "Resolved: the webhook to the CRM charges the card twice; clearing the browser cache fixed it.",
         "they'd've rock'n'roll don't DON'T ''' 'tis", "Straße İstanbul ΣΊΣΥΦΟΣ 東京 ١٢٣",
     ]
-    digest = hashlib.sha256(repr([tokenize(t, stem=False) for t in sample]).encode()).hexdigest()[:16]
-    assert (_RULES, digest) == (1, "afe465e613812c3c"), "tokenize changed: bump _RULES in fourfold.text.tokenize"
-    assert TOKENS_TAG == f"t{_RULES}-{Stemmer.version()}" and not any(c.isspace() for c in TOKENS_TAG)
+    made = repr([tokenize(t, stem=False) for t in sample])
+    rules = repr((sorted(STOPWORDS), _WORD.pattern, sorted(_APOSTROPHES.items())))
+    digest = hashlib.sha256((made + rules).encode()).hexdigest()[:16]
+    assert (_RULES, digest) == (1, "63cc0246e231696a"), "tokenize changed: bump _RULES in fourfold.text.tokenize"
+    assert TOKENS_TAG == f"t{_RULES}-{Stemmer.version()}-u{unicodedata.unidata_version}"
+    assert not any(c.isspace() for c in TOKENS_TAG)
 
 
 def test_tokenize_without_stemming_keeps_words_whole() -> None:

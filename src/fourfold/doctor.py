@@ -228,6 +228,11 @@ def _salvageable(path: Path) -> bool:
     return True
 
 
+#: Columns made from a row's other columns: a damaged file's copy is not trusted, the store
+#: makes them again when it reads the row (a memory's kept tokens, from its text).
+_DERIVED: dict[str, set[str]] = {"memories": {"tokens"}}
+
+
 def _repair_database(root: Path, finding: Finding) -> list[str]:
     """Copy readable rows table by table into a new file; rows that cannot be read are skipped."""
     path = Path(finding.file)
@@ -242,7 +247,7 @@ def _repair_database(root: Path, finding: Finding) -> list[str]:
         with _readonly(path) as old:
             for table in tables:
                 try:
-                    theirs = {r[1] for r in old.execute(f"PRAGMA table_info({table})")}
+                    theirs = {r[1] for r in old.execute(f"PRAGMA table_info({table})")} - _DERIVED.get(table, set())
                     cols = ", ".join(r[1] for r in new.execute(f"PRAGMA table_info({table})") if r[1] in theirs)
                     rows = old.execute(f"SELECT {cols} FROM {table}").fetchall() if cols else []
                 except sqlite3.Error:

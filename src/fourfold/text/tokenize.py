@@ -33,11 +33,12 @@ STOPWORDS: frozenset[str] = frozenset(
 )
 
 #: What `tokenize` makes of a text: these rules (stop-words, apostrophes, the word pattern;
-#: `_RULES`, bumped with any change that changes a token) and the Snowball stemmer's release.
+#: `_RULES`, bumped with any change that changes a token), the Snowball stemmer's release, and
+#: the interpreter's Unicode version (which letters are letters, how NFKC and lower() map them).
 #: Tokens kept at write time carry it, and tokens kept under another tag (another fourfold or
 #: PyStemmer) are made again from the text: kept tokens are a shortcut, never the truth.
 _RULES = 1
-TOKENS_TAG = f"t{_RULES}-{Stemmer.version()}"
+TOKENS_TAG = f"t{_RULES}-{Stemmer.version()}-u{unicodedata.unidata_version}"
 
 # A word is a run of letters/digits (no underscore), optionally joined by apostrophes.
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
