@@ -356,3 +356,11 @@ def test_a_misspelt_part_is_refused_when_the_client_is_made(served: Served) -> N
         made({"notes": "w.Facts.nothing"})
     declared = made({"notes": "RemoteFactStore", "label": "str", "extra": "ClassVar[int]"})
     assert isinstance(declared.notes, remote.RemoteFactStore) and isinstance(declared.long_term, remote.RemoteLongTermMemory)
+
+
+def test_a_users_subclass_may_annotate_names_it_imports_for_type_checking_only(served: Served) -> None:
+    """Outside fourfold, an annotation naming what its module holds only under TYPE_CHECKING
+    (as `from decimal import Decimal` there would) is no part and no error."""
+    cls = type("Mine", (RemoteMemory,), {"__module__": __name__, "__annotations__": {"budget": "Decimal"}})
+    mine = cls("http://testserver", api_key=served.keys.create("acme")[1], client=TestClient(served.client.app))
+    assert isinstance(mine.long_term, remote.RemoteLongTermMemory) and not hasattr(mine, "budget")

@@ -129,6 +129,24 @@ def test_data_is_plain_json_and_values_are_their_fields() -> None:
                                                          "created": True, "supersedes": []}
 
 
+def test_plain_writes_keys_as_json_does() -> None:
+    """A key that is not a str becomes its JSON text, so sorting keys (the models' stable JSON)
+    never compares a number with a string."""
+    data = {"order": 1, 2: "x", None: "n", True: "t", 1.5: "f", Remembered("mem_1", "x"): "m"}
+    assert plain(data) == json.loads(json.dumps(data))
+    assert all(type(k) is str for k in plain(data))
+    assert json.dumps(plain([data]), sort_keys=True) == json.dumps([json.loads(json.dumps(data))], sort_keys=True)
+
+
+def test_the_offline_model_reads_a_tool_call_with_a_number_key() -> None:
+    from fourfold.models import OfflineModel
+
+    call = [{"type": "tool_use", "id": "t1", "name": "lookup_policy", "input": {"order": 1, 2: "x"}}]
+    messages = [{"role": "user", "content": "where is order 1?"}, {"role": "assistant", "content": call},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]
+    assert OfflineModel().chat(messages).text
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     s = Served(tmp_path / "served")

@@ -207,10 +207,10 @@ def test_forget_erases_every_version_from_disk(open_memory: OpenMemory, memory_t
     if isinstance(memory_target, str):
         assert_erased(memory_target, "memories")
         return
-    raw = b"".join(p.read_bytes() for p in memory_target.rglob("*") if p.is_file())
-    for needle in (b"Zanzibarmail", b"Quetzalphone", b"Xylocarpchat"):
+    raw = b"".join(p.read_bytes() for p in memory_target.rglob("*") if p.is_file()).lower()  # kept tokens are lowercase
+    for needle in (b"zanzibarmail", b"quetzalphone", b"xylocarpchat"):
         assert needle not in raw, needle
-    assert b"Dalmatian" in raw  # the scan can see what is stored
+    assert b"dalmatian" in raw  # the scan can see what is stored
 
 
 @pytest.mark.postgres

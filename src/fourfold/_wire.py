@@ -171,13 +171,17 @@ def _declared_parts(served: type[Any]) -> _Parts:
     for klass in reversed(served.__mro__):
         names = vars(sys.modules[klass.__module__])
         for name, hint in vars(klass).get("__annotations__", {}).items():
-            found[name] = _named(hint, names, f"{klass.__qualname__}.{name}") if isinstance(hint, str) else hint
+            # fourfold's own clients must name their parts right (a misspelt one would be a part
+            # silently missing); a user's subclass may annotate names it imports for type checking only.
+            strict = klass.__module__.split(".")[0] == "fourfold"
+            found[name] = _named(hint, names, f"{klass.__qualname__}.{name}", strict) if isinstance(hint, str) else hint
     return tuple((name, kind) for name, kind in found.items() if isinstance(kind, type) and issubclass(kind, SyncPart | AsyncPart))
 
 
-def _named(hint: str, names: Mapping[str, Any], where: str) -> Any:
+def _named(hint: str, names: Mapping[str, Any], where: str, strict: bool) -> Any:
     """What an annotation that is a (dotted) name names in its module; None for any other
-    annotation (`ClassVar[...]`, a union), which is never a part."""
+    annotation (`ClassVar[...]`, a union), which is never a part, and, unless `strict`, for a
+    name the module does not hold at run time."""
     first, *rest = hint.split(".")
     if not all(part.isidentifier() for part in (first, *rest)):
         return None
@@ -186,12 +190,18 @@ def _named(hint: str, names: Mapping[str, Any], where: str) -> Any:
     elif hasattr(builtins, first):
         value = getattr(builtins, first)
     else:
-        raise TypeError(f"{where}: the annotation {hint!r} names nothing in its module")
+        return _unnamed(hint, where, strict)
     for part in rest:
         if not hasattr(value, part):
-            raise TypeError(f"{where}: the annotation {hint!r} names nothing in its module")
+            return _unnamed(hint, where, strict)
         value = getattr(value, part)
     return value
+
+
+def _unnamed(hint: str, where: str, strict: bool) -> None:
+    if strict:
+        raise TypeError(f"{where}: the annotation {hint!r} names nothing in its module")
+    return None
 
 
 # -- the calls ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ dataclasses' fields, and those of `Remembered` (a `str`, the id, so not a datacl
 from __future__ import annotations
 
 import inspect
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -43,10 +44,20 @@ def plain(value: Any, *, item: Callable[[Any], Any] | None = None) -> Any:
     items too (`item`), as the library's own values."""
     convert = item or plain
     if isinstance(value, Mapping):
-        return {k: convert(v) for k, v in value.items()}
+        return {k if type(k) is str else _json_key(k): convert(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [convert(v) for v in value]
     return value
+
+
+def _json_key(key: Any) -> Any:
+    """A dict key as `json` writes it: a number, bool or None as its JSON text ("2", "true",
+    "null"), a str subclass as its str; any other key stays, for `json` to refuse."""
+    if isinstance(key, str):
+        return str(key)
+    if key is None or isinstance(key, int | float):
+        return json.dumps(key)
+    return key
 
 
 def from_json(cls: type[T], data: Mapping[str, Any]) -> T:

@@ -33,7 +33,8 @@ class Remembered(str):
     which it is, with what was stored and redacted on the way in.
 
     As a string it is the id: equal to it, hashed, printed and JSON-encoded as it, so code that
-    keeps, compares or passes on the id of a write works as with a plain `str`. Its read-only
+    keeps, compares or passes on the id of a write works as with a plain `str` (a fact's value,
+    which keeps exact JSON types so that it reads back as it was set, takes `str(r)`). Its read-only
     fields say the rest, and its value-type JSON (`fourfold.serialize.to_json`) carries them all.
     It is not a dataclass, so that generic encoders (pydantic, `dataclasses.asdict` of a
     dataclass holding an id) take it for the string it is, as `json` does.
