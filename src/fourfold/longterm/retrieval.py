@@ -128,7 +128,7 @@ class ScopeIndex:
         cls, records: Sequence[VectorRecord], matrix: Vectors, dimension: int, *, weights: Weights | None = None,
         tokens: Sequence[list[str]] | None = None,
     ) -> ScopeIndex:
-        """The index of a scope read by `VectorStore.scan_matrix`: its records in write order
+        """The index of a scope read by `VectorStore.scan_tokens` (or `scan_matrix`): its records in write order
         without their vectors, and those vectors as one matrix (row i for record i). The same
         index `ScopeIndex(records with vectors, ...)` builds, without a vector per record.
         `tokens`: the records' `record_tokens`, as `VectorStore.scan_tokens` reads them."""

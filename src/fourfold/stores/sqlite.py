@@ -381,25 +381,14 @@ class SQLiteVectorStore(VectorStore):
             )
             return self._records(rows), version
 
-    def scan_matrix(self, scope: str | None) -> tuple[list[VectorRecord], Vectors, Hashable | None]:
-        """One query in write order; the vectors are joined into one matrix (one copy, no
-        array per row) and the records carry none."""
-        records, matrix, _, version = self._scan(scope, tokens=False)
-        return records, matrix, version
-
     def scan_tokens(self, scope: str | None) -> tuple[list[VectorRecord], Vectors, list[list[str]], Hashable | None]:
-        """`scan_matrix` with the tokens kept in each row; a row without them (written by a
-        fourfold that kept none) or under another tokenizer's tag is tokenized now."""
-        return self._scan(scope, tokens=True)
-
-    def _scan(
-        self, scope: str | None, *, tokens: bool
-    ) -> tuple[list[VectorRecord], Vectors, list[list[str]], Hashable | None]:
+        """One query in write order: the vectors joined into one matrix (one copy, no array per
+        row), the records without them, and the tokens kept in each row; a row without them
+        (written by a fourfold that kept none) or under another tokenizer's tag is tokenized now."""
         with self.db.read() as conn:
             version = self.db.version(_name(scope))
             rows = conn.execute(
-                f"SELECT {_COLUMNS}{', tokens' if tokens else ''} FROM memories WHERE scope = ? ORDER BY created_at, seq",
-                (scope_key(scope),),
+                f"SELECT {_COLUMNS}, tokens FROM memories WHERE scope = ? ORDER BY created_at, seq", (scope_key(scope),)
             ).fetchall()
         width = 4 * self.dimension
         blobs = [row[_BLOB] for row in rows]
@@ -407,8 +396,6 @@ class SQLiteVectorStore(VectorStore):
             id_, blob = next((row[0], row[_BLOB]) for row in rows if len(row[_BLOB]) != width)
             raise self._wrong_vector(id_, len(blob) // 4)
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), self.dimension)
-        if not tokens:
-            return self._records(rows, vectors=False), matrix, [], version
         records = self._records([row[:_BLOB + 1] for row in rows], vectors=False)
         return records, matrix, tokens_of(records, [row[-1] for row in rows]), version
 
