@@ -44,7 +44,7 @@ test: $(STAMP) browser
 check: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
-	$(BIN)/pytest -q -x -m "not slow and not server and not postgres"
+	$(BIN)/pytest -q -x -n 2 -m "not slow and not server and not postgres"
 
 # The documentation site (MkDocs); --strict makes a broken link or anchor fail the build.
 docs: $(STAMP)
