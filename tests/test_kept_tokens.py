@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fourfold import Memory
+from conftest import OpenMemory
 from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, MemoryInput
 from fourfold.longterm.retrieval import ScopeIndex
@@ -85,6 +85,22 @@ def test_tokens_missing_or_of_another_tokenizer_are_made_from_the_text(tmp_path:
     store.db.close()
 
 
+def test_the_kept_tokens_are_what_a_scope_read_gives(tmp_path: Path, embedder: HashEmbedder) -> None:
+    """The read takes the row's tokens under the current tag as they are (it does not tokenize
+    the text again): a word only the kept tokens hold is found by lexical search."""
+    path = tmp_path / "db.sqlite3"
+    store = _store(path, embedder)
+    LongTermMemory(store, embedder).remember_many(NOTES)
+    with store.db.write() as conn:
+        conn.execute("UPDATE memories SET tokens = ? WHERE text LIKE 'Customer%'", (tokens_to_keep(["zyzzyva"]),))
+    records, matrix, tokens, _ = store.scan_tokens("c")
+    assert tokens[[r.text for r in records].index("Customer prefers email over phone calls")] == ["zyzzyva"]
+    index = ScopeIndex.of_scan(records, matrix, embedder.dimension, tokens=tokens)
+    (top, parts), *_ = index.explain(embedder.embed("zyzzyva"), "zyzzyva", k=1, keep=lambda r: True)
+    assert top.text.startswith("Customer") and parts.lexical > 0
+    store.db.close()
+
+
 def test_a_file_from_before_kept_tokens_gains_them_all_on_open(tmp_path: Path, embedder: HashEmbedder) -> None:
     path = tmp_path / "db.sqlite3"
     store = _store(path, embedder)
@@ -102,9 +118,9 @@ def test_a_file_from_before_kept_tokens_gains_them_all_on_open(tmp_path: Path, e
     reopened.db.close()
 
 
-def test_forgetting_a_memory_leaves_none_of_its_tokens_on_disk(tmp_path: Path, embedder: HashEmbedder) -> None:
+def test_forgetting_a_memory_leaves_none_of_its_tokens_on_disk(open_memory: OpenMemory, tmp_path: Path) -> None:
     (word,) = tokenize("Quetzalcoatl")  # lowercase: in the kept tokens only, not in the text
-    with Memory.open(tmp_path / "data", embedder=embedder) as mem:
+    with open_memory() as mem:
         gone = mem.long_term.remember("Ships to Quetzalcoatl street", scope="a")
         mem.long_term.remember("Ships to Quetzalcoatl avenue", scope="b")
         mem.long_term.remember("Prefers email", scope="a")
