@@ -85,6 +85,7 @@ class GroupCommit:
         self._warm(batch)
         for slot, result in zip(batch, results, strict=True):
             # As if sent one after another: only the first of identical memories is new.
-            slot.result = result if result.id not in seen else Remembered(result, result.text, result.redactions, False, result.supersedes)
+            slot.result = result if result.id not in seen else Remembered(
+                result.id, result.text, redactions=result.redactions, created=False, supersedes=result.supersedes)
             seen.add(result.id)
             slot.done = True
