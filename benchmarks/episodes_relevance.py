@@ -16,10 +16,8 @@ mean top relevance of on-topic and off-topic queries by scope size.
     python benchmarks/episodes_relevance.py [--fit]
 
 `--fit` refits each kind's calibration on the dev half (`fit`, as `recall_cv.py` does for
-memories) and prints it: for episodes slope 6.631, null weight 0.5 and offset -2.848, where the
-shipped `ranking.EPISODES` has -2.80 (fitted with its cut halfway between the last hit dropped
-and the first kept, not just below the first kept as `_calibrate.cut_keeping` puts every
-benchmark's cut). The last line is over the test half:
+memories) and prints it (the shipped `ranking.EPISODES` is its fit for episodes, rounded). The
+last line is over the test half:
 ``episodes_relevance: episodes_hit3=X episodes_floor_drop=X episodes_offtopic_empty=X docs_hit3=X docs_floor_drop=X docs_offtopic_empty=X``
 """
 
