@@ -163,7 +163,8 @@ class ScopeIndex:
         self._typical: Floats | None = None
         self._by_speaker: dict[str, list[int]] = {}
         for i, record in enumerate(records):
-            self._index_speaker(i, record)
+            if "speaker" in record.metadata:
+                self._index_speaker(i, record)
 
     @classmethod
     def of_features(
@@ -453,17 +454,21 @@ def _runs(records: Sequence[VectorRecord], weights: Weights) -> tuple[list[list[
     """The runs of records that lend each other context (members in order), and each run's
     shares at distance 1, 2, ...: a thread, or memories without one written close in time."""
     runs: dict[tuple[str, ...], list[int]] = {}
-    run, last_at = -1, 0.0  # the current run of memories without a thread
+    run, last_at, gap = -1, 0.0, weights.context_gap  # the current run of memories without a thread
+    members: list[int] = []  # its members
     for i, record in enumerate(records):
         if record.kind == DOC_KIND:
             continue  # document chunks overlap already: each stands alone
-        key = _thread(record)
-        if key is None:
-            if run < 0 or record.created_at - last_at > weights.context_gap:
-                run += 1
-            last_at = record.created_at
-            key = ("run", str(run))
-        runs.setdefault(key, []).append(i)
+        key = _thread(record) if record.metadata else None
+        if key is not None:
+            runs.setdefault(key, []).append(i)
+            continue
+        created = record.created_at
+        if run < 0 or created - last_at > gap:
+            run += 1
+            members = runs[("run", str(run))] = []
+        last_at = created
+        members.append(i)
     reach = range(max(0, weights.context_window))
     shares = {
         kind: [weight * weights.context_decay**d for d in reach]
