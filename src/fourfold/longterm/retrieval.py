@@ -494,8 +494,14 @@ def _blend_steps(own: Vectors, steps: Sequence[Step], rows: Sequence[int] | None
     neighbour to a slice of rows, in each row's order of neighbours, with the same products."""
     if rows is None:
         blended = own.astype(np.float32)  # a copy, summed into in place
+        # A run's two steps at one distance (before, after) lend the same products of its rows
+        # at that share: each is made once, and added from slices of it.
+        span, share_of, products = slice(0, 0), None, own[:0]
         for to, source, share in steps:
-            blended[to] += own[source] * np.float32(share)
+            if share != share_of or source.start < span.start or source.stop > span.stop:
+                span, share_of = slice(min(to.start, source.start), max(to.stop, source.stop)), share
+                products = own[span] * np.float32(share)
+            blended[to] += products[source.start - span.start : source.stop - span.start]
         return _unit(blended)
     wanted = np.asarray(rows, dtype=np.intp)
     blended = own[wanted].astype(np.float32, copy=False)  # indexing copied them
@@ -526,7 +532,8 @@ def _blend_rows(own: Vectors, rows: Sequence[int] | None, at: npt.NDArray[np.int
 
 def _unit(blended: Vectors) -> Vectors:
     """The rows of `blended` (float32, a copy of the caller's own) at unit length, in place."""
-    norms = np.linalg.norm(blended, axis=1, keepdims=True)
+    # np.linalg.norm's own steps for rows, without the copy its conjugate of real numbers makes
+    norms = np.sqrt(np.add.reduce(blended * blended, axis=1, keepdims=True))
     norms[norms == 0] = 1.0
     blended /= norms
     return blended
