@@ -157,8 +157,8 @@ class ScopeIndex:
         plan = self._plan = _neighbour_plan(records, weights)
         self._neighbour_lists: list[list[tuple[int, float]]] | None = None
         self.matrix = _blend_vectors(own, plan)
-        self._token_lists = self._tokens_of(records, tokens)
-        self._lexical: ContextTerms | BM25Table = _context_terms(self._token_lists, plan, weights)
+        self._lexical: ContextTerms | BM25Table = _context_terms(self._tokens_of(records, tokens), plan, weights)
+        self._token_list_cache: list[list[str]] | None = None  # kept by the term table
         self._bm25: BM25Index | None = None
         self._typical: Floats | None = None
         self._by_speaker: dict[str, list[int]] = {}
@@ -195,7 +195,7 @@ class ScopeIndex:
             if scope_total is not None and scope_size >= 2
             else np.zeros(len(records), dtype=np.float64)
         )
-        out._token_lists = []
+        out._token_list_cache = []
         out._bm25 = None
         out._lexical = BM25Table(counts, lengths=lengths)
         out._by_speaker = {}
@@ -213,6 +213,16 @@ class ScopeIndex:
     @_neighbours.setter
     def _neighbours(self, lists: list[list[tuple[int, float]]]) -> None:
         self._neighbour_lists = lists
+
+    @property
+    def _token_lists(self) -> list[list[str]]:
+        """Each record's words, its date's included (`_tokens_of`), as lists when asked for (a
+        write's `with_added`, a record's `features`): the term table keeps them as term ids, in
+        a twentieth of the memory, which a customer's first read would otherwise fill afresh."""
+        if self._token_list_cache is None:
+            assert isinstance(self._lexical, ContextTerms)
+            self._token_list_cache = self._lexical.token_lists()
+        return self._token_list_cache
 
     @property
     def bm25(self) -> BM25Index:
@@ -293,8 +303,8 @@ class ScopeIndex:
             at, shares, _ = out._plan.arrays
             out.matrix[changed] = _blend_rows(out._own, changed, at[changed], shares[changed])
         out._typical = None  # every member's moves with the scope's sum: recomputed on first search
-        out._token_lists = [*self._token_lists, *out._tokens_of(new)]
-        out._lexical = _context_terms(out._token_lists, out._plan, out.weights)
+        out._lexical = _context_terms([*self._token_lists, *out._tokens_of(new)], out._plan, out.weights)
+        out._token_list_cache = None
         out._bm25 = None
         out._by_speaker = {token: list(rows) for token, rows in self._by_speaker.items()}
         for i in range(n_old, len(out.records)):
