@@ -27,9 +27,11 @@ between requests instead. The closed loop also prints the CPU time per request o
 processes and of the load generator, and the load average: on a shared machine rps follows
 the neighbours' load, CPU per request much less.
 
-``--workers N`` runs ``fourfold serve --workers N``: N processes behind one port, the kernel
-spreading the clients' connections over them (one Python process uses about 1.4 of 2 cores
-under this load; see `fourfold.service.workers`).
+Each service runs as ``fourfold serve --workers N``: N processes behind one port, the kernel
+spreading the clients' connections over them. By default N is the number of cores (shared out
+between --replicas), as one would deploy it for throughput: one Python process uses only about
+1.4 of 2 cores under this load (see `fourfold.service.workers`). ``--workers 1`` measures a
+single process, `fourfold serve`'s own default.
 
 With ``--store postgres`` the service keeps everything in a throwaway PostgreSQL (started on
 loopback for the run; ``--store postgresql://…`` uses yours). ``--replicas N`` starts N
@@ -489,8 +491,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="'postgres': a throwaway PostgreSQL for the run; or a postgresql:// URL (default: SQLite)")
     p.add_argument("--replicas", type=int, default=1,
                    help="`fourfold serve`s on one --store or data dir, each at its own URL (default 1)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="fourfold serve --workers: processes behind each service's one port (default 1)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="fourfold serve --workers: processes behind each service's port "
+                        "(default: the cores shared out between the replicas, at least 1)")
     p.add_argument("--url", default=None,
                    help="use running services instead of starting them (several: comma-separated replicas)")
     p.add_argument("--key", action="append", default=[], help="TENANT=KEY for --url (repeatable)")
@@ -502,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from fourfold.service.testing import LiveService
 
+    if args.workers is None:
+        args.workers = max(1, (os.cpu_count() or 1) // args.replicas)
     with ExitStack() as stack:
         lives: list[LiveService] = []
         if args.url:

@@ -210,6 +210,8 @@ def test_two_workers_share_the_port_and_the_data_and_forget_everywhere(tmp_path:
         assert live.pid is not None
         workers = _children(live.pid)
         assert len(workers) == 2
+        shared = f"FOURFOLD_EMBED_THREADS={max(1, (os.cpu_count() or 1) // 2)}".encode()
+        assert all(shared in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") for pid in workers)
         headers = live.headers("acme")
         before = {pid: _written(pid) for pid in workers}
 

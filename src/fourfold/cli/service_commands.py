@@ -175,9 +175,22 @@ def _supervise(workers: int, options: dict[str, Any], on_ready: Callable[[str], 
                 on_ready(url)
 
         cli = {"data_dir": str(state.data_dir), "store": state.store, "embedder": state.embedder, "model": state.model}
-        Supervisor(workers, {"cli": cli, "serve": {**options, "port": port}}, announce=announce).run()
+        Supervisor(workers, {"cli": cli, "serve": {**options, "port": port}}, announce=announce,
+                   env=_worker_env(workers)).run()
     finally:
         reserved.close()
+
+
+def _worker_env(workers: int) -> dict[str, str]:
+    """The workers' environment: the cores shared out between their embedding calls, unless
+    $FOURFOLD_EMBED_THREADS says otherwise."""
+    import os
+
+    from fourfold.embeddings.onnx import THREADS_ENV
+
+    env = dict(os.environ)
+    env.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
+    return env
 
 
 def serve_worker(options: dict[str, Any]) -> None:

@@ -129,12 +129,13 @@ class Supervisor:
     `options` (JSON) is what each worker's `serve_worker` gets; `index` is added per worker.
     `announce` is called once every worker is ready to listen. A worker that exits within
     `early_death_s` of its start stops the service (it would only fail again); a later exit
-    gets a new worker. `launcher` replaces the worker's code (tests run stand-ins).
+    gets a new worker. `launcher` replaces the worker's code (tests run stand-ins); `env` is
+    the workers' environment (default: this process's).
     """
 
     def __init__(self, count: int, options: Mapping[str, Any], *, startup_timeout: float = 300.0,
                  announce: Callable[[], None] | None = None, python: Sequence[str] = (sys.executable,),
-                 launcher: str = "", early_death_s: float = _EARLY_DEATH_S) -> None:
+                 launcher: str = "", early_death_s: float = _EARLY_DEATH_S, env: Mapping[str, str] | None = None) -> None:
         if count < 1:
             raise InvalidInput(f"--workers must be at least 1, got {count}")
         self.count = count
@@ -144,6 +145,7 @@ class Supervisor:
         self.python = list(python)
         self.launcher = launcher or WORKER_LAUNCHER
         self.early_death_s = early_death_s
+        self.env = dict(env) if env is not None else None
         self._workers: dict[int, _Worker] = {}
         self._stopping = False
 
@@ -192,7 +194,7 @@ class Supervisor:
     def _start(self, index: int) -> _Worker:
         process = subprocess.Popen(
             [*self.python, "-c", self.launcher], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, preexec_fn=_die_with_parent, close_fds=True,
+            text=True, preexec_fn=_die_with_parent, close_fds=True, env=self.env,
         )
         assert process.stdin is not None
         process.stdin.write(json.dumps({**self.options, "index": index}) + "\n")
