@@ -164,3 +164,8 @@ def test_onnx_threads_come_from_the_environment_when_not_given(monkeypatch: pyte
         monkeypatch.setenv(THREADS_ENV, bad)
         with pytest.raises(InvalidInput, match=THREADS_ENV):
             default_threads()
+    monkeypatch.setenv(THREADS_ENV, "0")  # through the embedder: the user's error, not a damaged model
+    from fourfold.embeddings.onnx import OnnxMiniLMEmbedder
+
+    with pytest.raises(InvalidInput, match=THREADS_ENV):
+        OnnxMiniLMEmbedder().embed("hello")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,30 +20,33 @@ import pytest
 
 from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.service.testing import LiveService, cli_command
-from fourfold.service.workers import Supervisor, reserve_port
+from fourfold.service.workers import Supervisor, listening_sockets
 
-#: A stand-in worker: records when it started, loaded ("ready") and was let go, as files in
-#: options["dir"]; options["plans"][index] says how long it loads and whether it fails.
+#: A stand-in worker: records when it started, served and ended, as files in options["dir"];
+#: options["plans"][index] says how long it loads and whether it fails, per life of that worker.
 STAND_IN = """
-import json, os, sys, time
+import json, os, signal, sys, time
 options = json.loads(sys.stdin.readline())
+from fourfold.service.workers import adopt, say_serving
+adopt(options["supervisor"])
 where, index = options["dir"], options["index"]
 plan = options["plans"][str(index)]
 life = len([f for f in os.listdir(where) if f.startswith(f"start-{index}-")])
 def mark(what):
     with open(os.path.join(where, f"{what}-{index}-{life}"), "w") as f:
-        f.write(json.dumps({"pid": os.getpid(), "at": time.time()}))
+        f.write(json.dumps({"pid": os.getpid(), "at": time.time(), "fd": options.get("fd")}))
+def ended(signum, frame):
+    mark("term")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, ended)
 mark("start")
 time.sleep(plan.get("load_s", 0))
-if plan.get("fail_start"):
+if life in plan.get("fail_lives", []):
     sys.exit(3)
-mark("ready")
-print("ready", flush=True)
-if sys.stdin.readline().strip() != "go":
-    sys.exit(4)
-mark("go")
-if life == 0 and "exit_after_go_s" in plan:
-    time.sleep(plan["exit_after_go_s"])
+mark("serving")
+say_serving(os.fdopen(os.dup(1), "w"))
+if life in plan.get("exit_lives", []):
+    time.sleep(plan.get("exit_after_s", 0.3))
     sys.exit(5)
 while True:
     time.sleep(1)
@@ -80,11 +85,10 @@ class Run:
 
 
 @contextmanager
-def _supervising(tmp_path: Path, plans: dict[int, dict[str, object]], early_death_s: float = 30.0) -> Iterator[Run]:
+def _supervising(tmp_path: Path, plans: dict[int, dict[str, object]]) -> Iterator[Run]:
     announced: list[float] = []
     supervisor = Supervisor(len(plans), {"dir": str(tmp_path), "plans": {str(k): v for k, v in plans.items()}},
-                            launcher=STAND_IN, announce=lambda: announced.append(time.time()),
-                            early_death_s=early_death_s)
+                            launcher=STAND_IN, announce=lambda: announced.append(time.time()))
     run = Run(supervisor, announced)
 
     def target() -> None:
@@ -105,72 +109,121 @@ def _supervising(tmp_path: Path, plans: dict[int, dict[str, object]], early_deat
     assert not thread.is_alive()
 
 
+def _supervisor_process(tmp_path: Path, plans: dict[int, dict[str, object]]) -> subprocess.Popen[bytes]:
+    """A Supervisor of stand-ins as the main thread of its own process (as `fourfold serve` runs it)."""
+    options = {"dir": str(tmp_path), "plans": {str(k): v for k, v in plans.items()}}
+    code = (
+        "from fourfold.service.workers import Supervisor\n"
+        f"Supervisor({len(plans)}, {options!r}, launcher={STAND_IN!r}, announce=lambda: print('announced', flush=True)).run()\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
-def test_no_worker_is_let_go_before_every_worker_has_loaded(tmp_path: Path) -> None:
+def test_the_service_is_announced_once_every_worker_serves(tmp_path: Path) -> None:
     with _supervising(tmp_path, {0: {"load_s": 0.05}, 1: {"load_s": 1.0}}) as run:
-        _wait_for(lambda: (tmp_path / "go-0-0").exists() and (tmp_path / "go-1-0").exists())
-        slowest_ready = _mark(tmp_path, "ready-1-0")["at"]
-        assert _mark(tmp_path, "go-0-0")["at"] >= slowest_ready  # the fast one waited for the slow one
         _wait_for(lambda: bool(run.announced))
-        assert run.announced[0] >= slowest_ready
+        slowest = _mark(tmp_path, "serving-1-0")["at"]
+        assert run.announced[0] >= slowest  # not when the fast one served
         pids = [int(_mark(tmp_path, f"start-{i}-0")["pid"]) for i in (0, 1)]
         assert sorted(pids) == sorted(run.supervisor.pids)
-    assert not any(_alive(pid) for pid in pids)  # stopped with the supervisor
     assert run.failure == []
     assert len(run.announced) == 1
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
+def test_sigterm_stops_every_worker_gracefully_and_the_supervisor_exits_0(tmp_path: Path) -> None:
+    process = _supervisor_process(tmp_path, {0: {}, 1: {"load_s": 0.5}})
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == b"announced"
+        pids = [int(_mark(tmp_path, f"start-{i}-0")["pid"]) for i in (0, 1)]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0  # it handled the signal: it did not just die of it
+        assert all((tmp_path / f"term-{i}-0").exists() for i in (0, 1))  # each was told to stop
+        _wait_for(lambda: not any(_alive(pid) for pid in pids), 10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
+def test_ctrl_c_while_the_workers_load_stops_quietly(tmp_path: Path) -> None:
+    process = _supervisor_process(tmp_path, {0: {"load_s": 30}, 1: {"load_s": 30}})
+    try:
+        _wait_for(lambda: (tmp_path / "start-0-0").exists() and (tmp_path / "start-1-0").exists())
+        pids = [int(_mark(tmp_path, f"start-{i}-0")["pid"]) for i in (0, 1)]
+        os.killpg(os.getpgid(process.pid), signal.SIGINT)  # what a terminal's Ctrl-C sends
+        assert process.wait(30) == 0
+        assert all((tmp_path / f"term-{i}-0").exists() for i in (0, 1))  # stopped by the supervisor,
+        _wait_for(lambda: not any(_alive(pid) for pid in pids), 10)  # not by the terminal's SIGINT
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
 def test_a_worker_failing_to_start_stops_the_others_and_says_which(tmp_path: Path) -> None:
-    with _supervising(tmp_path, {0: {"load_s": 0.0}, 1: {"load_s": 0.3, "fail_start": True}}) as run:
+    with _supervising(tmp_path, {0: {"load_s": 0.0}, 1: {"load_s": 0.3, "fail_lives": [0]}}) as run:
         _wait_for(run.done.is_set)  # it ends by itself
     assert len(run.failure) == 1 and isinstance(run.failure[0], StoreUnavailable)
     assert "service worker 1 exited with 3 while starting" in str(run.failure[0])
-    assert not _alive(int(_mark(tmp_path, "start-0-0")["pid"]))
-    assert not (tmp_path / "go-0-0").exists()  # the healthy one was never let go alone
+    assert (tmp_path / "term-0-0").exists()  # the healthy one was stopped
     assert run.announced == []
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
-def test_a_worker_that_dies_later_is_replaced(tmp_path: Path) -> None:
-    plans: dict[int, dict[str, object]] = {0: {"exit_after_go_s": 0.5}, 1: {}}
-    with _supervising(tmp_path, plans, early_death_s=0.2) as run:
-        _wait_for(lambda: (tmp_path / "go-0-1").exists())  # a second life of worker 0, let go at once
-        first, second = (int(_mark(tmp_path, f"start-0-{n}")["pid"]) for n in (0, 1))
-        assert first != second and not _alive(first) and _alive(second)
-        assert second in run.supervisor.pids
-        assert not (tmp_path / "start-1-1").exists()  # the other one kept running
-        assert not run.done.is_set()
-    assert run.failure == []
-    assert not _alive(second)
+def test_a_worker_that_dies_later_is_replaced_on_its_own_socket(tmp_path: Path) -> None:
+    sockets = listening_sockets("127.0.0.1", 0, 2)
+    try:
+        plans: dict[int, dict[str, object]] = {0: {"exit_lives": [0]}, 1: {}}
+        announced: list[float] = []
+        supervisor = Supervisor(2, {"dir": str(tmp_path), "plans": {str(k): v for k, v in plans.items()}},
+                                sockets=sockets, launcher=STAND_IN, announce=lambda: announced.append(time.time()))
+        thread = threading.Thread(target=supervisor.run)
+        thread.start()
+        try:
+            _wait_for(lambda: (tmp_path / "serving-0-1").exists())  # a second life of worker 0
+            first, second = (_mark(tmp_path, f"start-0-{n}") for n in (0, 1))
+            assert first["pid"] != second["pid"] and not _alive(int(first["pid"]))
+            assert first["fd"] == second["fd"] == sockets[0].fileno()  # the same listening socket
+            assert int(second["pid"]) in supervisor.pids
+            assert not (tmp_path / "start-1-1").exists()  # the other one kept running
+            assert len(announced) == 1
+        finally:
+            supervisor.stop()
+            thread.join(30)
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
-def test_a_worker_dying_at_once_stops_the_service_rather_than_looping(tmp_path: Path) -> None:
-    with _supervising(tmp_path, {0: {"exit_after_go_s": 0.1}}, early_death_s=60) as run:
+def test_a_successor_failing_to_start_stops_the_service_rather_than_looping(tmp_path: Path) -> None:
+    with _supervising(tmp_path, {0: {"exit_lives": [0], "fail_lives": [1]}}) as run:
         _wait_for(run.done.is_set)  # it ends by itself
-    assert len(run.failure) == 1 and "service worker 0 exited with 5 soon after starting" in str(run.failure[0])
-    assert not (tmp_path / "start-0-1").exists()
+    assert len(run.failure) == 1 and "service worker 0 exited with 3 while starting" in str(run.failure[0])
+    assert not (tmp_path / "start-0-2").exists()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
 def test_workers_end_with_their_supervisor_even_when_it_is_killed(tmp_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "from fourfold.service.workers import Supervisor\n"
-        f"Supervisor(2, {{'dir': {str(tmp_path)!r}, 'plans': {{'0': {{}}, '1': {{}}}}}}, launcher={STAND_IN!r}).run()\n"
-    )
-    supervisor = subprocess.Popen([sys.executable, "-c", code])
+    process = _supervisor_process(tmp_path, {0: {}, 1: {}})
+    pids: list[int] = []
     try:
-        _wait_for(lambda: (tmp_path / "go-0-0").exists() and (tmp_path / "go-1-0").exists())
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == b"announced"
         pids = [int(_mark(tmp_path, f"start-{i}-0")["pid"]) for i in (0, 1)]
         assert all(_alive(pid) for pid in pids)
-        supervisor.kill()  # no chance to stop them itself
-        supervisor.wait()
+        process.kill()  # no chance to stop them itself
+        process.wait()
         _wait_for(lambda: not any(_alive(pid) for pid in pids), 10)
     finally:
-        if supervisor.poll() is None:
-            supervisor.kill()
+        if process.poll() is None:
+            process.kill()
+        for pid in pids:  # never leave a stand-in behind, even when the test fails
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_bad_worker_count_is_refused() -> None:
@@ -179,13 +232,23 @@ def test_a_bad_worker_count_is_refused() -> None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
-def test_the_reserved_port_takes_no_connection() -> None:
-    reserved = reserve_port("127.0.0.1", 0)
-    try:
-        with pytest.raises(httpx.ConnectError):  # bound, never listening: connections go to workers only
-            httpx.get(f"http://127.0.0.1:{reserved.getsockname()[1]}/healthz", timeout=2)
+def test_a_port_where_something_listens_is_refused() -> None:
+    with socket.socket() as other:  # another program, or another fourfold serve --workers
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        with pytest.raises(InvalidInput, match=f"127.0.0.1:{port} is in use"):
+            listening_sockets("127.0.0.1", port, 2)
+    first = listening_sockets("127.0.0.1", 0, 2)
+    try:  # and a second service on a port ours hold
+        assert first[0].getsockname()[1] == first[1].getsockname()[1]
+        with pytest.raises(InvalidInput, match="is in use"):
+            listening_sockets("127.0.0.1", first[0].getsockname()[1], 2)
     finally:
-        reserved.close()
+        for sock in first:
+            sock.close()
 
 
 # -- the real service ---------------------------------------------------------------------
@@ -203,7 +266,6 @@ def _written(pid: int) -> int:
     raise AssertionError("no wchar")
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
 def test_two_workers_share_the_port_and_the_data_and_forget_everywhere(tmp_path: Path) -> None:
     with LiveService(tmp_path, keys={"acme": 1}, serve_args=["--workers", "2"]) as live:
@@ -248,9 +310,34 @@ def test_zero_workers_is_a_usage_error(tmp_path: Path) -> None:
     assert not os.listdir(tmp_path)  # nothing created
 
 
-def test_sigterm_reaches_the_workers_of_a_cli_service(tmp_path: Path) -> None:
-    with LiveService(tmp_path, serve_args=["--workers", "2"]) as live:
-        assert live.pid is not None
-        workers = _children(live.pid)
-        os.kill(live.pid, signal.SIGTERM)
-        _wait_for(lambda: not any(_alive(pid) for pid in workers), 30)
+@pytest.mark.skipif(sys.platform != "linux", reason="workers need Linux")
+def test_a_cli_service_says_it_serves_once_it_does_and_stops_on_sigterm(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        cli_command("--data-dir", str(tmp_path), "--embedder", "hash", "serve", "--port", str(port), "--workers", "2"),
+        stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert f"on http://127.0.0.1:{port} with 2 workers" in line, line
+        for _ in range(8):  # at once, on new connections: every worker answers already
+            assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        workers = _children(process.pid)
+        assert len(workers) == 2
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        _wait_for(lambda: not any(_alive(pid) for pid in workers), 10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_a_bad_thread_count_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
+    env = {**os.environ, "FOURFOLD_EMBED_THREADS": "0"}
+    out = subprocess.run(cli_command("--data-dir", str(tmp_path), "--embedder", "hash", "serve", "--workers", "2"),
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 2
+    assert out.stderr.count("$FOURFOLD_EMBED_THREADS must be a whole number") == 1

@@ -27,6 +27,8 @@ from fourfold.errors import InvalidInput
 from fourfold.service.hosts import is_loopback
 
 if TYPE_CHECKING:
+    import socket
+
     from fourfold.embeddings.base import Embedder
     from fourfold.service.keys import ApiKey, KeyStore
 
@@ -96,18 +98,15 @@ def run_service(
 
 def _serve(
     *, host: str, port: int, max_body: int, log_level: str, query_model: str, allow_host: list[str],
-    review_cases: bool, on_ready: Callable[[str], None] | None = None, handshake: Callable[[], None] | None = None,
+    review_cases: bool, on_ready: Callable[[str], None] | None = None, sock: socket.socket | None = None,
 ) -> None:
-    """One service process. A supervisor's worker (`handshake`: called once the models are
-    loaded, returns when the worker may listen) listens on its own SO_REUSEPORT socket."""
+    """One service process; a supervisor's worker serves on `sock`, a socket it listens on."""
     import uvicorn
 
     from fourfold.service.app import create_app
     from fourfold.service.tenancy import Tenants
-    from fourfold.service.workers import listening_socket
 
     keys = _checked_keys(host)
-    sock = listening_socket(host, port) if handshake is not None else None
     embedder = _embedder()
     tenants = Tenants(_where(), embedder=embedder, query_embedder=_query_embedder(embedder, query_model))
     try:
@@ -115,10 +114,8 @@ def _serve(
         app = create_app(tenants, keys, allow_anonymous=is_loopback(host), max_body_bytes=max_body, model=_model(),
                          review_cases=review_cases, allowed_hosts=_browser_hosts(host, allow_host))
         url = f"http://{_url_host(host)}:{port}"
-        if handshake is None:
+        if sock is None:  # a worker's supervisor speaks for it
             typer.echo(f"fourfold serving {tenants.where} on {url} ({_auth_text(keys, url)})", err=True)
-        else:
-            handshake()  # every worker has loaded its models before any listens
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5))
         if on_ready is not None:
             _call_when_started(server, lambda: on_ready(url))
@@ -126,8 +123,6 @@ def _serve(
     finally:
         tenants.close()
         keys.close()
-        if sock is not None:
-            sock.close()
 
 
 def _checked_keys(host: str) -> KeyStore:
@@ -151,17 +146,19 @@ def _auth_text(keys: KeyStore, url: str) -> str:
 def _supervise(workers: int, options: dict[str, Any], on_ready: Callable[[str], None] | None) -> None:
     """`workers` service processes on one port, supervised by this one."""
     from fourfold.service.tenancy import on_chroma
-    from fourfold.service.workers import Supervisor, reserve_port
+    from fourfold.service.workers import Supervisor, listening_sockets
 
     if state.store is None and on_chroma(state.data_dir):
         raise InvalidInput("--workers above 1 needs the SQLite store: embedded Chroma allows one writer per data dir "
                            "(`fourfold migrate` moves the data dir to SQLite)")
-    reserved = reserve_port(options["host"], options["port"])  # port 0: the kernel picks; the workers share it
+    env = _worker_env(workers)
+    with _closing(_checked_keys(options["host"])) as keys:
+        has_keys = keys.has_keys()
+    sockets = listening_sockets(options["host"], options["port"], workers)  # port 0: the kernel picks one
     try:
-        port = reserved.getsockname()[1]
+        port = sockets[0].getsockname()[1]
         url = f"http://{_url_host(options['host'])}:{port}"
-        with _closing(_checked_keys(options["host"])) as keys:
-            auth = _auth_text(keys, url)
+        auth = "API keys" if has_keys else "none until a key is created (loopback only)"
         if state.store:
             from fourfold.stores.postgres import redact_url
 
@@ -170,48 +167,57 @@ def _supervise(workers: int, options: dict[str, Any], on_ready: Callable[[str], 
             where = str(state.data_dir)
 
         def announce() -> None:
-            typer.echo(f"fourfold serving {where} on {url} with {workers} workers ({auth})", err=True)
+            typer.echo(f"fourfold serving {where} on {url} with {workers} workers (auth: {auth}; inspector: {url}/ui)",
+                       err=True)
             if on_ready is not None:
                 on_ready(url)
 
         cli = {"data_dir": str(state.data_dir), "store": state.store, "embedder": state.embedder, "model": state.model}
-        Supervisor(workers, {"cli": cli, "serve": {**options, "port": port}}, announce=announce,
-                   env=_worker_env(workers)).run()
+        Supervisor(workers, {"cli": cli, "serve": {**options, "port": port}}, sockets=sockets, announce=announce,
+                   env=env).run()
     finally:
-        reserved.close()
+        for sock in sockets:
+            sock.close()
 
 
 def _worker_env(workers: int) -> dict[str, str]:
     """The workers' environment: the cores shared out between their embedding calls, unless
-    $FOURFOLD_EMBED_THREADS says otherwise."""
+    $FOURFOLD_EMBED_THREADS says otherwise (checked here, once)."""
     import os
 
-    from fourfold.embeddings.onnx import THREADS_ENV
+    from fourfold.embeddings.onnx import THREADS_ENV, default_threads
 
     env = dict(os.environ)
-    env.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
+    if env.get(THREADS_ENV, "").strip():
+        default_threads()  # InvalidInput for a bad value, before any worker starts
+    else:
+        env[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // workers))
     return env
 
 
 def serve_worker(options: dict[str, Any]) -> None:
     """A process of `fourfold serve --workers N`, started by its `Supervisor` with these options."""
     import os
+    import socket
     import sys
     from pathlib import Path
 
     from fourfold.errors import FourfoldError
-    from fourfold.service.workers import worker_handshake
+    from fourfold.service.workers import say_serving
 
     pipe = os.fdopen(os.dup(1), "w")  # to the supervisor; everything else printed goes to standard error
     os.dup2(2, 1)
     cli = options["cli"]
     state.data_dir, state.store = Path(cli["data_dir"]), cli["store"]
     state.embedder, state.model = cli["embedder"], cli["model"]
+    sock = socket.socket(fileno=options["fd"])  # listening since the supervisor opened it
     try:
-        _serve(**options["serve"], handshake=lambda: worker_handshake(pipe, sys.stdin))
+        _serve(**options["serve"], sock=sock, on_ready=lambda _url: say_serving(pipe))
     except FourfoldError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    finally:
+        sock.close()
 
 
 def _call_when_started(server: Any, callback: Callable[[], None]) -> None:

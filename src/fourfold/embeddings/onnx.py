@@ -272,6 +272,7 @@ class OnnxMiniLMEmbedder(Embedder):
             return loaded
         with self._load_lock:
             if self._loaded is None and self._fallback is None:
+                threads = self._threads or default_threads()  # a bad $FOURFOLD_EMBED_THREADS is the user's error
                 source = Path(self._path or model_path())
                 try:
                     onnx_file = self._model_file(source)
@@ -283,7 +284,7 @@ class OnnxMiniLMEmbedder(Embedder):
                     self._fallback = MiniLMEmbedder(batch_size=self.batch_size, path=self._path)
                     return None
                 try:
-                    session = _session(onnx_file, self._threads)
+                    session = _session(onnx_file, threads)
                 except MissingDependency:
                     raise
                 except Exception as exc:  # ORT raises its own types for a damaged file
