@@ -20,7 +20,13 @@ from conftest import OpenMemory
 from fourfold import StoreCorrupt, StoreUnavailable
 from fourfold.embeddings import HashEmbedder
 from fourfold.errors import InvalidInput
-from fourfold.stores.postgres import SCHEMA_VERSION, PostgresDatabase, redact_url, split_schema, with_schema
+from fourfold.stores.postgres import (
+    SCHEMA_VERSION,
+    PostgresDatabase,
+    redact_url,
+    split_schema,
+    with_schema,
+)
 from fourfold.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres

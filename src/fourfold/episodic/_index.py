@@ -285,7 +285,9 @@ class EpisodeIndex:
         for episode_id, *_, kept, _blob, _embedder in found:
             row = self.rows.get(episode_id)
             if row is not None and self._success[row]:
-                self._tokens[row] = kept_tokens(kept)
+                group = self._groups[self._scopes[row]]
+                if group.place(row) >= group.indexed:  # a row re-read for its vector has postings
+                    self._tokens[row] = kept_tokens(kept)
         self._put_stored(found, identity)
 
     def mark_read(self, scopes: Sequence[str | None]) -> None:
