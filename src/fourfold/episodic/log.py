@@ -28,7 +28,7 @@ from fourfold.episodic._index import EpisodeIndex, dense_text, lexical_text
 from fourfold.episodic.codec import build_episode
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.ranking import EPISODES, Background, Fusion, lexical_share, rank
-from fourfold.stores.database import Database
+from fourfold.stores.database import Database, Lock
 from fourfold.stores.engine import open_database
 from fourfold.stores.sqlite import chunked_ids, scope_key
 from fourfold.stores.vector import GLOBAL_SCOPE_KEY, tokens_to_keep
@@ -242,6 +242,10 @@ class EpisodeLog:
             rows = self._index.rows_of(scope=scope, any_scope=scope is None, success=success)
             self._read_bodies(rows, scope=scope, of_scope=scope is not None)
             return [self._index.episode(row) for row in rows]
+
+    def lock(self, name: str) -> Lock:
+        """A lock named `name` shared by every process using this log (its database's)."""
+        return self.db.lock(f"episodes:{name}")
 
     def since(self, cursor: LogCursor | None = None) -> tuple[LogCursor, list[Episode], bool]:
         """What was added after `cursor`, for a reader that keeps up incrementally.
