@@ -332,3 +332,37 @@ def test_a_case_base_made_per_request_reads_the_case_query_with_the_documents_wo
                "Also my zorblax thermostat shows offline since Monday.")
     for cases in (writer, CaseBase(mem)):
         assert [c.outcome for c in cases.similar(message, k=1)] == ["updated the zorblax firmware"]
+
+
+def test_every_process_asks_the_case_base_the_same_question(open_memory: OpenMemory, tmp_path: Path) -> None:
+    """The query a turn makes of the shared cases depends on the desk's vocabulary: a process
+    that wrote no case itself (another service worker) must form the same one."""
+    with open_memory(tmp_path / "d") as here, open_memory(tmp_path / "d") as other:
+        writer = SupportAgent(here, OfflineModel())
+        for n, who in enumerate(("alice", "ann", "amy", "abe")):
+            writer.turn(who, f"Hello, customer for years here. The router reset button does nothing, model R{n}.")
+            writer.resolve(who, "Holding the router reset button for ten seconds fixed it")
+        message = "Hello there, I have been a customer for years. My router reset button does nothing."
+        theirs = CaseBase(other).similar(message, k=3)
+        ours = CaseBase(here).similar(message, k=3)
+        assert [c.id for c in theirs] == [c.id for c in ours]
+        assert theirs and all("router" in c.goal.lower() for c in theirs)
+
+
+def test_rewriting_earlier_cases_waits_for_any_other_process_rewriting_them(
+    open_memory: OpenMemory, tmp_path: Path
+) -> None:
+    import threading
+
+    from fourfold.agent.cases import REWRITE_LOCK
+
+    ticket = Ticket("The Zorblax widget export hangs", (), (), "Restarting the export worker fixed it")
+    with open_memory(tmp_path / "d") as here, open_memory(tmp_path / "d") as other:
+        done = threading.Event()
+        with other.episodes.lock(REWRITE_LOCK).hold():  # another process is rewriting
+            writer = threading.Thread(target=lambda: (CaseBase(here).add(ticket, source_scope=customer_scope("c1")),
+                                                      done.set()))
+            writer.start()
+            assert not done.wait(1.0)
+        writer.join(30)
+        assert done.is_set()

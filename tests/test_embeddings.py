@@ -150,3 +150,22 @@ def test_embed_caches_recent_texts_and_hands_out_copies() -> None:
     emb.embed("third")  # evicts "refund window" (least recently used)
     emb.embed("refund window")
     assert len(emb.batches) == 4
+
+
+def test_onnx_threads_come_from_the_environment_when_not_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fourfold.embeddings.onnx import THREADS_ENV, default_threads
+    from fourfold.errors import InvalidInput
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert default_threads() == (os.cpu_count() or 1)
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert default_threads() == 1
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(InvalidInput, match=THREADS_ENV):
+            default_threads()
+    monkeypatch.setenv(THREADS_ENV, "0")  # through the embedder: the user's error, not a damaged model
+    from fourfold.embeddings.onnx import OnnxMiniLMEmbedder
+
+    with pytest.raises(InvalidInput, match=THREADS_ENV):
+        OnnxMiniLMEmbedder().embed("hello")

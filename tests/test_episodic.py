@@ -613,7 +613,7 @@ def test_episode_lexical_scores_are_okapi_bm25_over_the_searched_groups(log: Epi
     rows = log._index.success_rows((None, "a"))
     want_index = BM25Index()
     for n, row in enumerate(rows):
-        want_index.add(str(n), tokenize(lexical_text(log._index.episodes[row])))
+        want_index.add(str(n), tokenize(lexical_text(log._index.episode(row))))
     for query in ("refund parcel", "parcel parcel refund vpn", "nothing matches", "step 3"):
         tokens = tokenize(query)
         got, best = log._index.lexical_scores((None, "a"), tokens)
@@ -647,13 +647,11 @@ def test_a_reader_whose_groups_grow_ranks_as_a_fresh_reader_does(path: Path | st
 
 
 def test_a_large_group_keeps_its_vectors_and_still_sees_new_episodes(path: Path | str) -> None:
-    """A group past `KEPT_GROUP_ROWS` keeps its vectors as a matrix of its own between
-    searches: an episode that arrives later (its vector stored or not) must be ranked."""
-    from fourfold.episodic._index import KEPT_GROUP_ROWS
-
+    """A group keeps its vectors as a matrix of its own between searches, grown as episodes
+    arrive: an episode that arrives later (its vector stored or not) must be ranked."""
     writer = EpisodeLog(path, HashEmbedder())
     writer.record_many([{"goal": f"parcel {i} arrived late", "actions": ["waited"], "outcome": "delivered",
-                         "success": True} for i in range(KEPT_GROUP_ROWS)])
+                         "success": True} for i in range(300)])
     writer.embed_pending()
     reader = EpisodeLog(path, HashEmbedder())
     assert len(reader.similar_successes("parcel arrived late", k=3)) == 3

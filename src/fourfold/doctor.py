@@ -229,8 +229,8 @@ def _salvageable(path: Path) -> bool:
 
 
 #: Columns made from a row's other columns: a damaged file's copy is not trusted, the store
-#: makes them again when it reads the row (a memory's kept tokens, from its text).
-_DERIVED: dict[str, set[str]] = {"memories": {"tokens"}}
+#: makes them again when it reads the row (a memory's or an episode's kept tokens, from its text).
+_DERIVED: dict[str, set[str]] = {"memories": {"tokens"}, "episodes": {"tokens"}}
 
 
 def _repair_database(root: Path, finding: Finding) -> list[str]:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from fourfold.episodic.log import LogCursor
     from fourfold.longterm.consolidate import Consolidator
     from fourfold.longterm.store import MemoryInput
+    from fourfold.stores.database import Lock
 
 __all__ = ["CaseLog", "Consolidating", "DocsLike", "EpisodesLike", "FactsLike", "LongTermLike", "MemoryLike",
            "SharedCases"]
@@ -71,6 +72,8 @@ class CaseLog(Protocol):
     def forget(self, episode_id: str) -> None: ...
 
     def since(self, cursor: LogCursor | None = None) -> tuple[LogCursor, list[Episode], bool]: ...
+
+    def lock(self, name: str) -> Lock: ...
 
 
 @runtime_checkable

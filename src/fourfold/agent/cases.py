@@ -124,7 +124,10 @@ class CaseBase:
         earlier cases too. A rewritten case is a new episode with the same link to its
         customer (so `forget_customer` still erases it), and the old one is erased.
         """
-        with self._vocabulary.rewriting:  # one rewrite at a time per log in this process
+        # One rewrite at a time per log, in this process and in every other (service workers,
+        # replicas): two at once would each find the old case, and the one that lost the race to
+        # erase it would drop its masks instead of applying them to the other's copy.
+        with self._vocabulary.rewriting, self._log.lock(REWRITE_LOCK).hold():
             return self._rewrite(ticket, source_scope, company)
 
     def _rewrite(self, ticket: Ticket, source_scope: str, company: Callable[[str], bool]) -> int:
@@ -194,7 +197,11 @@ class CaseBase:
         """The k cases most like `situation` (at least `min_score` relevant), without those made
         from `exclude_source`'s tickets (that customer sees its own episodes) and without repeats."""
         vocabulary = self._vocabulary
-        reference = vocabulary.reference[1]  # as the last case written read it: no store reads here
+        # Every process forms the same query: the cases and tickets other processes wrote count
+        # here too (read incrementally). The documentation's and facts' words are as the last
+        # case written here read them, or read once if none was.
+        vocabulary.update(self._log)
+        reference = vocabulary.reference[1] if vocabulary.reference[0] else self._reference_words()
         query = problem_query(situation, company=lambda stem: stem in vocabulary.operator or stem in reference)
         found = self.memory.episodes.similar_successes(
             query, k=2 * k, scope=SHARED_SCOPE, include_unscoped=False, min_score=min_score
@@ -263,6 +270,10 @@ def _source(scope: object) -> str:
     if checked is None:
         raise InvalidInput("a case needs the scope of the customer it came from (source_scope), for erasure")
     return checked
+
+
+#: The lock of `CaseBase._remask`, shared across processes through the log's database.
+REWRITE_LOCK = "case-rewrite"
 
 
 class _Vocabulary:

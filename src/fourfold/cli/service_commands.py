@@ -27,6 +27,8 @@ from fourfold.errors import InvalidInput
 from fourfold.service.hosts import is_loopback
 
 if TYPE_CHECKING:
+    import socket
+
     from fourfold.embeddings.base import Embedder
     from fourfold.service.keys import ApiKey, KeyStore
 
@@ -63,50 +65,159 @@ def serve(
     review_cases: Annotated[bool, typer.Option(
         "--review-cases", help="Hold each new shared case until an operator approves it (in the inspector)."
     )] = False,
+    workers: Annotated[int, typer.Option(
+        min=1, help="Service processes on the port (Linux), one per core for throughput; each loads its own "
+        "models (about 400 MB)."
+    )] = 1,
 ) -> None:
     """Serve the data dir over HTTP (REST at /v1, MCP at /mcp, OpenAPI at /openapi.json, inspector at /ui)."""
     run_service(host=host, port=port, max_body=max_body, log_level=log_level, query_model=query_model, store=store,
-                allow_host=allow_host or [], review_cases=review_cases)
+                allow_host=allow_host or [], review_cases=review_cases, workers=workers)
 
 
 def run_service(
     *, host: str, port: int, max_body: int = 8 * 1024 * 1024, log_level: str = "warning", query_model: str = "int8",
-    store: str | None = None, allow_host: list[str] | None = None, review_cases: bool = False,
+    store: str | None = None, allow_host: list[str] | None = None, review_cases: bool = False, workers: int = 1,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Run the service until interrupted; `on_ready(url)` is called once it listens."""
+    """Run the service until interrupted; `on_ready(url)` is called once it listens.
+
+    With `workers` above 1, this process supervises that many service processes on the port
+    (`fourfold.service.workers`)."""
     if store:
         state.store = _store_url(store)
     for module in ("fastapi", "uvicorn", "mcp"):  # the service mounts MCP at /mcp too
         require(module, "server", what="`fourfold serve`")
+    options: dict[str, Any] = {"host": host, "port": port, "max_body": max_body, "log_level": log_level, "query_model": query_model,
+               "allow_host": allow_host or [], "review_cases": review_cases}
+    if workers != 1:
+        _supervise(workers, options, on_ready)
+        return
+    _serve(**options, on_ready=on_ready)
+
+
+def _serve(
+    *, host: str, port: int, max_body: int, log_level: str, query_model: str, allow_host: list[str],
+    review_cases: bool, on_ready: Callable[[str], None] | None = None, sock: socket.socket | None = None,
+) -> None:
+    """One service process; a supervisor's worker serves on `sock`, a socket it listens on."""
     import uvicorn
 
     from fourfold.service.app import create_app
     from fourfold.service.tenancy import Tenants
 
-    keys = _keys(create=True)  # a service creates its data dir, as the first write would
-    loopback = is_loopback(host)
-    if not loopback and not any(k.active for k in keys.list()):
-        raise InvalidInput(
-            f"refusing to bind {host} without an API key: create one with "
-            "`fourfold keys create --tenant NAME`, or bind 127.0.0.1"
-        )
+    keys = _checked_keys(host)
     embedder = _embedder()
     tenants = Tenants(_where(), embedder=embedder, query_embedder=_query_embedder(embedder, query_model))
     try:
         tenants.warm_up()  # /healthz answers once the models are loaded, not on the first requests
-        app = create_app(tenants, keys, allow_anonymous=loopback, max_body_bytes=max_body, model=_model(),
-                         review_cases=review_cases, allowed_hosts=_browser_hosts(host, allow_host or []))
-        auth = "API keys" if keys.has_keys() else "none until a key is created (loopback only)"
+        app = create_app(tenants, keys, allow_anonymous=is_loopback(host), max_body_bytes=max_body, model=_model(),
+                         review_cases=review_cases, allowed_hosts=_browser_hosts(host, allow_host))
         url = f"http://{_url_host(host)}:{port}"
-        typer.echo(f"fourfold serving {tenants.where} on {url} (auth: {auth}; inspector: {url}/ui)", err=True)
+        if sock is None:  # a worker's supervisor speaks for it
+            typer.echo(f"fourfold serving {tenants.where} on {url} ({_auth_text(keys, url)})", err=True)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5))
         if on_ready is not None:
             _call_when_started(server, lambda: on_ready(url))
-        server.run()
+        server.run(sockets=[sock] if sock is not None else None)
     finally:
         tenants.close()
         keys.close()
+
+
+def _checked_keys(host: str) -> KeyStore:
+    """The key table (a service creates its data dir, as the first write would); refuses a
+    bind beyond loopback without any active key."""
+    keys = _keys(create=True)
+    if not is_loopback(host) and not any(k.active for k in keys.list()):
+        keys.close()
+        raise InvalidInput(
+            f"refusing to bind {host} without an API key: create one with "
+            "`fourfold keys create --tenant NAME`, or bind 127.0.0.1"
+        )
+    return keys
+
+
+def _auth_text(keys: KeyStore, url: str) -> str:
+    auth = "API keys" if keys.has_keys() else "none until a key is created (loopback only)"
+    return f"auth: {auth}; inspector: {url}/ui"
+
+
+def _supervise(workers: int, options: dict[str, Any], on_ready: Callable[[str], None] | None) -> None:
+    """`workers` service processes on one port, supervised by this one."""
+    from fourfold.service.tenancy import on_chroma
+    from fourfold.service.workers import Supervisor, listening_sockets
+
+    if state.store is None and on_chroma(state.data_dir):
+        raise InvalidInput("--workers above 1 needs the SQLite store: embedded Chroma allows one writer per data dir "
+                           "(`fourfold migrate` moves the data dir to SQLite)")
+    env = _worker_env(workers)
+    with _closing(_checked_keys(options["host"])) as keys:
+        has_keys = keys.has_keys()
+    sockets = listening_sockets(options["host"], options["port"], workers)  # port 0: the kernel picks one
+    try:
+        port = sockets[0].getsockname()[1]
+        url = f"http://{_url_host(options['host'])}:{port}"
+        auth = "API keys" if has_keys else "none until a key is created (loopback only)"
+        if state.store:
+            from fourfold.stores.postgres import redact_url
+
+            where = redact_url(state.store)
+        else:
+            where = str(state.data_dir)
+
+        def announce() -> None:
+            typer.echo(f"fourfold serving {where} on {url} with {workers} workers (auth: {auth}; inspector: {url}/ui)",
+                       err=True)
+            if on_ready is not None:
+                on_ready(url)
+
+        cli = {"data_dir": str(state.data_dir), "store": state.store, "embedder": state.embedder, "model": state.model}
+        Supervisor(workers, {"cli": cli, "serve": {**options, "port": port}}, sockets=sockets, announce=announce,
+                   env=env).run()
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _worker_env(workers: int) -> dict[str, str]:
+    """The workers' environment: the cores shared out between their embedding calls, unless
+    $FOURFOLD_EMBED_THREADS says otherwise (checked here, once)."""
+    import os
+
+    from fourfold.embeddings.onnx import THREADS_ENV, default_threads
+
+    env = dict(os.environ)
+    if env.get(THREADS_ENV, "").strip():
+        default_threads()  # InvalidInput for a bad value, before any worker starts
+    else:
+        env[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // workers))
+    return env
+
+
+def serve_worker(options: dict[str, Any]) -> None:
+    """A process of `fourfold serve --workers N`, started by its `Supervisor` with these options."""
+    import os
+    import socket
+    import sys
+    from pathlib import Path
+
+    from fourfold.errors import FourfoldError
+    from fourfold.service.workers import say_serving
+
+    pipe = os.fdopen(os.dup(1), "w")  # to the supervisor; everything else printed goes to standard error
+    os.dup2(2, 1)
+    cli = options["cli"]
+    state.data_dir, state.store = Path(cli["data_dir"]), cli["store"]
+    state.embedder, state.model = cli["embedder"], cli["model"]
+    sock = socket.socket(fileno=options["fd"])  # listening since the supervisor opened it
+    try:
+        _serve(**options["serve"], sock=sock, on_ready=lambda _url: say_serving(pipe))
+    except FourfoldError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    finally:
+        sock.close()
 
 
 def _call_when_started(server: Any, callback: Callable[[], None]) -> None:

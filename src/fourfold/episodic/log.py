@@ -1,9 +1,11 @@
 """Episodes in the data dir's database: appended, listed, and searched by situation.
 
-Every process keeps the whole log in memory (`EpisodeIndex`) and, on each read, loads only
-the episodes written since its last read: each write stamps its rows with the database's
-clock, which moves on in commit order. An erasure moves the "episodes/erased" version on,
-and readers then load the log afresh.
+Every process keeps the log's skeleton in memory (`EpisodeIndex`: each episode's id, scope,
+time and outcome, read from one covering index) and, on each read, loads only the episodes
+written since its last read: each write stamps its rows with the database's clock, which moves
+on in commit order. Texts, tokens and vectors are read when a listing or a search needs them,
+a searched scope's all at once, in the same snapshot as the skeleton they complete. An erasure
+moves the "episodes/erased" version on, and readers then load the log afresh.
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ import numpy.typing as npt
 from fourfold._validate import check_k, check_min_score, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
-from fourfold.episodic._index import EpisodeIndex, dense_text
+from fourfold.episodic._index import EpisodeIndex, dense_text, lexical_text
 from fourfold.episodic.codec import build_episode
 from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.ranking import EPISODES, Background, Fusion, lexical_share, rank
-from fourfold.stores.database import Database
+from fourfold.stores.database import Database, Lock
 from fourfold.stores.engine import open_database
-from fourfold.stores.sqlite import chunked_ids, scope_key, scope_of
-from fourfold.stores.vector import GLOBAL_SCOPE_KEY
+from fourfold.stores.sqlite import chunked_ids, scope_key
+from fourfold.stores.vector import GLOBAL_SCOPE_KEY, tokens_to_keep
 from fourfold.text import tokenize
+from fourfold.text.tokenize import tokenize_many
 from fourfold.types import Episode
 
 __all__ = ["PENDING_SCOPE", "SHARED_SCOPE", "EpisodeLog", "LogCursor"]
@@ -56,7 +59,18 @@ class LogCursor(NamedTuple):
     position: int
 
 
-_COLUMNS = "id, scope, ts, success, goal, actions, outcome, tags, seq"
+#: What a log holds of every episode (the columns of the `episodes_log` index), its body, and
+#: what a search reads of a successful one.
+_SKELETON = "id, scope, ts, success, seq"
+_BODY = "id, goal, actions, outcome, tags"
+_SEARCHED = f"{_BODY}, tokens, embedding, embedder"
+#: Successes with no vector of an embedder: three ranges of the `episodes_embedder` index (an
+#: OR of them scanned the whole index). A vector is stored with its embedder, never apart.
+_UNEMBEDDED = " UNION ALL ".join(
+    f"SELECT id FROM episodes WHERE success = 1 AND embedder {test}" for test in ("IS NULL", "< ?", "> ?")
+)
+#: Past this many bodies missing, a listing reads the whole table rather than asking by id.
+_SCAN_BODIES = 2000
 #: Episodes fuse their evidence as memories do; only their calibration (`EPISODES`) is their own.
 _FUSION = Fusion()
 
@@ -83,10 +97,8 @@ class EpisodeLog:
         self._generation += 1
         self._index = EpisodeIndex(self.embedder.dimension)
         self._seq = 0  # the clock of the newest write loaded
+        self._written = -1  # the writes' version when the index was last brought up to date
         self._erased = -1  # the erasure version the index was loaded under
-        # Groups (scopes) whose stored vectors were loaded in one query by scope; vectors of
-        # episodes that arrive later are looked up by id.
-        self._vector_groups: set[str | None] = set()
 
     def close(self) -> None:
         """Close the database when the log opened its own."""
@@ -141,9 +153,9 @@ class EpisodeLog:
         with self.db.write() as conn:
             ((_, seq),) = self.db.bump(conn, [WRITTEN]).values()
             conn.executemany(
-                "INSERT INTO episodes (id, scope, ts, success, goal, actions, outcome, tags, seq, pos)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                [_row(ep, seq, pos) for pos, ep in enumerate(episodes)],
+                "INSERT INTO episodes (id, scope, ts, success, goal, actions, outcome, tags, seq, pos, tokens)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                [_row(ep, seq, pos, tokens) for pos, (ep, tokens) in enumerate(zip(episodes, _kept(episodes), strict=True))],
             )
             if vectors:
                 self._persist_vectors(dict(vectors))
@@ -180,35 +192,60 @@ class EpisodeLog:
     # -- reading -----------------------------------------------------------------------
 
     def _refresh(self) -> None:
-        """Load the episodes written since the last call; everything after an erasure."""
+        """Load the skeleton of the episodes written since the last call; all of it after an erasure."""
         with self.db.read() as conn:
-            erased = self.db.version(ERASED)
-            if erased != self._erased:
+            versions = self.db.versions((ERASED, WRITTEN))
+            if versions[ERASED] != self._erased:
                 self._clear()
-                self._erased = erased
+                self._erased = versions[ERASED]
+            if versions[WRITTEN] == self._written:
+                return  # nothing written since: no query for new rows
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM episodes WHERE seq > ? ORDER BY seq, pos", (self._seq,)
+                f"SELECT {_SKELETON} FROM episodes WHERE seq > ? ORDER BY seq, pos", (self._seq,)
             ).fetchall()
+        self._written = versions[WRITTEN]
         if not rows:
             return
-        # A cold start loads the whole log: one step for the index, not one per episode.
-        known = self._index.rows
-        self._index.add_many([ep for ep in _episodes(rows) if ep.id not in known])
+        self._index.add_rows(rows)
         self._seq = max(self._seq, int(rows[-1][-1]))  # rows come in seq order
+
+    def _read_bodies(self, rows: Sequence[int], *, scope: str | None = None, of_scope: bool = False) -> None:
+        """Read the bodies the index lacks of these rows (all of one scope with `of_scope`), in
+        the caller's snapshot: by scope, by id, or the whole table when most are missing."""
+        missing = self._index.rows_without_body(rows)
+        if not missing:
+            return
+        with self.db.read() as conn:
+            if of_scope:
+                found = conn.execute(f"SELECT {_BODY} FROM episodes WHERE scope = ?", (scope_key(scope),)).fetchall()
+            elif len(missing) > _SCAN_BODIES:
+                found = conn.execute(f"SELECT {_BODY} FROM episodes").fetchall()
+            else:
+                found = self._by_id(conn, _BODY, [self._index.ids[row] for row in missing])
+        self._index.set_bodies(found)
+
+    @staticmethod
+    def _by_id(conn: Any, columns: str, ids: Sequence[str]) -> list[Any]:
+        found: list[Any] = []
+        for part in chunked_ids(ids):
+            marks = ",".join("?" * len(part))
+            found += conn.execute(f"SELECT {columns} FROM episodes WHERE id IN ({marks})", part).fetchall()
+        return found
 
     def episodes(self, *, scope: str | None = None, success: bool | None = None) -> list[Episode]:
         """Episodes oldest first; scope=None lists every scope, a scope lists exactly that one."""
         scope = check_scope(scope)
         if success is not None and not isinstance(success, bool):
             raise InvalidInput("success must be True, False or None")
-        with self._mutex:
+        with self._mutex, self.db.read():
             self._refresh()
-            return [
-                ep
-                for ep in self._index.episodes
-                if (scope is None or ep.scope == scope)
-                and (success is None or ep.success is success)
-            ]
+            rows = self._index.rows_of(scope=scope, any_scope=scope is None, success=success)
+            self._read_bodies(rows, scope=scope, of_scope=scope is not None)
+            return [self._index.episode(row) for row in rows]
+
+    def lock(self, name: str) -> Lock:
+        """A lock named `name` shared by every process using this log (its database's)."""
+        return self.db.lock(f"episodes:{name}")
 
     def since(self, cursor: LogCursor | None = None) -> tuple[LogCursor, list[Episode], bool]:
         """What was added after `cursor`, for a reader that keeps up incrementally.
@@ -218,26 +255,28 @@ class EpisodeLog:
         then the episodes are all of them and whatever the reader derived must start over.
         Only what the last call did not see is copied.
         """
-        with self._mutex:
+        with self._mutex, self.db.read():
             self._refresh()
-            now = LogCursor(self._generation, len(self._index.episodes))
-            if cursor is None or cursor.generation != self._generation or cursor.position > now.position:
-                return now, list(self._index.episodes), True
-            return now, self._index.episodes[cursor.position :], False
+            now = LogCursor(self._generation, len(self._index))
+            restarted = cursor is None or cursor.generation != self._generation or cursor.position > now.position
+            rows = range(0 if restarted or cursor is None else cursor.position, now.position)
+            self._read_bodies(rows)
+            return now, [self._index.episode(row) for row in rows], restarted
 
     def get(self, episode_id: str) -> Episode:
         """The episode with this id; NotFound if the log has none."""
-        with self._mutex:
+        with self._mutex, self.db.read():
             self._refresh()
             row = self._index.rows.get(episode_id) if isinstance(episode_id, str) else None
             if row is None:
                 raise NotFound(f"no episode {episode_id!r}")  # never the server's file path
-            return self._index.episodes[row]
+            self._read_bodies([row])
+            return self._index.episode(row)
 
     def __len__(self) -> int:
         with self._mutex:
             self._refresh()
-            return len(self._index.episodes)
+            return len(self._index)
 
     # -- similarity --------------------------------------------------------------------
 
@@ -267,16 +306,34 @@ class EpisodeLog:
             (None,) if scope is None else (None, scope) if include_unscoped else (scope,)
         )
         with self._mutex:
-            with self.db.read():  # one snapshot for the new episodes and this search's vectors
+            with self.db.read():  # one snapshot for the new episodes and what this search reads of them
                 self._refresh()
                 rows = self._index.success_rows(scopes)
                 if not len(rows):
                     return []
-                self._load_groups(scopes)
-                self._load_vectors(rows)
-            self._embed_missing(rows)
+                self._read_groups_of(scopes)
+            self._embed_missing(scopes)
             ranked = self._rank(situation, rows, scopes, k, min_score)
-            return [replace(self._index.episodes[row], score=score) for row, score in ranked]
+            return [replace(self._index.episode(row), score=score) for row, score in ranked]
+
+    def _read_groups_of(self, scopes: Sequence[str | None]) -> None:
+        """Read what a search needs of the successful episodes of `scopes` (bodies, kept tokens,
+        stored vectors): a group never searched in one query by scope (by the scope's index: a
+        third of the time of asking by ids), then, by id, the episodes of the others that
+        arrived since or still have no vector (another process may have stored it)."""
+        whole, rows = self._index.to_read(scopes)
+        identity = self.embedder.identity
+        with self.db.read() as conn:
+            for scope in whole:
+                found = conn.execute(
+                    f"SELECT {_SEARCHED} FROM episodes WHERE scope = ? AND success = 1 ORDER BY seq, pos",
+                    (scope_key(scope),),
+                ).fetchall()
+                self._index.set_group(scope, found, identity=identity)
+            if rows:
+                self._index.set_loaded(self._by_id(conn, _SEARCHED, [self._index.ids[row] for row in rows]),
+                                       identity=identity)
+        self._index.mark_read(scopes)
 
     def pending(self) -> int:
         """How many successful episodes have no vector yet (`embed_pending` would embed them)."""
@@ -284,11 +341,13 @@ class EpisodeLog:
             return len(self._pending())
 
     def _pending(self) -> list[Episode]:
-        self._refresh()
-        self._load_vectors(list(range(len(self._index.episodes))))
-        episodes = self._index.episodes
-        missing = self._index.rows_without_vector(list(range(len(episodes))))
-        return [episodes[row] for row in missing if episodes[row].success]
+        """The successful episodes with no stored vector of this embedder, oldest first."""
+        with self.db.read() as conn:
+            self._refresh()
+            ids = conn.execute(_UNEMBEDDED, (self.embedder.identity, self.embedder.identity)).fetchall()
+            rows = sorted(row for (episode_id,) in ids if (row := self._index.rows.get(episode_id)) is not None)
+            self._read_bodies(rows)
+        return [self._index.episode(row) for row in rows]
 
     def embed_pending(self) -> int:
         """Embed and cache the vector of every successful episode that has none yet; returns
@@ -307,34 +366,13 @@ class EpisodeLog:
             self._keep_vectors(fresh)
         return len(fresh)
 
-    def _load_vectors(self, rows: Rows) -> None:
-        """Attach the stored vectors (of this embedder) of rows that have none in memory yet."""
-        wanted = [self._index.episodes[row].id for row in self._index.rows_without_vector(rows)]
-        if wanted:
-            self._index.set_vectors(self.stored_vectors(wanted))
-
-    def _load_groups(self, scopes: Sequence[str | None]) -> None:
-        """Attach the stored vectors of the successful episodes of scopes not searched before,
-        a query per scope (by the scope's index: a third of the time of asking by ids)."""
-        new = [scope for scope in scopes if scope not in self._vector_groups]
-        if not new:
-            return
-        with self.db.read() as conn:
-            for scope in new:
-                found = conn.execute(
-                    "SELECT id, embedding FROM episodes WHERE scope = ? AND success = 1 AND embedder = ?",
-                    (scope_key(scope), self.embedder.identity),
-                ).fetchall()
-                self._index.set_group_vectors(scope, [r[0] for r in found], [r[1] for r in found])
-        self._vector_groups.update(new)
-
-    def _embed_missing(self, rows: Rows) -> None:
-        """Embed the episodes of rows still missing a vector (after `_load_vectors`), and store those."""
-        missing = self._index.rows_without_vector(rows)
+    def _embed_missing(self, scopes: Sequence[str | None]) -> None:
+        """Embed the successful episodes of `scopes` still missing a vector (after reading them), and store those."""
+        missing = self._index.rows_without_vector(scopes)
         if not missing:
             return
         with for_reader(self.embedder):  # a search waits on these: not queued behind bulk writes
-            fresh = self._embed([self._index.episodes[row] for row in missing])
+            fresh = self._embed([self._index.episode(row) for row in missing])
         self._keep_vectors(fresh)
 
     def _embed(self, episodes: list[Episode]) -> dict[str, Vectors]:
@@ -439,29 +477,20 @@ def _named_scope(scope: object, what: str) -> str:
     return checked
 
 
-def _row(ep: Episode, seq: int, pos: int) -> tuple[Any, ...]:
+def _row(ep: Episode, seq: int, pos: int, tokens: str | None) -> tuple[Any, ...]:
     return (
         ep.id, scope_key(ep.scope), ep.ts, int(ep.success), ep.goal,
         json.dumps(list(ep.actions), ensure_ascii=False), ep.outcome,
-        json.dumps(list(ep.tags), ensure_ascii=False), seq, pos,
+        json.dumps(list(ep.tags), ensure_ascii=False), seq, pos, tokens,
     )
 
 
-def _episodes(rows: Sequence[tuple[Any, ...]]) -> list[Episode]:
-    """Episodes from rows. Tags (a few labels used over and over) are decoded once per
-    distinct value: decoding JSON was most of the time of loading a large log."""
-    decode = json.JSONDecoder().decode
-    tag_sets: dict[str, tuple[str, ...]] = {}
-    out = []
-    for episode_id, scope, ts, success, goal, actions, outcome, tags, _ in rows:
-        tag_set = tag_sets.get(tags)
-        if tag_set is None:
-            tag_set = tag_sets[tags] = tuple(decode(tags))
-        out.append(Episode(
-            goal=goal, actions=tuple(decode(actions)), outcome=outcome, success=bool(success), ts=ts,
-            id=episode_id, scope=scope_of(scope), tags=tag_set,
-        ))
-    return out
+def _kept(episodes: Sequence[Episode]) -> list[str | None]:
+    """The tokens each episode keeps (`tokens_to_keep` of its `lexical_text`): only a success
+    is ever searched, so a failure keeps none. A scope's first search then reads them instead
+    of tokenizing its episodes."""
+    made = iter(tokenize_many([lexical_text(ep) for ep in episodes if ep.success]))
+    return [tokens_to_keep(next(made)) if ep.success else None for ep in episodes]
 
 
 def _newest_order(ts: Floats, rows: npt.NDArray[np.int64]) -> Floats:

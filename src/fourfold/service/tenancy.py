@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from fourfold.embeddings.base import Embedder
     from fourfold.memory import Memory
 
-__all__ = ["DEFAULT_TENANT", "SERVICE_LOCK", "Tenants", "check_tenant"]
+__all__ = ["DEFAULT_TENANT", "SERVICE_LOCK", "Tenants", "check_tenant", "on_chroma"]
 
 #: The tenant whose memory is the data dir itself (and the one served when auth is off).
 DEFAULT_TENANT = "default"
@@ -96,7 +96,7 @@ class Tenants:
         self._vector_store = vector_store
         self._memories: dict[str, Memory] = {check_tenant(k): v for k, v in (memories or {}).items()}
         self._lock = threading.Lock()
-        self._chroma = vector_store is None and self.url is None and _on_chroma(self.data_dir)
+        self._chroma = vector_store is None and self.url is None and on_chroma(self.data_dir)
         # Embedded Chroma is damaged by two writers; SQLite serializes them itself.
         self._lock_fd = _hold_service_lock(self.data_dir) if self._chroma else None
         if embedder is None:
@@ -187,7 +187,7 @@ def _redacted(url: str) -> str:
     return redact_url(url)
 
 
-def _on_chroma(data_dir: Path) -> bool:
+def on_chroma(data_dir: Path) -> bool:
     """Whether the data dir keeps long-term memory on embedded Chroma (fourfold 0.1's layout)."""
     import json
 

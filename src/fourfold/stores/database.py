@@ -105,6 +105,13 @@ class Database(ABC):
             row = conn.execute("SELECT version FROM versions WHERE name = ?", (name,)).fetchone()
         return int(row[0]) if row else 0
 
+    def versions(self, names: Sequence[str]) -> dict[str, int]:
+        """The versions of several names in one statement (0 for a name never written)."""
+        marks = ",".join("?" * len(names))
+        with self.read() as conn:
+            found = dict(conn.execute(f"SELECT name, version FROM versions WHERE name IN ({marks})", list(names)).fetchall())
+        return {name: int(found.get(name, 0)) for name in names}
+
     def bump(self, conn: Connection, names: Iterable[str], *, drop: bool = False) -> dict[str, tuple[int, int]]:
         """Inside a write: move each name to a new version; returns name -> (before, after).
 

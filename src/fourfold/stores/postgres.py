@@ -54,7 +54,9 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresDatabase", "redact_url", "with_schema"]
 
 DEFAULT_SCHEMA = "fourfold"
-SCHEMA_VERSION = 2  # 2: memories keep their tokens (`fourfold.stores.vector.tokens_to_keep`)
+#: 2: memories keep their tokens (`fourfold.stores.vector.tokens_to_keep`); 3: so do successful
+#: episodes, and the episode log's skeleton and the episodes still to embed have indexes.
+SCHEMA_VERSION = 3
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,62}")
 _DELETE = re.compile(r"\s*DELETE\s+FROM\s+(\w+)", re.IGNORECASE)
 
@@ -77,9 +79,15 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS fact_history_key ON fact_history (key, id)",
     "CREATE TABLE IF NOT EXISTS episodes (id TEXT PRIMARY KEY, scope TEXT NOT NULL, ts DOUBLE PRECISION NOT NULL,"
     " success INTEGER NOT NULL, goal TEXT NOT NULL, actions TEXT NOT NULL, outcome TEXT NOT NULL,"
-    " tags TEXT NOT NULL, seq BIGINT NOT NULL, pos INTEGER NOT NULL, embedding BYTEA, embedder TEXT)",
-    "CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (seq, pos)",
-    "CREATE INDEX IF NOT EXISTS episodes_scope ON episodes (scope)",
+    " tags TEXT NOT NULL, seq BIGINT NOT NULL, pos INTEGER NOT NULL, embedding BYTEA, embedder TEXT, tokens TEXT)",
+    # A schema of version 2 gains the column; its successes' tokens are made when a search reads them.
+    "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS tokens TEXT",
+    # The log's skeleton in log order (see `fourfold.stores.sqlite`), and the successes to embed.
+    "CREATE INDEX IF NOT EXISTS episodes_log ON episodes (seq, pos) INCLUDE (id, scope, ts, success)",
+    "DROP INDEX IF EXISTS episodes_seq",
+    "CREATE INDEX IF NOT EXISTS episodes_group ON episodes (scope, success, seq, pos)",
+    "DROP INDEX IF EXISTS episodes_scope",  # (scope): the prefix of episodes_group
+    "CREATE INDEX IF NOT EXISTS episodes_embedder ON episodes (embedder) WHERE success = 1",
     # The link from a derived episode (a shared case) to the scope it came from, for erasure only.
     "CREATE TABLE IF NOT EXISTS episode_sources (episode_id TEXT PRIMARY KEY, source_scope TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS episode_sources_scope ON episode_sources (source_scope)",

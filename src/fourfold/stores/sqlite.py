@@ -83,11 +83,19 @@ _SCHEMA = (
     " value_json TEXT NOT NULL, description TEXT NOT NULL DEFAULT '', replaced_at REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS fact_history_key ON fact_history (key, id)",
     # seq: the clock of the write that stored the row (commit order); pos: its place in that write.
+    # tokens: a success's kept tokens (`fourfold.stores.vector.tokens_to_keep`), NULL otherwise.
     "CREATE TABLE IF NOT EXISTS episodes (id TEXT PRIMARY KEY, scope TEXT NOT NULL, ts REAL NOT NULL,"
     " success INTEGER NOT NULL, goal TEXT NOT NULL, actions TEXT NOT NULL, outcome TEXT NOT NULL,"
-    " tags TEXT NOT NULL, seq INTEGER NOT NULL, pos INTEGER NOT NULL, embedding BLOB, embedder TEXT)",
-    "CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (seq, pos)",
-    "CREATE INDEX IF NOT EXISTS episodes_scope ON episodes (scope)",
+    " tags TEXT NOT NULL, seq INTEGER NOT NULL, pos INTEGER NOT NULL, embedding BLOB, embedder TEXT, tokens TEXT)",
+    # The log's skeleton in log order, read without touching the rows (a row holds its vector:
+    # reading 100k rows to learn their ids and scopes cost most of opening a large log).
+    "CREATE INDEX IF NOT EXISTS episodes_log ON episodes (seq, pos, id, scope, ts, success)",
+    "DROP INDEX IF EXISTS episodes_seq",  # (seq, pos): the prefix of episodes_log
+    # A scope's successes in log order without touching its failures or sorting (its first search).
+    "CREATE INDEX IF NOT EXISTS episodes_group ON episodes (scope, success, seq, pos)",
+    "DROP INDEX IF EXISTS episodes_scope",  # (scope): the prefix of episodes_group
+    # The successes still to embed (no vector, or another embedder's), found without a scan.
+    "CREATE INDEX IF NOT EXISTS episodes_embedder ON episodes (embedder) WHERE success = 1",
     # An episode derived from another scope's (a shared case from a customer's ticket): the
     # link is kept only so that erasing that scope erases what was derived from it.
     "CREATE TABLE IF NOT EXISTS episode_sources (episode_id TEXT PRIMARY KEY, source_scope TEXT NOT NULL)",
@@ -582,6 +590,8 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute(statement)
     if "memories" in tables and "tokens" not in {r[1] for r in conn.execute("PRAGMA table_info(memories)")}:
         _keep_tokens(conn)
+    if "episodes" in tables and "tokens" not in {r[1] for r in conn.execute("PRAGMA table_info(episodes)")}:
+        _keep_episode_tokens(conn)
     if version is None:
         conn.execute("INSERT INTO meta (name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
@@ -600,6 +610,27 @@ def _keep_tokens(conn: sqlite3.Connection, *, batch: int = 5000) -> None:
         texts = [embedding_text(text, _decode_stored(extra)) for _, text, extra in rows]  # as record_tokens reads them
         conn.executemany(
             "UPDATE memories SET tokens = ? WHERE rowid = ?",
+            [(tokens_to_keep(tokens), row[0]) for tokens, row in zip(tokenize_many(texts), rows, strict=True)],
+        )
+        last = rows[-1][0]
+
+
+def _keep_episode_tokens(conn: sqlite3.Connection, *, batch: int = 5000) -> None:
+    """Add the `tokens` column to episodes written before successes kept their tokens, and fill
+    it (once: about a second per 100k episodes), so that old scopes are searched as fast as new.
+
+    The tokens are those of `fourfold.episodic.lexical_text` (goal, actions, outcome) as
+    `EpisodeLog.insert` keeps them. As with memories the column is additive, and a success
+    without tokens has them made from its text when a search reads it."""
+    conn.execute("ALTER TABLE episodes ADD COLUMN tokens TEXT")
+    last = 0
+    while rows := conn.execute(
+        "SELECT rowid, goal, actions, outcome FROM episodes WHERE rowid > ? AND success = 1 ORDER BY rowid LIMIT ?",
+        (last, batch),
+    ).fetchall():
+        texts = [" ".join((goal, *json.loads(actions), outcome)) for _, goal, actions, outcome in rows]
+        conn.executemany(
+            "UPDATE episodes SET tokens = ? WHERE rowid = ?",
             [(tokens_to_keep(tokens), row[0]) for tokens, row in zip(tokenize_many(texts), rows, strict=True)],
         )
         last = rows[-1][0]

@@ -29,11 +29,13 @@ def bm25_idf(n_docs: float, df: float) -> float:
 
 
 def bm25_term_scores(
-    idf: float, tf: npt.NDArray[np.float64], lengths: npt.NDArray[np.float64], avgdl: float, *, k1: float = K1, b: float = B
+    idf: float | npt.NDArray[np.float64], tf: npt.NDArray[np.float64], lengths: npt.NDArray[np.float64], avgdl: float,
+    *, k1: float = K1, b: float = B,
 ) -> npt.NDArray[np.float64]:
     """One query term's Okapi BM25 score in each document holding it, in one numpy step: `tf` is
-    its weight in each, `lengths` their lengths. The operations are those of `BM25Index.scores`
-    in its order, so the floats are the same as a score computed one posting at a time."""
+    its weight in each, `lengths` their lengths (`idf` may also be one per hit, for the hits of
+    several terms at once). The operations are those of `BM25Index.scores` in its order, so the
+    floats are the same as a score computed one posting at a time."""
     norm = k1 * (1.0 - b + b * lengths / avgdl)
     return idf * tf * (k1 + 1.0) / (tf + norm)
 
