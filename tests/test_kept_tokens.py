@@ -6,6 +6,7 @@ What is kept must never change what recall finds, and must go when the memory go
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,14 @@ from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, MemoryInput
 from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.stores.sqlite import SQLiteDatabase, SQLiteVectorStore
-from fourfold.stores.vector import kept_tokens, record_tokens, tokens_to_keep
+from fourfold.stores.vector import (
+    NO_VECTOR,
+    VectorRecord,
+    kept_tokens,
+    record_tokens,
+    stored_record,
+    tokens_to_keep,
+)
 from fourfold.text import tokenize
 from fourfold.text.tokenize import TOKENS_TAG
 
@@ -144,3 +152,12 @@ def test_a_row_with_a_vector_of_another_length_is_named(tmp_path: Path, embedder
         with pytest.raises(StoreCorrupt, match=f"{ids[2].id} has a vector of 4 numbers"):
             scan("c")
     store.db.close()
+
+
+def test_a_stored_record_is_the_record_its_constructor_makes(embedder: HashEmbedder) -> None:
+    fields = ("id-1", "text", NO_VECTOR, None, "note", 12.5, {"thread": "t"}, 3, ("fact",))
+    made = stored_record(*fields)
+    assert type(made) is VectorRecord and made == VectorRecord(*fields)
+    assert repr(made) == repr(VectorRecord(*fields))
+    with pytest.raises(FrozenInstanceError):
+        made.text = "changed"  # type: ignore[misc]

@@ -3,16 +3,20 @@ ranks exactly as the plain construction does."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fourfold.embeddings import HashEmbedder
+from fourfold.longterm import LongTermMemory, MemoryInput
 from fourfold.longterm._terms import ContextTerms, neighbour_lists
 from fourfold.longterm.retrieval import ScopeIndex, Weights, _neighbour_plan, _runs
+from fourfold.stores.sqlite import SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import NO_VECTOR, VectorRecord
-from fourfold.text import BM25Index, tokenize
+from fourfold.text import BM25Index, memory_date, time_words, tokenize
 from fourfold.text.tokenize import tokenize_many
 
 EMBEDDER = HashEmbedder()
@@ -234,3 +238,23 @@ def test_a_customers_notes_take_the_fast_path_and_interleaved_threads_do_not() -
     assert plan.steps is not None and len(plan.steps) == 2 * Weights().context_window
     threads = _records([(f"turn {i}", f"t{i % 2}", None, 5.0, "note", None) for i in range(30)])
     assert _neighbour_plan(threads, Weights()).steps is None
+
+
+@pytest.mark.parametrize("lists", [[["a", "b"], [], ["b", "c", "a", "a"]], [[]], [], [["x"] * 3, ["y"]]])
+def test_a_term_table_gives_back_the_token_lists_it_was_made_of(lists: list[list[str]]) -> None:
+    assert ContextTerms(lists, steps=[]).token_lists() == lists
+
+
+def test_an_index_keeps_each_records_words_with_its_dates(tmp_path: Path) -> None:
+    embedder = HashEmbedder()
+    store = SQLiteVectorStore(SQLiteDatabase(tmp_path / "db.sqlite3"), embedder_identity=embedder.identity,
+                              dimension=embedder.dimension)
+    LongTermMemory(store, embedder).remember_many([
+        MemoryInput("Ordered the blue kettle", "c", metadata={"date": "2023-05-07"}),
+        MemoryInput("the and of", "c"),
+        MemoryInput("Prefers email", "c", metadata={"thread": "t"}),
+    ])
+    records, matrix, tokens, _ = store.scan_tokens("c")
+    index = ScopeIndex.of_scan(records, matrix, embedder.dimension, tokens=tokens)
+    assert index._token_lists == [tokens[0] + tokenize(" ".join(time_words(memory_date(records[0].metadata)))),
+                                  [], ["prefer", "email"]]

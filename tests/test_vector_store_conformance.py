@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from fourfold.embeddings import HashEmbedder
-from fourfold.stores.vector import VERSION_KEY, VectorRecord, VectorStore, record_tokens
+from fourfold.stores.vector import NO_VECTOR, VERSION_KEY, VectorRecord, VectorStore, record_tokens
 
 
 def rec(e: HashEmbedder, i: int, scope: str | None, *, meta: dict | None = None) -> VectorRecord:  # type: ignore[type-arg]
@@ -135,3 +137,20 @@ def test_update_metadata_keeps_everything_else(vector_store: VectorStore, embedd
     assert vector_store.count() == 2
     if before is not None:
         assert vector_store.version("a") != before
+
+
+@pytest.mark.parametrize("scope", ["a", None])
+def test_a_scope_read_gives_each_record_as_written_but_its_vector(
+    vector_store: VectorStore, embedder: HashEmbedder, scope: str | None
+) -> None:
+    """Every field of every record of `scan_tokens` (metadata, extra facts, the unscoped space as None)."""
+    records = [
+        rec(embedder, 1, scope, meta={"thread": "t", "nested": {"a": [1, None]}}),
+        VectorRecord("id-e", "Prefers decaf", embedder.embed("decaf"), scope, "preference", 1003.0, {"speaker": "Zoë"},
+                     seq=2, extra=("Drinks decaf", "Lives in Lyon")),
+        rec(embedder, 2, "other"),
+    ]
+    vector_store.add(records)
+    got, _, _, _ = vector_store.scan_tokens(scope)
+    assert [type(r) for r in got] == [VectorRecord, VectorRecord]
+    assert [replace(r, embedding=NO_VECTOR) for r in got] == [replace(r, embedding=NO_VECTOR) for r in records[:2]]

@@ -133,7 +133,8 @@ class ContextTerms:
     The index never changes; a scope that changes gets a new one.
     """
 
-    __slots__ = ("_bounds", "_cache", "_holders", "_lengths", "_total", "_vocab", "_weights", "b", "k1")
+    __slots__ = ("_bounds", "_cache", "_holders", "_lengths", "_occurrences", "_sizes", "_total", "_vocab", "_weights",
+                 "b", "k1")
 
     def __init__(
         self, token_lists: Sequence[Sequence[str]], *, arrays: tuple[Ints, Floats, Ints] | None = None,
@@ -162,8 +163,8 @@ class ContextTerms:
             at, shares, counts = arrays
             keys, values, lengths = _lent_by_slots(terms, docs, sizes, at, shares, counts, stride, nearer_weighs_more)
         if len(vocab) * stride <= dense_pairs:  # a (term, record) table small enough to hold whole
-            table = np.zeros(len(vocab) * stride, dtype=np.float64)
-            np.add.at(table, keys, values)  # in the order given, one addition at a time
+            # Summed in the order given, one addition at a time (as np.add.at adds, at twice its speed).
+            table = np.bincount(keys, weights=values, minlength=len(vocab) * stride).astype(np.float64, copy=False)
             pairs = np.nonzero(table != 0)[0]  # every pair held; flatnonzero of floats is 5x slower
             weights = table[pairs]
         else:
@@ -171,6 +172,8 @@ class ContextTerms:
             weights = np.zeros(len(pairs), dtype=np.float64)
             np.add.at(weights, where, values)
         self._vocab = vocab
+        # The records' tokens as term ids (4 bytes an occurrence, not a str object each): `token_lists`.
+        self._occurrences, self._sizes = terms.astype(np.int32 if len(vocab) < 1 << 31 else np.intp), sizes
         self._holders = (pairs % stride).astype(np.intp)
         self._weights = weights
         self._bounds = np.searchsorted(pairs // stride, np.arange(len(vocab) + 1))
@@ -183,6 +186,13 @@ class ContextTerms:
 
     def __len__(self) -> int:
         return len(self._lengths)
+
+    def token_lists(self) -> list[list[str]]:
+        """The token lists this index was made of, each record's in its order."""
+        words = list(self._vocab)  # a term's id is its place in the vocabulary
+        flat = [words[t] for t in self._occurrences.tolist()]
+        ends = np.cumsum(self._sizes).tolist()
+        return [flat[start:end] for start, end in zip([0, *ends][: len(ends)], ends, strict=True)]
 
     def _posting_arrays(self, term: str) -> tuple[Ints, Floats]:
         """The records holding the term (themselves or through a neighbour) and its weights there."""

@@ -157,13 +157,14 @@ class ScopeIndex:
         plan = self._plan = _neighbour_plan(records, weights)
         self._neighbour_lists: list[list[tuple[int, float]]] | None = None
         self.matrix = _blend_vectors(own, plan)
-        self._token_lists = self._tokens_of(records, tokens)
-        self._lexical: ContextTerms | BM25Table = _context_terms(self._token_lists, plan, weights)
+        self._lexical: ContextTerms | BM25Table = _context_terms(self._tokens_of(records, tokens), plan, weights)
+        self._token_list_cache: list[list[str]] | None = None  # kept by the term table
         self._bm25: BM25Index | None = None
         self._typical: Floats | None = None
         self._by_speaker: dict[str, list[int]] = {}
         for i, record in enumerate(records):
-            self._index_speaker(i, record)
+            if "speaker" in record.metadata:
+                self._index_speaker(i, record)
 
     @classmethod
     def of_features(
@@ -194,7 +195,7 @@ class ScopeIndex:
             if scope_total is not None and scope_size >= 2
             else np.zeros(len(records), dtype=np.float64)
         )
-        out._token_lists = []
+        out._token_list_cache = []
         out._bm25 = None
         out._lexical = BM25Table(counts, lengths=lengths)
         out._by_speaker = {}
@@ -212,6 +213,16 @@ class ScopeIndex:
     @_neighbours.setter
     def _neighbours(self, lists: list[list[tuple[int, float]]]) -> None:
         self._neighbour_lists = lists
+
+    @property
+    def _token_lists(self) -> list[list[str]]:
+        """Each record's words, its date's included (`_tokens_of`), as lists when asked for (a
+        write's `with_added`, a record's `features`): the term table keeps them as term ids, in
+        a twentieth of the memory, which a customer's first read would otherwise fill afresh."""
+        if self._token_list_cache is None:
+            assert isinstance(self._lexical, ContextTerms)
+            self._token_list_cache = self._lexical.token_lists()
+        return self._token_list_cache
 
     @property
     def bm25(self) -> BM25Index:
@@ -292,8 +303,8 @@ class ScopeIndex:
             at, shares, _ = out._plan.arrays
             out.matrix[changed] = _blend_rows(out._own, changed, at[changed], shares[changed])
         out._typical = None  # every member's moves with the scope's sum: recomputed on first search
-        out._token_lists = [*self._token_lists, *out._tokens_of(new)]
-        out._lexical = _context_terms(out._token_lists, out._plan, out.weights)
+        out._lexical = _context_terms([*self._token_lists, *out._tokens_of(new)], out._plan, out.weights)
+        out._token_list_cache = None
         out._bm25 = None
         out._by_speaker = {token: list(rows) for token, rows in self._by_speaker.items()}
         for i in range(n_old, len(out.records)):
@@ -453,17 +464,21 @@ def _runs(records: Sequence[VectorRecord], weights: Weights) -> tuple[list[list[
     """The runs of records that lend each other context (members in order), and each run's
     shares at distance 1, 2, ...: a thread, or memories without one written close in time."""
     runs: dict[tuple[str, ...], list[int]] = {}
-    run, last_at = -1, 0.0  # the current run of memories without a thread
+    run, last_at, gap = -1, 0.0, weights.context_gap  # the current run of memories without a thread
+    members: list[int] = []  # its members
     for i, record in enumerate(records):
         if record.kind == DOC_KIND:
             continue  # document chunks overlap already: each stands alone
-        key = _thread(record)
-        if key is None:
-            if run < 0 or record.created_at - last_at > weights.context_gap:
-                run += 1
-            last_at = record.created_at
-            key = ("run", str(run))
-        runs.setdefault(key, []).append(i)
+        key = _thread(record) if record.metadata else None
+        if key is not None:
+            runs.setdefault(key, []).append(i)
+            continue
+        created = record.created_at
+        if run < 0 or created - last_at > gap:
+            run += 1
+            members = runs[("run", str(run))] = []
+        last_at = created
+        members.append(i)
     reach = range(max(0, weights.context_window))
     shares = {
         kind: [weight * weights.context_decay**d for d in reach]
@@ -489,8 +504,14 @@ def _blend_steps(own: Vectors, steps: Sequence[Step], rows: Sequence[int] | None
     neighbour to a slice of rows, in each row's order of neighbours, with the same products."""
     if rows is None:
         blended = own.astype(np.float32)  # a copy, summed into in place
+        # A run's two steps at one distance (before, after) lend the same products of its rows
+        # at that share: each is made once, and added from slices of it.
+        span, share_of, products = slice(0, 0), None, own[:0]
         for to, source, share in steps:
-            blended[to] += own[source] * np.float32(share)
+            if share != share_of or source.start < span.start or source.stop > span.stop:
+                span, share_of = slice(min(to.start, source.start), max(to.stop, source.stop)), share
+                products = own[span] * np.float32(share)
+            blended[to] += products[source.start - span.start : source.stop - span.start]
         return _unit(blended)
     wanted = np.asarray(rows, dtype=np.intp)
     blended = own[wanted].astype(np.float32, copy=False)  # indexing copied them
@@ -521,7 +542,8 @@ def _blend_rows(own: Vectors, rows: Sequence[int] | None, at: npt.NDArray[np.int
 
 def _unit(blended: Vectors) -> Vectors:
     """The rows of `blended` (float32, a copy of the caller's own) at unit length, in place."""
-    norms = np.linalg.norm(blended, axis=1, keepdims=True)
+    # np.linalg.norm's own steps for rows, without the copy its conjugate of real numbers makes
+    norms = np.sqrt(np.add.reduce(blended * blended, axis=1, keepdims=True))
     norms[norms == 0] = 1.0
     blended /= norms
     return blended

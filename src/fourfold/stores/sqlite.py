@@ -48,6 +48,7 @@ from fourfold.stores.vector import (
     embedding_text,
     record_tokens,
     scope_key,
+    stored_record,
     tokens_of,
     tokens_to_keep,
 )
@@ -395,17 +396,24 @@ class SQLiteVectorStore(VectorStore):
         (written by a fourfold that kept none) or under another tokenizer's tag is tokenized now."""
         with self.db.read() as conn:
             version = self.db.version(_name(scope))
+            # Not the scope, which every row shares: the query names it.
             rows = conn.execute(
-                f"SELECT {_COLUMNS}, tokens FROM memories WHERE scope = ? ORDER BY created_at, seq", (scope_key(scope),)
+                "SELECT id, kind, text, metadata, extra, created_at, seq, embedding, tokens FROM memories"
+                " WHERE scope = ? ORDER BY created_at, seq", (scope_key(scope),)
             ).fetchall()
         width = 4 * self.dimension
-        blobs = [row[_BLOB] for row in rows]
-        if any(len(blob) != width for blob in blobs):
-            id_, blob = next((row[0], row[_BLOB]) for row in rows if len(row[_BLOB]) != width)
+        blobs = [row[7] for row in rows]
+        if set(map(len, blobs)) - {width}:
+            id_, blob = next((row[0], row[7]) for row in rows if len(row[7]) != width)
             raise self._wrong_vector(id_, len(blob) // 4)
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), self.dimension)
-        records = self._records([row[:_BLOB + 1] for row in rows], vectors=False)
-        return records, matrix, tokens_of(records, [row[-1] for row in rows]), version
+        decode, read_scope = _decode_stored, _unkey(scope_key(scope))
+        records = [
+            stored_record(id_, text, NO_VECTOR, read_scope, kind, created_at, decode(metadata) if metadata != "{}" else {},
+                          seq, tuple(decode(extra)) if extra != "[]" else ())
+            for id_, kind, text, metadata, extra, created_at, seq, _, _ in rows
+        ]
+        return records, matrix, tokens_of(records, [row[8] for row in rows]), version
 
     def version(self, scope: str | None) -> Hashable | None:
         return self.db.version(_name(scope))
@@ -426,8 +434,8 @@ class SQLiteVectorStore(VectorStore):
             vector = np.frombuffer(blob, dtype=np.float32) if vectors else NO_VECTOR
             if vectors and vector.shape != (self.dimension,):
                 raise self._wrong_vector(id_, vector.shape[0])
-            out.append(  # positional: a quarter faster than by keyword, for every record of a scan
-                VectorRecord(
+            out.append(
+                stored_record(
                     id_, text, vector, _unkey(scope), kind, created_at,
                     decode(metadata) if metadata != "{}" else {}, seq, tuple(decode(extra)) if extra != "[]" else (),
                 )
@@ -458,7 +466,6 @@ def _decode_stored(text: str) -> Any:
 
 
 _COLUMNS = "id, scope, kind, text, metadata, extra, created_at, seq, embedding"
-_BLOB = 8  # the embedding's place in _COLUMNS
 _PREFIX = "memories/"
 
 

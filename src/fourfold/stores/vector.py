@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from fourfold.text.tokenize import TOKENS_TAG, tokenize_many
 
 __all__ = [
     "DOC_KIND", "GLOBAL_SCOPE_KEY", "NO_VECTOR", "VERSION_KEY", "VectorRecord", "VectorStore", "kept_tokens", "record_tokens",
-    "scope_key", "tokens_of", "tokens_to_keep",
+    "scope_key", "stored_record", "tokens_of", "tokens_to_keep",
 ]
 
 #: How the unscoped space (scope=None) is stored; user scopes are never empty strings.
@@ -71,7 +71,9 @@ def kept_tokens(kept: str | None) -> list[str] | None:
 def tokens_of(records: Sequence[VectorRecord], kept: Sequence[str | None]) -> list[list[str]]:
     """Each record's `record_tokens`: those a store kept for it (`kept[i]`, as `tokens_to_keep`
     made them), else made now, in one call for all those lacking."""
-    found = [kept_tokens(k) for k in kept]
+    head = TOKENS_TAG + " "
+    cut = len(head)
+    found = [k[cut:].split() if k is not None and k.startswith(head) else kept_tokens(k) for k in kept]
     made = iter(record_tokens([r for r, tokens in zip(records, found, strict=True) if tokens is None]))
     return [tokens if tokens is not None else next(made) for tokens in found]
 
@@ -119,6 +121,35 @@ class VectorRecord:
             seq=int(flat.get("ff_seq", 0)),
             extra=tuple(json.loads(str(flat.get("ff_extra", "[]")))),
         )
+
+
+class _Unfrozen:
+    """A `VectorRecord`'s slots without its frozen `__setattr__`: `stored_record` fills one and
+    makes it a VectorRecord (same slots, so the class can be swapped)."""
+
+    __slots__ = VectorRecord.__slots__
+
+    def __init__(
+        self, id: str, text: str, embedding: Vectors, scope: str | None, kind: str, created_at: float,
+        metadata: Mapping[str, Any], seq: int, extra: tuple[str, ...],
+    ) -> None:
+        self.id, self.text, self.embedding, self.scope, self.kind = id, text, embedding, scope, kind
+        self.created_at, self.metadata, self.seq, self.extra = created_at, metadata, seq, extra
+
+
+def stored_record(
+    id: str, text: str, embedding: Vectors, scope: str | None, kind: str, created_at: float,
+    metadata: Mapping[str, Any], seq: int, extra: tuple[str, ...],
+) -> VectorRecord:
+    """`VectorRecord(...)` of every field, made a quarter as fast, for a store's reads.
+
+    A frozen dataclass's `__init__` sets each field through `object.__setattr__` (1 µs a
+    record, the largest part of reading a customer's hundred memories); plain slot stores
+    and a class swap make the same record, which is as frozen as any.
+    """
+    record = _Unfrozen(id, text, embedding, scope, kind, created_at, metadata, seq, extra)
+    object.__setattr__(record, "__class__", VectorRecord)
+    return cast(VectorRecord, record)
 
 
 @dataclass(slots=True)
