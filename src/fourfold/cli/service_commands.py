@@ -88,8 +88,10 @@ def run_service(
         state.store = _store_url(store)
     for module in ("fastapi", "uvicorn", "mcp"):  # the service mounts MCP at /mcp too
         require(module, "server", what="`fourfold serve`")
-    options: dict[str, Any] = {"host": host, "port": port, "max_body": max_body, "log_level": log_level, "query_model": query_model,
-               "allow_host": allow_host or [], "review_cases": review_cases}
+    options: dict[str, Any] = {
+        "host": host, "port": port, "max_body": max_body, "log_level": log_level, "query_model": query_model,
+        "allow_host": allow_host or [], "review_cases": review_cases,
+    }
     if workers != 1:
         _supervise(workers, options, on_ready)
         return
@@ -115,7 +117,7 @@ def _serve(
                          review_cases=review_cases, allowed_hosts=_browser_hosts(host, allow_host))
         url = f"http://{_url_host(host)}:{port}"
         if sock is None:  # a worker's supervisor speaks for it
-            typer.echo(f"fourfold serving {tenants.where} on {url} ({_auth_text(keys, url)})", err=True)
+            typer.echo(f"fourfold serving {tenants.where} on {url} ({_auth_text(keys.has_keys(), url)})", err=True)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5))
         if on_ready is not None:
             _call_when_started(server, lambda: on_ready(url))
@@ -138,8 +140,8 @@ def _checked_keys(host: str) -> KeyStore:
     return keys
 
 
-def _auth_text(keys: KeyStore, url: str) -> str:
-    auth = "API keys" if keys.has_keys() else "none until a key is created (loopback only)"
+def _auth_text(has_keys: bool, url: str) -> str:
+    auth = "API keys" if has_keys else "none until a key is created (loopback only)"
     return f"auth: {auth}; inspector: {url}/ui"
 
 
@@ -158,7 +160,6 @@ def _supervise(workers: int, options: dict[str, Any], on_ready: Callable[[str], 
     try:
         port = sockets[0].getsockname()[1]
         url = f"http://{_url_host(options['host'])}:{port}"
-        auth = "API keys" if has_keys else "none until a key is created (loopback only)"
         if state.store:
             from fourfold.stores.postgres import redact_url
 
@@ -167,7 +168,7 @@ def _supervise(workers: int, options: dict[str, Any], on_ready: Callable[[str], 
             where = str(state.data_dir)
 
         def announce() -> None:
-            typer.echo(f"fourfold serving {where} on {url} with {workers} workers (auth: {auth}; inspector: {url}/ui)",
+            typer.echo(f"fourfold serving {where} on {url} with {workers} workers ({_auth_text(has_keys, url)})",
                        err=True)
             if on_ready is not None:
                 on_ready(url)
