@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from fourfold.stores.vector import chunked
 
-__all__ = ["Connection", "Cursor", "Database", "Lock", "is_url"]
+__all__ = ["EPISODE_INDEXES", "Connection", "Cursor", "Database", "Lock", "is_url"]
 
 #: URL schemes that name a PostgreSQL database rather than a file.
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -46,6 +46,22 @@ class Connection(Protocol):
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor: ...
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
+
+
+#: The episode log's indexes and its derived-case links, the same SQL on every engine; each
+#: schema creates its own `episodes_log` index (the log's skeleton in log order) first.
+EPISODE_INDEXES = (
+    "DROP INDEX IF EXISTS episodes_seq",  # (seq, pos): the prefix of episodes_log
+    # A scope's successes in log order without touching its failures or sorting (its first search).
+    "CREATE INDEX IF NOT EXISTS episodes_group ON episodes (scope, success, seq, pos)",
+    "DROP INDEX IF EXISTS episodes_scope",  # (scope): the prefix of episodes_group
+    # The successes still to embed (no vector, or another embedder's), found without a scan.
+    "CREATE INDEX IF NOT EXISTS episodes_embedder ON episodes (embedder) WHERE success = 1",
+    # An episode derived from another scope's (a shared case from a customer's ticket): the
+    # link is kept only so that erasing that scope erases what was derived from it.
+    "CREATE TABLE IF NOT EXISTS episode_sources (episode_id TEXT PRIMARY KEY, source_scope TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS episode_sources_scope ON episode_sources (source_scope)",
+)
 
 
 class Lock(Protocol):

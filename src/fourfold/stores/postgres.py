@@ -46,7 +46,7 @@ from fourfold.stores._pgconn import (
     translate,
     unescape_rows,
 )
-from fourfold.stores.database import Database
+from fourfold.stores.database import EPISODE_INDEXES, Database
 
 if TYPE_CHECKING:
     import psycopg
@@ -84,13 +84,7 @@ _SCHEMA = (
     "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS tokens TEXT",
     # The log's skeleton in log order (see `fourfold.stores.sqlite`), and the successes to embed.
     "CREATE INDEX IF NOT EXISTS episodes_log ON episodes (seq, pos) INCLUDE (id, scope, ts, success)",
-    "DROP INDEX IF EXISTS episodes_seq",
-    "CREATE INDEX IF NOT EXISTS episodes_group ON episodes (scope, success, seq, pos)",
-    "DROP INDEX IF EXISTS episodes_scope",  # (scope): the prefix of episodes_group
-    "CREATE INDEX IF NOT EXISTS episodes_embedder ON episodes (embedder) WHERE success = 1",
-    # The link from a derived episode (a shared case) to the scope it came from, for erasure only.
-    "CREATE TABLE IF NOT EXISTS episode_sources (episode_id TEXT PRIMARY KEY, source_scope TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS episode_sources_scope ON episode_sources (source_scope)",
+    *EPISODE_INDEXES,
     "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, digest TEXT NOT NULL,"
     " label TEXT NOT NULL DEFAULT '', created_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION)",
     "CREATE TABLE IF NOT EXISTS threads (scope TEXT PRIMARY KEY, payload TEXT NOT NULL,"

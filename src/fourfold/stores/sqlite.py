@@ -36,7 +36,7 @@ from fourfold.errors import (
     StoreCorrupt,
     StoreUnavailable,
 )
-from fourfold.stores.database import Database
+from fourfold.stores.database import EPISODE_INDEXES, Database
 from fourfold.stores.vector import (
     GLOBAL_SCOPE_KEY,
     NO_VECTOR,
@@ -90,16 +90,7 @@ _SCHEMA = (
     # The log's skeleton in log order, read without touching the rows (a row holds its vector:
     # reading 100k rows to learn their ids and scopes cost most of opening a large log).
     "CREATE INDEX IF NOT EXISTS episodes_log ON episodes (seq, pos, id, scope, ts, success)",
-    "DROP INDEX IF EXISTS episodes_seq",  # (seq, pos): the prefix of episodes_log
-    # A scope's successes in log order without touching its failures or sorting (its first search).
-    "CREATE INDEX IF NOT EXISTS episodes_group ON episodes (scope, success, seq, pos)",
-    "DROP INDEX IF EXISTS episodes_scope",  # (scope): the prefix of episodes_group
-    # The successes still to embed (no vector, or another embedder's), found without a scan.
-    "CREATE INDEX IF NOT EXISTS episodes_embedder ON episodes (embedder) WHERE success = 1",
-    # An episode derived from another scope's (a shared case from a customer's ticket): the
-    # link is kept only so that erasing that scope erases what was derived from it.
-    "CREATE TABLE IF NOT EXISTS episode_sources (episode_id TEXT PRIMARY KEY, source_scope TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS episode_sources_scope ON episode_sources (source_scope)",
+    *EPISODE_INDEXES,
     # API keys of a served data dir: only an HMAC of each key, with the salt in meta.
     "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, digest TEXT NOT NULL,"
     " label TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, revoked_at REAL)",
