@@ -317,7 +317,7 @@ INTROS = "design"
 PHONE_FORMATS = ["+1 {a} {b} {c}", "({a}) {b}-{c}", "{a}.{b}.{c}", "+1-{a}-{b}-{c}", "{a} {b} {c}", "+44 20 7946 0{c3}",
                  "07700 900{c3}", "+49 30 {b}{c}"]
 
-EMBEDDER_NAMES = ("hash", "minilm")
+EMBEDDER_NAMES = ("hash", "minilm", "minilm:exact")
 VERBOSE = False
 
 
@@ -765,10 +765,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global VERBOSE, INTROS
     VERBOSE, INTROS = args.verbose, args.intros
-    if args.embedder == "minilm":
-        from fourfold.embeddings.default import default_embedder
+    if args.embedder in ("minilm", "minilm:exact"):  # the library's default (int8 queries), or exact queries
+        from fourfold.embeddings.spec import embedder_from_spec
 
-        embedder: Embedder = default_embedder()
+        embedder: Embedder = embedder_from_spec(args.embedder)
     else:
         embedder = HashEmbedder()
     n_types = max(1, min(args.types, len(PROBLEMS)))

@@ -468,7 +468,7 @@ def _share(results: Sequence[tuple[Change, bool]], **where: object) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
+    parser.add_argument("--embedder", choices=("minilm", "minilm:exact", "hash"), default="minilm")
     parser.add_argument("--calibrate", action="store_true", help="Sweep the consolidation threshold first.")
     parser.add_argument("--types", type=int, default=len(cases.PROBLEMS), help="Problem types of the case base.")
     parser.add_argument("--per-kind", type=int, default=4, help="Customers per preference kind.")
@@ -484,10 +484,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases.VERBOSE = args.verbose
     global PHRASING
     PHRASING = args.phrasing
-    if args.embedder == "minilm":
-        from fourfold.embeddings.default import default_embedder
+    if args.embedder in ("minilm", "minilm:exact"):  # the library's default (int8 queries), or exact queries
+        from fourfold.embeddings.spec import embedder_from_spec
 
-        embedder: Embedder = default_embedder()
+        embedder: Embedder = embedder_from_spec(args.embedder)
     else:
         embedder = HashEmbedder()
     threshold, reword, difference = DEFAULT_THRESHOLD, REWORD_THRESHOLD, REWORD_DIFFERENCE

@@ -201,18 +201,16 @@ class Fourfold:
     name = "fourfold"
     batch = 64  # remember_many refuses a whole batch for one bad item: keep refusals local
 
-    def __init__(self, query_model: str = "exact") -> None:
+    def __init__(self, query_model: str = "int8") -> None:
         import fourfold  # ImportError while the API does not exist yet
 
         # Any: the package resolves `Memory` lazily, so type checkers only see `object`.
         self._memory_class: Any = fourfold.Memory
-        self._embedder: Any = None  # the library's default
-        if query_model == "int8":  # memories embedded exactly, queries by the int8 model
-            from fourfold.embeddings import default_embedder
-            from fourfold.embeddings.asymmetric import AsymmetricEmbedder
-            from fourfold.embeddings.onnx import OnnxMiniLMInt8Embedder
+        from fourfold.embeddings.default import default_embedder, default_memory_embedder
 
-            self._embedder = AsymmetricEmbedder(default_embedder(), OnnxMiniLMInt8Embedder())
+        # int8 (the library's default): memories embedded exactly, queries by the int8 model;
+        # exact: queries by the stored model too.
+        self._embedder: Any = default_memory_embedder() if query_model == "int8" else default_embedder()
         self.open_seconds = 0.0  # opening stores is setup, not indexing
         self._counts = {"refused": 0, "merged": 0, "unmapped": 0}
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -367,7 +365,7 @@ def run_method(
 
 def run_all(
     dataset: data.Dataset, methods: Sequence[str], *, ks: Sequence[int], limit: int | None,
-    query_model: str = "exact",
+    query_model: str = "int8",
 ) -> tuple[dict[str, Run], dict[str, str]]:
     """Run each requested method; a method that cannot start is reported, not fatal."""
     runs: dict[str, Run] = {}
@@ -525,8 +523,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--query-model",
         choices=("exact", "int8"),
-        default="exact",
-        help="fourfold's query embedder: the memories' model, or its int8 approximation (as `fourfold serve`)",
+        default="int8",
+        help="fourfold's query embedder: the int8 approximation of the memories' model (the library's "
+             "default, and `fourfold serve`'s), or the model itself",
     )
     p.add_argument(
         "--limit-questions",

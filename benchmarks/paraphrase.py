@@ -22,7 +22,7 @@ The set is split in two halves (`_paraphrase_data.split_of`): half the attribute
 half the unrelated texts are the *dev* half, on which the ranker's settings were chosen; the
 *test* half's wording was never tuned on. Tables are printed for each half and both.
 
-    python benchmarks/paraphrase.py [--customers N] [--seed S] [--no-cache]
+    python benchmarks/paraphrase.py [--customers N] [--seed S] [--no-cache] [--query-model int8|exact]
 
 The last line is ``paraphrase: hybrid_hit3=X dense_hit3=X bm25_hit3=X offtopic_empty=X`` over
 the *test* half (hit@3 over all its on-topic questions, both kinds); the lines before it give
@@ -118,12 +118,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--customers", type=int, default=300)
     p.add_argument("--seed", type=int, default=19)
     p.add_argument("--no-cache", action="store_true", help="embed with the model, not the vector cache")
+    p.add_argument("--query-model", choices=("int8", "exact"), default="int8",
+                   help="queries embedded by the int8 approximation of the stored model (the library's "
+                        "default) or by the model itself")
     args = p.parse_args(argv)
-    from fourfold.embeddings.default import default_embedder
+    from fourfold.embeddings.asymmetric import AsymmetricEmbedder
+    from fourfold.embeddings.default import default_embedder, default_memory_embedder
     from fourfold.ranking import RELEVANCE_FLOOR
 
     dataset = data.build(customers=args.customers, seed=args.seed)
     embedder: Embedder = default_embedder() if args.no_cache else CachedEmbedder(CACHE)
+    if args.query_model == "int8":  # the stored vectors stay the exact model's (or the cache of them)
+        paired = default_memory_embedder()
+        if isinstance(paired, AsymmetricEmbedder):
+            embedder = AsymmetricEmbedder(embedder, paired.queries)
 
     def of(split: str, qs: Sequence[data.Question]) -> list[data.Question]:
         return [q for q in qs if split == "all" or data.split_of(q) == split]

@@ -4,7 +4,8 @@ Each scenario runs in its own subprocess (so its peak RSS is its own), and runs 
 and the reference design of `shared/seed/memory-systems.txt` side by side in it:
 
 - the reference's long-term memory is raw Chroma (its default HNSW index, cosine space)
-  queried with the same embedder, one scope filter as Chroma `where`; its collection holds
+  queried with the same embedder (`Memory.open`'s default: the stored MiniLM, its int8
+  approximation for queries), one scope filter as Chroma `where`; its collection holds
   the very rows fourfold stored (same ids, texts, vectors and `ff_scope`), copied out of
   fourfold's SQLite database when the store is built;
 - the reference's episodic memory is the seed's `recent_successes`, which re-reads and
@@ -316,10 +317,10 @@ def _recall_timings(work: Path, n: int, n_q: int, rng: random.Random, embedder: 
 
 
 def scenario_recall(work: Path, quick: bool) -> Rows:
-    from fourfold.embeddings.default import default_embedder
+    from fourfold.embeddings.default import default_memory_embedder
 
     rows = Rows()
-    embedder = default_embedder()
+    embedder = default_memory_embedder()  # what Memory.open embeds with: the reference embeds its queries alike
     rng = random.Random(7)
     n_q = 60 if quick else 200
     sizes = (10_000, 100_000)
@@ -488,14 +489,15 @@ def build_episode_log(work: Path, n: int) -> tuple[Path, Path]:
 
 
 def scenario_episodes(work: Path, quick: bool) -> Rows:
-    from fourfold.embeddings.default import default_embedder
+    from fourfold.embeddings.default import default_memory_embedder
     from fourfold.episodic import EpisodeLog
 
     rows = Rows()
     n = 100_000
     db_path, seed_path = build_episode_log(work, n)
-    embedder = default_embedder()
-    embedder.embed("load the model")
+    embedder = default_memory_embedder()  # what Memory.open gives its episode log
+    embedder.embed("load the query model")
+    embedder.embed_many(["load the stored model"])
     situation = "the invoice PDF download fails with error 502"
     t0 = time.perf_counter()
     log = EpisodeLog(db_path, embedder)
@@ -673,13 +675,13 @@ def scenario_agent(work: Path, quick: bool) -> Rows:
 
     from fourfold import Memory
     from fourfold.agent import SupportAgent, customer_scope
-    from fourfold.embeddings.default import default_embedder
+    from fourfold.embeddings.default import default_memory_embedder
     from fourfold.models.base import ChatResponse
     from fourfold.models.scripted import ScriptedModel
 
     rows = Rows()
     path = build_memory_store(work, 100_000)
-    embedder = default_embedder()
+    embedder = default_memory_embedder()  # the reference embeds its queries as Memory.open does
     rng = random.Random(12)
     n_customers = 10 if quick else 100  # p50s of 100 first turns and 200 in progress
     customers = [str(c) for c in rng.sample(range(1, SCOPES), n_customers)]
@@ -763,13 +765,14 @@ def scenario_startup(work: Path, quick: bool) -> Rows:
     recall_argv = [cli, "--data-dir", str(store), "recall", text, "--scope", scope_name(3), "-k", "5"]
     seed_code = (
         "import sys, chromadb\nfrom chromadb.config import Settings\n"
-        "from fourfold.embeddings.default import default_embedder\n"
+        "from fourfold.embeddings.default import default_memory_embedder\n"
         f"c = chromadb.PersistentClient(path={str(store / SEED_VECTORS)!r}, settings=Settings(anonymized_telemetry=False))\n"
         f"col = c.get_collection({SEED_COLLECTION!r})\n"
-        f"v = default_embedder().embed({text!r})\n"
+        f"v = default_memory_embedder().embed({text!r})\n"
         f"print(col.query(query_embeddings=[v], n_results=5, where={{'ff_scope': {scope_name(3)!r}}})['documents'][0])\n"
     )
-    floor_code = f"from fourfold.embeddings.default import default_embedder\ndefault_embedder().embed({text!r})\n"
+    floor_code = ("from fourfold.embeddings.default import default_memory_embedder\n"
+                  f"default_memory_embedder().embed({text!r})\n")
     measure_rss([*recall_argv])  # compiles fourfold's bytecode, as installing it would
     ours, ref, floor = [], [], []
     for _ in range(reps):  # interleaved, so drifting load reaches all three alike

@@ -128,3 +128,21 @@ def test_a_query_model_is_used_with_a_coalescer_given_to_the_service_too(tmp_pat
         assert approx.texts == ["contact preference"]
     finally:
         tenants.close()
+
+
+def test_a_service_given_a_pair_coalesces_each_model_apart(tmp_path: Path) -> None:
+    """A coalescer around the pair would batch queries to the stored model: the pair is split."""
+    from fourfold.service.tenancy import Tenants
+    from fourfold.stores import InMemoryVectorStore
+
+    exact, approx = _Model("exact"), _Approximation()
+    tenants = Tenants(tmp_path, embedder=AsymmetricEmbedder(exact, approx),
+                      vector_store=lambda _: InMemoryVectorStore(embedder_identity=exact.identity))
+    try:
+        memory = tenants.get("acme")
+        memory.long_term.remember("Prefers email over phone.", scope="user:1")
+        memory.long_term.recall("contact preference", scope="user:1")
+        assert approx.texts == ["contact preference"] and "contact preference" not in exact.texts
+        assert any(t.startswith("Prefers email over phone.") for t in exact.texts)
+    finally:
+        tenants.close()

@@ -169,3 +169,36 @@ def test_onnx_threads_come_from_the_environment_when_not_given(monkeypatch: pyte
 
     with pytest.raises(InvalidInput, match=THREADS_ENV):
         OnnxMiniLMEmbedder().embed("hello")
+
+
+@pytest.mark.slow
+@onnx_only
+def test_memory_open_embeds_queries_with_int8_minilm_and_stores_exact_vectors(tmp_path: Path) -> None:
+    """The library's default pairs the stored model with its int8 approximation for queries, as
+    `fourfold serve` does; `query_model="exact"` and the spec `minilm:exact` keep the exact model."""
+    from fourfold import Memory
+    from fourfold.config import MemoryConfig
+    from fourfold.embeddings.asymmetric import AsymmetricEmbedder
+    from fourfold.embeddings.default import default_embedder, default_memory_embedder
+    from fourfold.embeddings.onnx import OnnxMiniLMInt8Embedder
+    from fourfold.embeddings.spec import embedder_from_spec
+    from fourfold.errors import InvalidInput
+
+    paired, exact = default_memory_embedder(), default_embedder()
+    assert isinstance(paired, AsymmetricEmbedder) and paired.documents is exact
+    assert isinstance(paired.queries, OnnxMiniLMInt8Embedder) and paired.identity == exact.identity
+    assert default_memory_embedder() is paired  # one per process, as the exact model
+    assert embedder_from_spec("minilm") is paired and embedder_from_spec("minilm:exact") is exact
+    text, query = "Prefers email over phone.", "how should we contact them"
+    with Memory.open(tmp_path / "data") as mem:
+        assert mem.long_term.embedder is paired and mem.episodes.embedder is paired
+        mem.long_term.remember(text, scope="c")
+        [record] = mem.long_term.store.scan("c")
+        np.testing.assert_allclose(record.embedding, exact.embed_many([text])[0], atol=1e-6)  # stored exactly
+        np.testing.assert_array_equal(paired.embed(query), paired.queries.embed(query))
+        assert float(paired.embed(query) @ exact.embed(query)) < 1 - 1e-4  # the query model, not the exact one
+        assert [r.text for r in mem.long_term.recall(query, scope="c")] == [text]
+    with Memory.open(tmp_path / "data", config=MemoryConfig(query_model="exact")) as mem:
+        assert mem.long_term.embedder is exact
+    with pytest.raises(InvalidInput, match="query_model"):
+        Memory.open(tmp_path / "other", config=MemoryConfig(query_model="fp16"))  # type: ignore[arg-type]

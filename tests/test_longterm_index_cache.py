@@ -320,3 +320,91 @@ def test_warm_indexes_written_scopes_so_their_first_recall_scans_nothing() -> No
     assert store.scans[-1] == "c2"
     assert [r.text for r in lt.recall("email", scope="c2")] == ["prefers email"]
     assert store.scans.count("c2") == 1
+
+
+class _Rendezvous(_Counting):
+    """A store whose scan waits (up to 5 s) until the query's embedding has begun: it completes
+    at once only if the two run at the same time."""
+
+    def __init__(self, inner: VectorStore, embedding: threading.Event, fail: Exception | None = None) -> None:
+        super().__init__(inner)
+        self.embedding, self.fail = embedding, fail
+        self.waited: list[bool] = []
+        self.threads: list[int] = []
+
+    def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
+        self.threads.append(threading.get_ident())
+        self.waited.append(self.embedding.wait(5.0))
+        if self.fail is not None:
+            raise self.fail
+        return super().scan_versioned(scope)
+
+
+class _Signalling(HashEmbedder):
+    """Sets an event as each query's embedding begins; optionally fails."""
+
+    def __init__(self, fail: Exception | None = None) -> None:
+        super().__init__()
+        self.began, self.fail = threading.Event(), fail
+        self.query_cache_size = 0
+
+    def embed_batch(self, texts: Sequence[str]) -> Any:
+        self.began.set()
+        if self.fail is not None:
+            raise self.fail
+        return super().embed_batch(texts)
+
+
+def test_a_scopes_first_read_runs_while_its_query_is_embedded(embedder: HashEmbedder) -> None:
+    """The first recall of a scope reads and builds its index on another thread while the caller
+    embeds the query (the support agent's first turn costs about a later one); the results are
+    those of a cached index, and a cached scope is neither read again nor read on a thread."""
+    inner = InMemoryVectorStore(embedder_identity=embedder.identity)
+    LongTermMemory(inner, embedder).remember_many([_item(t, "c") for t in (
+        "Hikes every Sunday with her sister", "Asked for a refund on the damaged parcel",
+        "Prefers oolong tea to coffee", "The May 2023 invoice was paid twice")])
+    expected = LongTermMemory(inner, embedder)
+    expected.warm(["c"])  # read before recall: the sequential path
+    quiet = _Signalling()
+    store = _Rendezvous(inner, quiet.began)
+    lt = LongTermMemory(store, quiet)
+    lt.spare_core = lambda: True
+    for query in QUERIES:
+        assert lt.recall(query, scope="c", k=4) == expected.recall(query, scope="c", k=4)
+    assert store.scans == ["c"] and store.waited == [True]  # read once, while the query was embedded
+    assert store.threads[0] != threading.get_ident()
+    assert lt.recall("anything", scope="empty") == [] and store.waited == [True, True]
+
+
+@pytest.mark.parametrize("failing", ["store", "embedder", "both"])
+def test_a_failed_first_read_or_embedding_reaches_the_caller(embedder: HashEmbedder, failing: str) -> None:
+    """The read's error comes first (it says what is wrong with the store); the embedder's
+    otherwise. An index read while the embedding failed stays cached."""
+    from fourfold.errors import ModelError, StoreUnavailable
+
+    inner = InMemoryVectorStore(embedder_identity=embedder.identity)
+    LongTermMemory(inner, embedder).remember("Prefers oolong tea to coffee", scope="c")
+    model = _Signalling(ModelError("the model is gone") if failing != "store" else None)
+    store = _Rendezvous(inner, model.began, StoreUnavailable("the disk is gone") if failing != "embedder" else None)
+    lt = LongTermMemory(store, model)
+    lt.spare_core = lambda: True
+    with pytest.raises(ModelError if failing == "embedder" else StoreUnavailable):
+        lt.recall("tea", scope="c")
+    if failing == "embedder":
+        model.fail = None
+        assert [r.text for r in lt.recall("tea", scope="c")] == ["Prefers oolong tea to coffee"]
+        assert store.scans == ["c"]  # the index read beside the failed embedding was kept
+
+
+def test_with_no_core_idle_a_scope_is_read_first_and_an_empty_one_embeds_nothing(embedder: HashEmbedder) -> None:
+    inner = InMemoryVectorStore(embedder_identity=embedder.identity)
+    LongTermMemory(inner, embedder).remember("Prefers oolong tea to coffee", scope="c")
+    model = _Signalling()
+    store = _Rendezvous(inner, threading.Event())  # set by nothing: the scan does not wait for the model
+    store.embedding.set()
+    lt = LongTermMemory(store, model)
+    lt.spare_core = lambda: False
+    assert [r.text for r in lt.recall("tea", scope="c")] == ["Prefers oolong tea to coffee"]
+    assert store.threads == [threading.get_ident()]  # read in line, on the caller's thread
+    model.began.clear()
+    assert lt.recall("tea", scope="nobody") == [] and not model.began.is_set()

@@ -106,3 +106,17 @@ def test_the_benchmark_runs_short_and_loses_nothing() -> None:
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith("service: rps=") and " rate=20 " in last, last
     assert last.endswith("errors=0 lost=0 stale=0"), last
+
+
+def test_serve_chooses_its_query_model_from_the_cli_default_pair() -> None:
+    """The CLI's default embedder already pairs MiniLM with its int8 queries: `--query-model` decides."""
+    import fourfold.cli.app  # noqa: F401 - the command modules load through the CLI app
+    from fourfold.cli.service_commands import _serving_embedders
+    from fourfold.embeddings.asymmetric import AsymmetricEmbedder
+    from fourfold.embeddings.onnx import OnnxMiniLMEmbedder, OnnxMiniLMInt8Embedder
+
+    exact = OnnxMiniLMEmbedder()
+    paired = AsymmetricEmbedder(exact, OnnxMiniLMInt8Embedder(threads=1))
+    stored, queries = _serving_embedders(paired, "int8")
+    assert stored is exact and isinstance(queries, OnnxMiniLMInt8Embedder)
+    assert _serving_embedders(paired, "exact") == (exact, None)

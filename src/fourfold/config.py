@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from fourfold._manifest import COLLECTION
 
@@ -31,3 +32,7 @@ class MemoryConfig:
     collection: str = COLLECTION
     #: Refuse memories longer than this many characters (documents are chunked instead).
     max_memory_chars: int = 20_000
+    #: With no embedder given: "int8" embeds the query a reader waits on with the int8
+    #: approximation of the bundled MiniLM (on ONNX Runtime), "exact" with the model itself.
+    #: Stored vectors are always the exact model's (see `default_memory_embedder`).
+    query_model: Literal["int8", "exact"] = "int8"

@@ -78,7 +78,7 @@ class Memory(Closing):
         processes on any number of machines. `store="chroma"` keeps long-term memory (and documents) on embedded Chroma under
         `vectors/` instead, and `chroma_url` on a Chroma server; a data dir remembers the
         choice. `vector_store` injects any backend. The embedder defaults to the bundled
-        all-MiniLM-L6-v2. A data dir of fourfold 0.1 must first be moved with `fourfold migrate`.
+        all-MiniLM-L6-v2, whose int8 approximation embeds queries (`MemoryConfig.query_model`). A data dir of fourfold 0.1 must first be moved with `fourfold migrate`.
         """
         config = config or MemoryConfig()
         if not isinstance(config, MemoryConfig):
@@ -91,7 +91,7 @@ class Memory(Closing):
             return cls._open_database(str(path), embedder=embedder, vector_store=vector_store, config=config,
                                       enricher=enricher, create=create)
         data_dir = _data_dir(path, create=create)
-        embedder = _embedder(embedder)
+        embedder = _embedder(embedder, config)
         manifest = check_manifest(data_dir, embedder.identity, create=False)
         if manifest is not None and int(manifest.get("format", 1)) < 2:  # type: ignore[call-overload]
             raise StoreUnavailable(
@@ -138,7 +138,7 @@ class Memory(Closing):
         from fourfold.stores.pgvector import PostgresVectorStore
         from fourfold.stores.postgres import PostgresDatabase
 
-        embedder = _embedder(embedder)
+        embedder = _embedder(embedder, config)
         db = PostgresDatabase(url, timeout=config.lock_timeout, create=create)
         try:
             if vector_store is None:
@@ -232,12 +232,14 @@ class Memory(Closing):
         return f"Memory({where!r})"
 
 
-def _embedder(embedder: Embedder | None) -> Embedder:
-    """The embedder given, checked, or the bundled all-MiniLM-L6-v2."""
+def _embedder(embedder: Embedder | None, config: MemoryConfig) -> Embedder:
+    """The embedder given, checked, or the bundled all-MiniLM-L6-v2 (its queries as `config` says)."""
     if embedder is None:
-        from fourfold.embeddings.default import default_embedder
+        from fourfold.embeddings.default import default_embedder, default_memory_embedder
 
-        embedder = default_embedder()
+        if config.query_model not in ("int8", "exact"):
+            raise InvalidInput(f"query_model must be 'int8' or 'exact', not {config.query_model!r}")
+        embedder = default_memory_embedder() if config.query_model == "int8" else default_embedder()
     if not isinstance(embedder, Embedder):
         raise InvalidInput(f"embedder must be an Embedder, not {type(embedder).__name__}")
     return embedder

@@ -104,8 +104,8 @@ def _options(
         DEFAULT_DATA_DIR
     ),
     embedder: Annotated[str | None, _spec_option(
-        EMBEDDER_ENV, "minilm", "minilm (the bundled model), openai:MODEL, openai-compatible:MODEL@BASE_URL?dimension=N, "
-        "ollama:MODEL?dimension=N, or hash (tests only).")] = None,
+        EMBEDDER_ENV, "minilm", "minilm (the bundled model; minilm:exact also embeds queries exactly), openai:MODEL, "
+        "openai-compatible:MODEL@BASE_URL?dimension=N, ollama:MODEL?dimension=N, or hash (tests only).")] = None,
     model: Annotated[str | None, _spec_option(
         MODEL_ENV, "anthropic with ANTHROPIC_API_KEY, else offline", "Chat model: offline, anthropic[:MODEL], "
         "openai[:MODEL], openai-compatible:MODEL@BASE_URL, ollama:MODEL...")] = None,

@@ -109,8 +109,8 @@ def _serve(
     from fourfold.service.tenancy import Tenants
 
     keys = _checked_keys(host)
-    embedder = _embedder()
-    tenants = Tenants(_where(), embedder=embedder, query_embedder=_query_embedder(embedder, query_model))
+    embedder, queries = _serving_embedders(_embedder(), query_model)
+    tenants = Tenants(_where(), embedder=embedder, query_embedder=queries)
     try:
         tenants.warm_up()  # /healthz answers once the models are loaded, not on the first requests
         app = create_app(tenants, keys, allow_anonymous=is_loopback(host), max_body_bytes=max_body, model=_model(),
@@ -320,6 +320,19 @@ class _closing:
 
     def __exit__(self, *exc: object) -> None:
         self.keys.close()
+
+
+def _serving_embedders(embedder: Embedder, choice: str) -> tuple[Embedder, Embedder | None]:
+    """The stored model and the query model `--query-model` chose (None: queries use the stored one).
+
+    The CLI's default embedder pairs the stored model with its int8 approximation already;
+    the service makes its own choice (and query model) from the stored model.
+    """
+    from fourfold.embeddings.asymmetric import AsymmetricEmbedder
+
+    if isinstance(embedder, AsymmetricEmbedder):
+        embedder = embedder.documents
+    return embedder, _query_embedder(embedder, choice)
 
 
 def _query_embedder(embedder: Embedder, choice: str) -> Embedder | None:

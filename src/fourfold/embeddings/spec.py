@@ -1,6 +1,7 @@
 """One embedder spec for every surface: `--embedder`, `$FOURFOLD_EMBEDDER`, `embedder_from_spec(...)`.
 
-- `minilm` (default): the bundled all-MiniLM-L6-v2, offline;
+- `minilm` (default): the bundled all-MiniLM-L6-v2, offline, with queries embedded by its int8
+  approximation on ONNX Runtime (`default_memory_embedder`); `minilm:exact` embeds them exactly;
 - `hash[:DIMENSION]`: deterministic hash vectors, for tests only;
 - `openai:MODEL`: OpenAI's embeddings (OPENAI_API_KEY), dimension known for its models;
 - `openai-compatible:MODEL@BASE_URL?dimension=N`: any `/v1/embeddings` server (Ollama,
@@ -35,10 +36,10 @@ def embedder_from_spec(spec: str) -> Embedder:
         raise InvalidInput(_usage("an empty embedder spec"))
     text = spec.strip()
     name, _, arg = text.partition(":")
-    if name == "minilm" and not arg:
-        from fourfold.embeddings.default import default_embedder
+    if name == "minilm" and arg in ("", "exact"):
+        from fourfold.embeddings.default import default_embedder, default_memory_embedder
 
-        return default_embedder()
+        return default_memory_embedder() if not arg else default_embedder()
     if name == "hash":
         from fourfold.embeddings.hashing import HashEmbedder
 
@@ -66,6 +67,6 @@ def embedder_from_spec(spec: str) -> Embedder:
 
 def _usage(problem: str) -> str:
     return (
-        f"{problem}: use minilm, hash, openai:MODEL, "
+        f"{problem}: use minilm, minilm:exact, hash, openai:MODEL, "
         "openai-compatible:MODEL@BASE_URL?dimension=N, or ollama:MODEL?dimension=N"
     )

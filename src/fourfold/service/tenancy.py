@@ -103,6 +103,11 @@ class Tenants:
             from fourfold.embeddings.default import default_embedder
 
             embedder = default_embedder()
+        if isinstance(embedder, AsymmetricEmbedder) and query_embedder is None:
+            # Its two models, each behind a coalescer of its own: a coalescer around the pair
+            # would embed queries in batches, which go to the stored model.
+            query_embedder = embedder.queries
+            embedder = embedder.documents
         #: The coalescers made here (closed with the tenants; one passed in is the caller's).
         self._pools: list[CoalescingEmbedder] = []
         documents: Embedder
