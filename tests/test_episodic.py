@@ -663,3 +663,55 @@ def test_a_large_group_keeps_its_vectors_and_still_sees_new_episodes(path: Path 
         assert [ep.goal for ep in found] == [goal]
         fresh = EpisodeLog(path, HashEmbedder()).similar_successes(goal, k=5)
         assert [ep.id for ep in reader.similar_successes(goal, k=5)] == [ep.id for ep in fresh]
+
+
+class _StoredModel(HashEmbedder):
+    """Embeds episodes: waits (up to 5 s) for the query's embedding to begin, and records the thread."""
+
+    def __init__(self, began: threading.Event, patience: float) -> None:
+        super().__init__()
+        self.began, self.patience = began, patience
+        self.waited: list[bool] = []
+        self.threads: list[int] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        self.threads.append(threading.get_ident())
+        self.waited.append(self.began.wait(self.patience))
+        return super().embed_batch(texts)
+
+
+class _QueryModel(HashEmbedder):
+    approximates = "hash-v1:256"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "hash-query"
+        self.began = threading.Event()
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        self.began.set()
+        return super().embed_batch(texts)
+
+
+@pytest.mark.parametrize("spare", [True, False])
+def test_a_scopes_first_search_reads_beside_the_query_when_a_core_is_idle(path: Path | str, spare: bool) -> None:
+    """With an idle core the scope's episodes are read (and here embedded) on another thread while
+    the query is embedded; without one, in line first. The results are the same either way."""
+    from fourfold.embeddings.asymmetric import AsymmetricEmbedder
+    from fourfold.ranking import Background
+
+    Background.of(HashEmbedder())  # made now: the stored model below embeds only the episodes
+    for goal in ("refund for a damaged parcel", "vpn login fails after the upgrade", "invoice shows the wrong VAT"):
+        _record(EpisodeLog(path, HashEmbedder()), goal, scope="c")
+    queries = _QueryModel()
+    stored = _StoredModel(queries.began, patience=5.0 if spare else 0.2)
+    log = EpisodeLog(path, AsymmetricEmbedder(stored, queries))
+    log.spare_core = lambda: spare
+    found = log.similar_successes("parcel arrived damaged", scope="c", include_unscoped=False)
+    expected = EpisodeLog(path, HashEmbedder()).similar_successes("parcel arrived damaged", scope="c",
+                                                                  include_unscoped=False)
+    assert [(e.id, e.score) for e in found] == [(e.id, e.score) for e in expected]
+    assert stored.waited == [spare]  # with a spare core, the query's embedding began meanwhile
+    assert (stored.threads[0] != threading.get_ident()) is spare
+    log.similar_successes("vpn login", scope="c", include_unscoped=False)  # read and embedded already
+    assert len(stored.threads) == 1

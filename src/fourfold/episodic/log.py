@@ -14,13 +14,15 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from fourfold._parallel import on_thread, spare_core
 from fourfold._validate import check_k, check_min_score, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
@@ -90,6 +92,8 @@ class EpisodeLog:
         self.path = self.db.where
         self.embedder = embedder
         self._mutex = threading.RLock()  # one thread at a time touches the in-memory index
+        #: Whether a core is idle, so a scope's first read may run beside its query's embedding.
+        self.spare_core: Callable[[], bool] = spare_core
         self._generation = -1  # moves on whenever the index is loaded afresh (see `since`)
         self._clear()
 
@@ -306,15 +310,35 @@ class EpisodeLog:
             (None,) if scope is None else (None, scope) if include_unscoped else (scope,)
         )
         with self._mutex:
-            with self.db.read():  # one snapshot for the new episodes and what this search reads of them
-                self._refresh()
-                rows = self._index.success_rows(scopes)
-                if not len(rows):
-                    return []
-                self._read_groups_of(scopes)
-            self._embed_missing(scopes)
-            ranked = self._rank(situation, rows, scopes, k, min_score)
+            query: Vectors | None = None
+            self._refresh()  # the skeleton first: a scope's group is known before its first search
+            if self._index.unread(scopes) and self.spare_core():
+                # A scope's first search: its episodes are read on another thread while this one
+                # embeds the query (see `LongTermMemory`'s first read of a scope). This thread
+                # holds the mutex for that thread throughout and touches nothing of the log.
+                reading = on_thread(partial(self._searched_rows, scopes))
+                try:
+                    query = self.embedder.embed(situation)
+                finally:
+                    rows = reading.result()  # the read's own error, if any, wins over the embedder's
+            else:
+                rows = self._searched_rows(scopes)
+            if not len(rows):
+                return []
+            ranked = self._rank(situation, rows, scopes, k, min_score, query=query)
             return [replace(self._index.episode(row), score=score) for row, score in ranked]
+
+    def _searched_rows(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
+        """The successful rows of `scopes`, with everything a search reads of them (bodies,
+        tokens, vectors) read or embedded; the caller holds the mutex."""
+        with self.db.read():  # one snapshot for the new episodes and what this search reads of them
+            self._refresh()
+            rows = self._index.success_rows(scopes)
+            if not len(rows):
+                return rows
+            self._read_groups_of(scopes)
+        self._embed_missing(scopes)
+        return rows
 
     def _read_groups_of(self, scopes: Sequence[str | None]) -> None:
         """Read what a search needs of the successful episodes of `scopes` (bodies, kept tokens,
@@ -395,7 +419,8 @@ class EpisodeLog:
             conn.executemany("UPDATE episodes SET embedding = ?, embedder = ? WHERE id = ?", rows)
 
     def _rank(
-        self, situation: str, rows: npt.NDArray[np.intp], scopes: tuple[str | None, ...], k: int, min_score: float | None
+        self, situation: str, rows: npt.NDArray[np.intp], scopes: tuple[str | None, ...], k: int, min_score: float | None,
+        *, query: Vectors | None = None,
     ) -> list[tuple[int, float]]:
         """The k best (row, relevance), by the shared ranker, newest first among equals.
 
@@ -405,7 +430,8 @@ class EpisodeLog:
         """
         scores, best = self._index.lexical_scores(scopes, tokenize(situation))
         lexical = lexical_share(scores, best)
-        query = self.embedder.embed(situation)
+        if query is None:
+            query = self.embedder.embed(situation)
         # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
         # down the next embedding on a small machine, for a product that takes microseconds.
         # Group by group, on each group's own matrix (`rows` is the groups' rows in order).

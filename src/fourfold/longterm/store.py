@@ -10,12 +10,12 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from fourfold._cpu import spare_core
+from fourfold._parallel import on_thread, spare_core
 from fourfold._validate import (
     check_k,
     check_kind,
@@ -513,7 +513,7 @@ class LongTermMemory:
         while this one embeds the query. The embedding model runs outside the GIL for most of
         its time, so the first recall of a scope (a support agent's first turn with a customer)
         then costs about what a recall of a cached one does instead of adding the scope's read
-        to it. With every core busy the two would only take turns (see `fourfold._cpu`), so the
+        to it. With every core busy the two would only take turns (see `fourfold._parallel`), so the
         scope is read first, and its query is not embedded when it is empty.
         """
         with self._lock:
@@ -521,7 +521,7 @@ class LongTermMemory:
         if cached or not self.spare_core():
             index = self._index(scope)
             return index, self.embedder.embed(query) if len(index) else None
-        building = _on_thread(self._index, scope)
+        building = on_thread(partial(self._index, scope))
         try:
             vector = self.embedder.embed(query)
         finally:
@@ -594,24 +594,6 @@ class LongTermMemory:
                 else:
                     self._indexes.pop(scope)
             self._evict()
-
-
-def _on_thread(fn: Callable[[str | None], ScopeIndex], scope: str | None) -> Future[ScopeIndex]:
-    """`fn(scope)` started on a new thread; its result or its error comes through the future.
-
-    A thread a call, not a pool: it runs only for a scope's first read, costs about 0.1 ms
-    against the read's 1-2 ms, and leaves nothing behind to outlive a fork.
-    """
-    future: Future[ScopeIndex] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(fn(scope))
-        except BaseException as exc:  # handed to the caller, which raises it
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="fourfold-scope-read", daemon=True).start()
-    return future
 
 
 class _IndexCache:

@@ -1,10 +1,11 @@
-"""The idle-core meter that decides whether a scope's first read runs beside its query's embedding."""
+"""The idle-core meter that decides whether a scope's first read runs beside its query's embedding,
+and the thread it then runs on."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fourfold._cpu import WINDOW, IdleMeter
+from fourfold._parallel import WINDOW, IdleMeter, on_thread
 
 
 class _Clock:
@@ -52,3 +53,36 @@ def test_this_machine_is_read() -> None:
     meter = IdleMeter()
     meter.spare_core()
     assert meter._read() is not None
+
+
+def test_on_thread_hands_back_the_result_or_the_error() -> None:
+    import threading
+
+    import pytest
+
+    where: list[int] = []
+    assert on_thread(lambda: where.append(threading.get_ident()) or 42).result(timeout=5) == 42
+    assert where and where[0] != threading.get_ident()
+
+    def fail() -> None:
+        raise KeyError("gone")
+
+    with pytest.raises(KeyError, match="gone"):
+        on_thread(fail).result(timeout=5)
+
+
+def test_on_thread_keeps_its_threads_and_works_in_a_forked_child() -> None:
+    """A database keeps a connection per thread: a new thread a call would leave one a call."""
+    import multiprocessing
+    import threading
+
+    seen = {on_thread(threading.get_ident).result(timeout=5) for _ in range(50)}
+    assert 1 <= len(seen) <= 2 and threading.get_ident() not in seen
+    child = multiprocessing.get_context("fork").Process(target=_in_child)
+    child.start()
+    child.join(30)
+    assert child.exitcode == 0  # not hung on the parent's threads, which a fork does not copy
+
+
+def _in_child() -> None:
+    assert on_thread(lambda: 7).result(timeout=10) == 7

@@ -1,4 +1,6 @@
-"""Whether a core is idle right now: a second thread helps a caller only when one is.
+"""Work beside the caller's: whether a core is idle right now, and a call on a thread of its own.
+
+A second thread helps a caller only when a core is idle.
 
 Two threads of one Python process take turns at the GIL. Beside a model that runs outside it
 (ONNX Runtime), a second thread doing Python work finishes within the model's time when a
@@ -16,9 +18,13 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
-__all__ = ["IdleMeter", "spare_core"]
+__all__ = ["IdleMeter", "on_thread", "spare_core"]
+
+T = TypeVar("T")
 
 #: Idle time is measured over at least this many seconds (the kernel counts it in 10 ms ticks).
 WINDOW = 0.1
@@ -74,3 +80,29 @@ _meter = IdleMeter()
 def spare_core() -> bool:
     """Whether this machine had a core idle over the last moment (see `IdleMeter`)."""
     return _meter.spare_core()
+
+
+def on_thread(fn: Callable[[], T]) -> Future[T]:
+    """`fn()` run on a thread beside the caller's; its result or its error comes through the future.
+
+    Two long-lived threads, not one a call: a database keeps a connection per thread, so a
+    thread a call would open (and keep) a connection a call. A forked child starts without them.
+    """
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fourfold-beside")
+        return _pool.submit(fn)
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """In a forked child: the pool's threads were not copied, so it must not be used."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
