@@ -408,3 +408,25 @@ def test_with_no_core_idle_a_scope_is_read_first_and_an_empty_one_embeds_nothing
     assert store.threads == [threading.get_ident()]  # read in line, on the caller's thread
     model.began.clear()
     assert lt.recall("tea", scope="nobody") == [] and not model.began.is_set()
+
+
+def test_many_first_reads_at_once_are_not_queued_behind_the_helpers(embedder: HashEmbedder) -> None:
+    """More concurrent first reads than helper threads: the rest read on their own threads, so
+    all of them are in progress at once (a rendezvous of every read completes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    readers = 6
+    inner = InMemoryVectorStore(embedder_identity=embedder.identity)
+    LongTermMemory(inner, embedder).remember_many([_item(f"note {i} about tea", f"c{i}") for i in range(readers)])
+    barrier = threading.Barrier(readers, timeout=10)
+
+    class _AllAtOnce(_Counting):
+        def scan_versioned(self, scope: str | None) -> tuple[list[VectorRecord], Hashable | None]:
+            barrier.wait()
+            return super().scan_versioned(scope)
+
+    lt = LongTermMemory(_AllAtOnce(inner), embedder)
+    lt.spare_core = lambda: True
+    with ThreadPoolExecutor(readers) as pool:
+        found = list(pool.map(lambda i: lt.recall("tea", scope=f"c{i}"), range(readers)))
+    assert [[r.text for r in hits] for hits in found] == [[f"note {i} about tea"] for i in range(readers)]

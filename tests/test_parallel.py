@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fourfold._parallel import WINDOW, IdleMeter, on_thread
+from fourfold._parallel import WINDOW, Helpers, IdleMeter, run_beside
 
 
 class _Clock:
@@ -55,28 +55,50 @@ def test_this_machine_is_read() -> None:
     assert meter._read() is not None
 
 
-def test_on_thread_hands_back_the_result_or_the_error() -> None:
+def test_a_helper_hands_back_the_result_or_the_error() -> None:
     import threading
 
     import pytest
 
-    where: list[int] = []
-    assert on_thread(lambda: where.append(threading.get_ident()) or 42).result(timeout=5) == 42
-    assert where and where[0] != threading.get_ident()
+    helpers = Helpers(2)
+    future = helpers.try_run(threading.get_ident)
+    assert future is not None and future.result(timeout=5) != threading.get_ident()
 
     def fail() -> None:
         raise KeyError("gone")
 
+    failing = helpers.try_run(fail)
+    assert failing is not None
     with pytest.raises(KeyError, match="gone"):
-        on_thread(fail).result(timeout=5)
+        failing.result(timeout=5)
 
 
-def test_on_thread_keeps_its_threads_and_works_in_a_forked_child() -> None:
+def test_with_every_helper_busy_the_caller_is_told_to_do_the_work_itself() -> None:
+    """Never queued: concurrent callers (many requests reading at once) must not wait on each other."""
+    import threading
+
+    helpers = Helpers(2)
+    release = threading.Event()
+    busy = [helpers.try_run(lambda: release.wait(10)) for _ in range(2)]
+    assert all(f is not None for f in busy)
+    assert helpers.try_run(lambda: 1) is None
+    release.set()
+    for f in busy:
+        assert f is not None and f.result(timeout=5) is True
+    again = helpers.try_run(lambda: 2)  # a helper is idle again once its call returned
+    assert again is not None and again.result(timeout=5) == 2
+
+
+def test_helpers_keep_their_threads_and_work_in_a_forked_child() -> None:
     """A database keeps a connection per thread: a new thread a call would leave one a call."""
     import multiprocessing
     import threading
 
-    seen = {on_thread(threading.get_ident).result(timeout=5) for _ in range(50)}
+    seen = set()
+    for _ in range(50):
+        future = run_beside(threading.get_ident)
+        if future is not None:
+            seen.add(future.result(timeout=5))
     assert 1 <= len(seen) <= 2 and threading.get_ident() not in seen
     child = multiprocessing.get_context("fork").Process(target=_in_child)
     child.start()
@@ -85,4 +107,5 @@ def test_on_thread_keeps_its_threads_and_works_in_a_forked_child() -> None:
 
 
 def _in_child() -> None:
-    assert on_thread(lambda: 7).result(timeout=10) == 7
+    future = run_beside(lambda: 7)
+    assert future is not None and future.result(timeout=10) == 7

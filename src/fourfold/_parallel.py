@@ -1,4 +1,4 @@
-"""Work beside the caller's: whether a core is idle right now, and a call on a thread of its own.
+"""Work beside the caller's: whether a core is idle right now, and helper threads to run it on.
 
 A second thread helps a caller only when a core is idle.
 
@@ -15,14 +15,15 @@ below a load.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["IdleMeter", "on_thread", "spare_core"]
+__all__ = ["Helpers", "IdleMeter", "run_beside", "spare_core"]
 
 T = TypeVar("T")
 
@@ -82,27 +83,57 @@ def spare_core() -> bool:
     return _meter.spare_core()
 
 
-def on_thread(fn: Callable[[], T]) -> Future[T]:
-    """`fn()` run on a thread beside the caller's; its result or its error comes through the future.
+class Helpers:
+    """Up to `size` long-lived threads that take a call beside the caller's only when one is idle.
 
-    Two long-lived threads, not one a call: a database keeps a connection per thread, so a
-    thread a call would open (and keep) a connection a call. A forked child starts without them.
+    Long-lived, not a thread a call: a database keeps a connection per thread, so a thread a
+    call would open (and keep) a connection a call. Never queued: a caller that finds every
+    helper busy (many requests reading at once) does its work itself, so concurrent callers
+    never wait on each other here.
     """
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fourfold-beside")
-        return _pool.submit(fn)
+
+    def __init__(self, size: int = 2) -> None:
+        self.size = size
+        self._idle = threading.Semaphore(size)
+        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._started = 0
+        self._lock = threading.Lock()
+
+    def try_run(self, fn: Callable[[], T]) -> Future[T] | None:
+        """`fn()` on an idle helper (its result or error through the future), or None if none is idle."""
+        if not self._idle.acquire(blocking=False):
+            return None
+        future: Future[T] = Future()
+        self._calls.put((fn, future))
+        with self._lock:
+            if self._started < self.size:
+                self._started += 1
+                threading.Thread(target=self._work, name="fourfold-beside", daemon=True).start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            fn, future = self._calls.get()
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed to the caller, which raises it
+                future.set_exception(exc)
+            finally:
+                self._idle.release()
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_helpers = Helpers()
 
 
-def _forget_pool() -> None:
-    """In a forked child: the pool's threads were not copied, so it must not be used."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
+def run_beside(fn: Callable[[], T]) -> Future[T] | None:
+    """`fn()` on one of this process's helper threads, or None when every one is busy (`Helpers`)."""
+    return _helpers.try_run(fn)
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+def _forget_helpers() -> None:
+    """In a forked child: the helpers' threads were not copied, so new ones are made."""
+    global _helpers
+    _helpers = Helpers()
+
+
+os.register_at_fork(after_in_child=_forget_helpers)

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from fourfold._parallel import on_thread, spare_core
+from fourfold._parallel import run_beside, spare_core
 from fourfold._validate import check_k, check_min_score, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
@@ -312,11 +312,12 @@ class EpisodeLog:
         with self._mutex:
             query: Vectors | None = None
             self._refresh()  # the skeleton first: a scope's group is known before its first search
-            if self._index.unread(scopes) and self.spare_core():
-                # A scope's first search: its episodes are read on another thread while this one
-                # embeds the query (see `LongTermMemory`'s first read of a scope). This thread
-                # holds the mutex for that thread throughout and touches nothing of the log.
-                reading = on_thread(partial(self._searched_rows, scopes))
+            # A scope's first search, with a core idle: its episodes are read on a helper thread
+            # (if one is free) while this one embeds the query (see `LongTermMemory`'s first read
+            # of a scope). This thread holds the mutex for the helper and touches nothing meanwhile.
+            first = self._index.unread(scopes) and self.spare_core()
+            reading = run_beside(partial(self._searched_rows, scopes)) if first else None
+            if reading is not None:
                 try:
                     query = self.embedder.embed(situation)
                 finally:

@@ -15,7 +15,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from fourfold._parallel import on_thread, spare_core
+from fourfold._parallel import run_beside, spare_core
 from fourfold._validate import (
     check_k,
     check_kind,
@@ -509,8 +509,8 @@ class LongTermMemory:
     def _index_and_vector(self, scope: str | None, query: str) -> tuple[ScopeIndex, Vectors | None]:
         """The scope's index and the query's vector (None for an empty scope: nothing to rank).
 
-        When a core is idle, a scope not cached yet is read and built on a thread of its own
-        while this one embeds the query. The embedding model runs outside the GIL for most of
+        When a core is idle, a scope not cached yet is read and built on a helper thread (if
+        one is free) while this one embeds the query. The embedding model runs outside the GIL for most of
         its time, so the first recall of a scope (a support agent's first turn with a customer)
         then costs about what a recall of a cached one does instead of adding the scope's read
         to it. With every core busy the two would only take turns (see `fourfold._parallel`), so the
@@ -518,10 +518,10 @@ class LongTermMemory:
         """
         with self._lock:
             cached = scope in self._indexes
-        if cached or not self.spare_core():
+        building = None if cached or not self.spare_core() else run_beside(partial(self._index, scope))
+        if building is None:
             index = self._index(scope)
             return index, self.embedder.embed(query) if len(index) else None
-        building = on_thread(partial(self._index, scope))
         try:
             vector = self.embedder.embed(query)
         finally:
