@@ -707,6 +707,7 @@ def test_a_scopes_first_search_reads_beside_the_query_when_a_core_is_idle(path: 
     stored = _StoredModel(queries.began, patience=5.0 if spare else 0.2)
     log = EpisodeLog(path, AsymmetricEmbedder(stored, queries))
     log.spare_core = lambda: spare
+    assert len(log) == 3  # the skeleton read: a group is known, not yet read, before its first search
     found = log.similar_successes("parcel arrived damaged", scope="c", include_unscoped=False)
     expected = EpisodeLog(path, HashEmbedder()).similar_successes("parcel arrived damaged", scope="c",
                                                                   include_unscoped=False)

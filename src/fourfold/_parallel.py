@@ -5,9 +5,9 @@ A second thread helps a caller only when a core is idle.
 Two threads of one Python process take turns at the GIL. Beside a model that runs outside it
 (ONNX Runtime), a second thread doing Python work finishes within the model's time when a
 core is idle. When every core is busy, the two only take turns, and the caller also waits
-for the GIL after the model returns: measured here, a first recall that read its scope on a
-second thread cost 3.0-3.3 ms more than a later recall with the other core busy, against
-1.6-1.7 ms read in line (0.1-0.6 ms more with the core idle). So the work is split only when
+for the GIL after the model returns: measured here, a customer's first support turn whose
+scope was read on a second thread cost 3.0-3.3 ms more than a later turn with the other core
+busy, against 1.6-1.9 ms read in line (0.1-0.6 ms more with a core idle). So the work is split only when
 the machine's recent idle time says a core is free, as `make -l` starts parallel jobs only
 below a load.
 """
@@ -23,9 +23,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["Helpers", "IdleMeter", "run_beside", "spare_core"]
+__all__ = ["Helpers", "IdleMeter", "overlap", "run_beside", "spare_core"]
 
 T = TypeVar("T")
+W = TypeVar("W")
 
 #: Idle time is measured over at least this many seconds (the kernel counts it in 10 ms ticks).
 WINDOW = 0.1
@@ -128,6 +129,21 @@ _helpers = Helpers()
 def run_beside(fn: Callable[[], T]) -> Future[T] | None:
     """`fn()` on one of this process's helper threads, or None when every one is busy (`Helpers`)."""
     return _helpers.try_run(fn)
+
+
+def overlap(read: Callable[[], T], meanwhile: Callable[[], W], *, spare: Callable[[], bool] = spare_core,
+            ) -> tuple[T, W] | None:
+    """`read()` on a helper thread while this one runs `meanwhile()` (a model outside the GIL),
+    when `spare()` says a core is idle and a helper is free; None otherwise, and the caller does
+    both in line. Both are waited for; the read's error, if any, wins over `meanwhile`'s."""
+    reading = run_beside(read) if spare() else None
+    if reading is None:
+        return None
+    try:
+        other = meanwhile()
+    finally:
+        result = reading.result()
+    return result, other
 
 
 def _forget_helpers() -> None:

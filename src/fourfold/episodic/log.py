@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from fourfold._parallel import run_beside, spare_core
+from fourfold._parallel import overlap, spare_core
 from fourfold._validate import check_k, check_min_score, check_scope, check_text
 from fourfold.embeddings import Embedder, Vectors
 from fourfold.embeddings.coalescing import for_reader
@@ -310,20 +310,13 @@ class EpisodeLog:
             (None,) if scope is None else (None, scope) if include_unscoped else (scope,)
         )
         with self._mutex:
-            query: Vectors | None = None
-            self._refresh()  # the skeleton first: a scope's group is known before its first search
-            # A scope's first search, with a core idle: its episodes are read on a helper thread
-            # (if one is free) while this one embeds the query (see `LongTermMemory`'s first read
-            # of a scope). This thread holds the mutex for the helper and touches nothing meanwhile.
-            first = self._index.unread(scopes) and self.spare_core()
-            reading = run_beside(partial(self._searched_rows, scopes)) if first else None
-            if reading is not None:
-                try:
-                    query = self.embedder.embed(situation)
-                finally:
-                    rows = reading.result()  # the read's own error, if any, wins over the embedder's
-            else:
-                rows = self._searched_rows(scopes)
+            # A scope's first search (of a log that has read its skeleton), with a core idle: its
+            # episodes are read on a helper thread while this one embeds the query (see
+            # `LongTermMemory`'s first read of a scope). This thread holds the mutex for the
+            # helper and touches nothing of the log meanwhile.
+            both = overlap(partial(self._searched_rows, scopes), partial(self.embedder.embed, situation),
+                           spare=self.spare_core) if self._index.unread(scopes) else None
+            rows, query = both if both is not None else (self._searched_rows(scopes), None)
             if not len(rows):
                 return []
             ranked = self._rank(situation, rows, scopes, k, min_score, query=query)

@@ -15,7 +15,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from fourfold._parallel import run_beside, spare_core
+from fourfold._parallel import overlap, spare_core
 from fourfold._validate import (
     check_k,
     check_kind,
@@ -518,15 +518,13 @@ class LongTermMemory:
         """
         with self._lock:
             cached = scope in self._indexes
-        building = None if cached or not self.spare_core() else run_beside(partial(self._index, scope))
-        if building is None:
-            index = self._index(scope)
-            return index, self.embedder.embed(query) if len(index) else None
-        try:
-            vector = self.embedder.embed(query)
-        finally:
-            index = building.result()  # the read's own error, if any, wins over the embedder's
-        return index, vector if len(index) else None
+        both = None if cached else overlap(partial(self._index, scope), partial(self.embedder.embed, query),
+                                           spare=self.spare_core)
+        if both is not None:
+            index, vector = both
+            return index, vector if len(index) else None
+        index = self._index(scope)
+        return index, self.embedder.embed(query) if len(index) else None
 
     def _index(self, scope: str | None) -> ScopeIndex:
         """The scope's cached index, rebuilt when any process wrote to the scope since.
