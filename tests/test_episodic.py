@@ -10,6 +10,7 @@ import uuid
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -716,3 +717,34 @@ def test_a_scopes_first_search_reads_beside_the_query_when_a_core_is_idle(path: 
     assert (stored.threads[0] != threading.get_ident()) is spare
     log.similar_successes("vpn login", scope="c", include_unscoped=False)  # read and embedded already
     assert len(stored.threads) == 1
+
+
+@pytest.mark.parametrize("spare", [True, False])
+def test_a_search_scores_its_words_beside_the_query_when_a_core_is_idle(path: Path | str, spare: bool) -> None:
+    """A scope already read: with an idle core its lexical scores are made on another thread while
+    the query is embedded; without one, in line first. The results are the same either way."""
+    from fourfold.embeddings.asymmetric import AsymmetricEmbedder
+
+    for goal in ("refund for a damaged parcel", "vpn login fails after the upgrade", "invoice shows the wrong VAT"):
+        _record(EpisodeLog(path, HashEmbedder()), goal, scope="c")
+    queries = _QueryModel()
+    log = EpisodeLog(path, AsymmetricEmbedder(HashEmbedder(), queries))
+    log.spare_core = lambda: spare
+    log.similar_successes("refund", scope="c", include_unscoped=False)  # the scope's first search reads it
+    queries.began.clear()
+    scored_on: list[int] = []
+    waited: list[bool] = []
+    scores = log._index.lexical_scores
+
+    def spy(*args: Any) -> Any:
+        scored_on.append(threading.get_ident())
+        waited.append(queries.began.wait(5.0 if spare else 0.2))
+        return scores(*args)
+
+    log._index.lexical_scores = spy  # type: ignore[method-assign]
+    found = log.similar_successes("parcel arrived damaged", scope="c", include_unscoped=False)
+    expected = EpisodeLog(path, HashEmbedder()).similar_successes("parcel arrived damaged", scope="c",
+                                                                  include_unscoped=False)
+    assert found and [(e.id, e.score) for e in found] == [(e.id, e.score) for e in expected]
+    assert waited == [spare]  # with a spare core, the query's embedding began meanwhile
+    assert (scored_on[0] != threading.get_ident()) is spare

@@ -291,12 +291,6 @@ class EpisodeIndex:
                     self._tokens[row] = kept_tokens(kept)
         self._put_stored(found, identity)
 
-    def unread(self, scopes: Sequence[str | None]) -> bool:
-        """Whether a group of `scopes` holding successes was never read: a search's first of it."""
-        return any(
-            (group := self._groups.get(scope)) is not None and group.rows.size and not group.read for scope in scopes
-        )
-
     def mark_read(self, scopes: Sequence[str | None]) -> None:
         """Every row the groups of `scopes` hold has been read (`to_read`'s rows were)."""
         for scope in scopes:

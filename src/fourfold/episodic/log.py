@@ -309,18 +309,25 @@ class EpisodeLog:
         scopes: tuple[str | None, ...] = (
             (None,) if scope is None else (None, scope) if include_unscoped else (scope,)
         )
+        tokens = tokenize(situation)
         with self._mutex:
-            # A scope's first search (of a log that has read its skeleton), with a core idle: its
-            # episodes are read on a helper thread while this one embeds the query (see
-            # `LongTermMemory`'s first read of a scope). This thread holds the mutex for the
-            # helper and touches nothing of the log meanwhile.
-            both = overlap(partial(self._searched_rows, scopes), partial(self.embedder.embed, situation),
-                           spare=self.spare_core) if self._index.unread(scopes) else None
-            rows, query = both if both is not None else (self._searched_rows(scopes), None)
+            # With a core idle, the search's reads (a scope's episodes, the first time) and its
+            # lexical scores are made on a helper thread while this one embeds the query (see
+            # `LongTermMemory`'s first read of a scope); a log that has not read its skeleton
+            # yet reads it in line. This thread holds the mutex for the helper and touches
+            # nothing of the log meanwhile.
+            both = overlap(partial(self._searched, scopes, tokens), partial(self.embedder.embed, situation),
+                           spare=self.spare_core) if self._written != -1 else None
+            (rows, lexical), query = both if both is not None else (self._searched(scopes, tokens), None)
             if not len(rows):
                 return []
-            ranked = self._rank(situation, rows, scopes, k, min_score, query=query)
+            ranked = self._rank(situation, rows, scopes, k, min_score, query=query, lexical=lexical)
             return [replace(self._index.episode(row), score=score) for row, score in ranked]
+
+    def _searched(self, scopes: Sequence[str | None], tokens: list[str]) -> tuple[npt.NDArray[np.intp], Floats]:
+        """`_searched_rows`, and the rows' lexical shares for these query tokens."""
+        rows = self._searched_rows(scopes)
+        return rows, lexical_share(*self._index.lexical_scores(scopes, tokens)) if len(rows) else np.zeros(0)
 
     def _searched_rows(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
         """The successful rows of `scopes`, with everything a search reads of them (bodies,
@@ -414,7 +421,7 @@ class EpisodeLog:
 
     def _rank(
         self, situation: str, rows: npt.NDArray[np.intp], scopes: tuple[str | None, ...], k: int, min_score: float | None,
-        *, query: Vectors | None = None,
+        *, query: Vectors | None = None, lexical: Floats | None = None,
     ) -> list[tuple[int, float]]:
         """The k best (row, relevance), by the shared ranker, newest first among equals.
 
@@ -422,8 +429,8 @@ class EpisodeLog:
         cosine cut-off before it lost an eighth of the relevant tickets that share no word
         with the situation: benchmarks/episodes_relevance.py).
         """
-        scores, best = self._index.lexical_scores(scopes, tokenize(situation))
-        lexical = lexical_share(scores, best)
+        if lexical is None:
+            lexical = lexical_share(*self._index.lexical_scores(scopes, tokenize(situation)))
         if query is None:
             query = self.embedder.embed(situation)
         # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
