@@ -92,7 +92,7 @@ class EpisodeLog:
         self.path = self.db.where
         self.embedder = embedder
         self._mutex = threading.RLock()  # one thread at a time touches the in-memory index
-        #: Whether a core is idle, so a scope's first read may run beside its query's embedding.
+        #: Whether a core is idle, so a search's reads may run beside its query's embedding.
         self.spare_core: Callable[[], bool] = spare_core
         self._generation = -1  # moves on whenever the index is loaded afresh (see `since`)
         self._clear()
@@ -321,25 +321,21 @@ class EpisodeLog:
             (rows, lexical), query = both if both is not None else (self._searched(scopes, tokens), None)
             if not len(rows):
                 return []
-            ranked = self._rank(situation, rows, scopes, k, min_score, query=query, lexical=lexical)
+            ranked = self._rank(situation, rows, scopes, k, min_score, lexical, query)
             return [replace(self._index.episode(row), score=score) for row, score in ranked]
 
     def _searched(self, scopes: Sequence[str | None], tokens: list[str]) -> tuple[npt.NDArray[np.intp], Floats]:
-        """`_searched_rows`, and the rows' lexical shares for these query tokens."""
-        rows = self._searched_rows(scopes)
-        return rows, lexical_share(*self._index.lexical_scores(scopes, tokens)) if len(rows) else np.zeros(0)
-
-    def _searched_rows(self, scopes: Sequence[str | None]) -> npt.NDArray[np.intp]:
         """The successful rows of `scopes`, with everything a search reads of them (bodies,
-        tokens, vectors) read or embedded; the caller holds the mutex."""
+        tokens, vectors) read or embedded, and their lexical shares for the query's `tokens`;
+        the caller holds the mutex."""
         with self.db.read():  # one snapshot for the new episodes and what this search reads of them
             self._refresh()
             rows = self._index.success_rows(scopes)
             if not len(rows):
-                return rows
+                return rows, np.zeros(0)
             self._read_groups_of(scopes)
         self._embed_missing(scopes)
-        return rows
+        return rows, lexical_share(*self._index.lexical_scores(scopes, tokens))
 
     def _read_groups_of(self, scopes: Sequence[str | None]) -> None:
         """Read what a search needs of the successful episodes of `scopes` (bodies, kept tokens,
@@ -421,16 +417,15 @@ class EpisodeLog:
 
     def _rank(
         self, situation: str, rows: npt.NDArray[np.intp], scopes: tuple[str | None, ...], k: int, min_score: float | None,
-        *, query: Vectors | None = None, lexical: Floats | None = None,
+        lexical: Floats, query: Vectors | None,
     ) -> list[tuple[int, float]]:
-        """The k best (row, relevance), by the shared ranker, newest first among equals.
+        """The k best (row, relevance), by the shared ranker, newest first among equals, from the
+        rows' lexical shares and the situation's vector (embedded here when None).
 
         Rows below `min_score` are dropped: the calibrated relevance is the only floor (a
         cosine cut-off before it lost an eighth of the relevant tickets that share no word
         with the situation: benchmarks/episodes_relevance.py).
         """
-        if lexical is None:
-            lexical = lexical_share(*self._index.lexical_scores(scopes, tokenize(situation)))
         if query is None:
             query = self.embedder.embed(situation)
         # einsum's own loop, not a BLAS call: BLAS worker threads would then spin and slow
