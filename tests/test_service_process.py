@@ -120,3 +120,50 @@ def test_serve_chooses_its_query_model_from_the_cli_default_pair() -> None:
     stored, queries = _serving_embedders(paired, "int8")
     assert stored is exact and isinstance(queries, OnnxMiniLMInt8Embedder)
     assert _serving_embedders(paired, "exact") == (exact, None)
+
+
+_SERVE_WITH_A_FAKE_UVICORN = """
+import gc, json, sys, types
+from pathlib import Path
+
+seen = {}
+uvicorn = types.ModuleType("uvicorn")
+uvicorn.Config = lambda app, **options: options
+class Server:
+    def __init__(self, config): pass
+    def run(self, sockets=None):  # where uvicorn would start serving: the collector as the service has it
+        seen["serving"] = [list(gc.get_threshold()), gc.get_freeze_count()]
+uvicorn.Server = Server
+sys.modules["uvicorn"] = uvicorn
+
+import fourfold.cli.app
+from fourfold import Memory
+from fourfold.embeddings import HashEmbedder
+from fourfold.cli import service_commands
+from fourfold.cli._common import state
+
+state.data_dir, state.embedder = Path(sys.argv[1]), "hash"
+with Memory.open(Path(sys.argv[1]) / "library", embedder=HashEmbedder()) as memory:
+    memory.long_term.remember("Prefers email", scope="c1")
+seen["library"] = [list(gc.get_threshold()), gc.get_freeze_count()]
+service_commands._serve(host="127.0.0.1", port=0, max_body=1 << 20, log_level="warning", query_model="exact",
+                        allow_host=[], review_cases=False)
+print(json.dumps(seen))
+"""
+
+
+def test_a_service_process_freezes_its_start_up_heap_and_the_library_leaves_the_collector_alone(tmp_path: Path) -> None:
+    import gc
+    import json
+    import sys
+
+    from fourfold.service.heap import SERVICE_THRESHOLDS
+
+    out = subprocess.run([sys.executable, "-c", _SERVE_WITH_A_FAKE_UVICORN, str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["library"] == [list(gc.get_threshold()), 0]  # an application that imports fourfold keeps its own
+    thresholds, frozen = seen["serving"]
+    assert thresholds == list(SERVICE_THRESHOLDS)
+    assert frozen > 10_000  # the modules, the app and the models' objects

@@ -106,6 +106,7 @@ def _serve(
     import uvicorn
 
     from fourfold.service.app import create_app
+    from fourfold.service.heap import settle_heap
     from fourfold.service.tenancy import Tenants
 
     keys = _checked_keys(host)
@@ -119,6 +120,7 @@ def _serve(
         if sock is None:  # a worker's supervisor speaks for it
             typer.echo(f"fourfold serving {tenants.where} on {url} ({_auth_text(keys.has_keys(), url)})", err=True)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5))
+        settle_heap()  # after the models and the app: what start-up made is never walked again
         if on_ready is not None:
             _call_when_started(server, lambda: on_ready(url))
         server.run(sockets=[sock] if sock is not None else None)
