@@ -520,6 +520,8 @@ def scenario_episodes(work: Path, quick: bool) -> Rows:
     log.similar_successes(excluded_qs[0], k=3, scope=scope_name(0))  # the background sentences, once
     excluded = [timed(lambda q=q: log.similar_successes(q, k=3, scope=scope_name(rng.randrange(SCOPES))))
                 for q in excluded_qs[1:]]
+    # The query's embedding alone, on queries of the same shape: how much of a search it is.
+    alone = [timed(lambda q=q: embedder.embed(q)) for q in queries(rng, 50)]
     log.close()
     speedup = p50(ref) / p50(ours)
     rows.add("episodes", f"similar_successes p50, {n:,} episodes (ref: recent_successes)", p50(ours) * 1000,
@@ -527,6 +529,7 @@ def scenario_episodes(work: Path, quick: bool) -> Rows:
     rows.add("episodes", "similar_successes p95", p95(ours) * 1000, p95(ref) * 1000, "ms")
     rows.add("episodes", "similar_successes p50, query embedding excluded (mostly a scope's first search)",
              p50(excluded) * 1000, p50(ref) * 1000, "ms")
+    rows.add("episodes", "the query's embedding alone p50 (int8, one thread)", p50(alone) * 1000, None, "ms")
     rows.values["episodes_speedup"] = speedup
     rows.add("episodes", f"open a {n:,}-episode log cold, to the first answer (vectors stored in the database)",
              cold, None, "s", goal="< 1 s", met=cold < 1.0)
