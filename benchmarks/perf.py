@@ -122,6 +122,19 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
+def interleaved(a: Sequence[Callable[[], Any]], b: Sequence[Callable[[], Any]]) -> tuple[float, float]:
+    """Total times of a's parts and b's, run in pairs, alternately a first and b first."""
+    t_a = t_b = 0.0
+    for k, (part_a, part_b) in enumerate(zip(a, b, strict=True)):
+        if k % 2:
+            t_b += timed(part_b)
+            t_a += timed(part_a)
+        else:
+            t_a += timed(part_a)
+            t_b += timed(part_b)
+    return t_a, t_b
+
+
 def p50(xs: Sequence[float]) -> float:
     return statistics.median(xs)
 
@@ -394,17 +407,10 @@ def scenario_write(work: Path, quick: bool) -> Rows:
     # whole runs apart in time measured the drift rather than the store.
     items = [{"text": t, "scope": scope_name(i % SCOPES)} for i, t in enumerate(texts)]
     part = 1000
-    t_embed = t_batch = 0.0
     with Memory.open(root / "batch") as mem:
-        for k, start in enumerate(range(0, n, part)):
-            embed = partial(embedder.embed_many, texts[start : start + part])
-            write = partial(mem.long_term.remember_many, items[start : start + part])
-            if k % 2:
-                t_batch += timed(write)
-                t_embed += timed(embed)
-            else:
-                t_embed += timed(embed)
-                t_batch += timed(write)
+        t_embed, t_batch = interleaved(
+            [partial(embedder.embed_many, texts[start : start + part]) for start in range(0, n, part)],
+            [partial(mem.long_term.remember_many, items[start : start + part]) for start in range(0, n, part)])
     one = texts[:n_one]
 
     from fourfold.stores.chroma import _EmbedderFunction
@@ -420,19 +426,12 @@ def scenario_write(work: Path, quick: bool) -> Rows:
 
     # One by one, in interleaved parts of 100 (alternately ours first and the seed's first), for
     # the reason remember_many's parts interleave: the embedder both share drifts over a run.
-    t_one = t_seed_one = 0.0
     with Memory.open(root / "one") as mem:
-        for k, start in enumerate(range(0, n_one, 100)):
-            ours = partial(lambda s: [mem.long_term.remember(t, scope=scope_name((s + i) % SCOPES))
-                                      for i, t in enumerate(one[s : s + 100])], start)
-            seed = partial(lambda s: [seed_remember(t, {"user_id": scope_name((s + i) % SCOPES)})
-                                      for i, t in enumerate(one[s : s + 100])], start)
-            if k % 2:
-                t_seed_one += timed(seed)
-                t_one += timed(ours)
-            else:
-                t_one += timed(ours)
-                t_seed_one += timed(seed)
+        t_one, t_seed_one = interleaved(
+            [partial(lambda s: [mem.long_term.remember(t, scope=scope_name((s + i) % SCOPES))
+                                for i, t in enumerate(one[s : s + 100])], start) for start in range(0, n_one, 100)],
+            [partial(lambda s: [seed_remember(t, {"user_id": scope_name((s + i) % SCOPES)})
+                                for i, t in enumerate(one[s : s + 100])], start) for start in range(0, n_one, 100)])
     batch_store = client.get_or_create_collection("long_term_batch", embedding_function=seed_ef)  # type: ignore[arg-type]
     t_seed_batch = timed(lambda: [batch_store.add(
         ids=[f"mem-{i + j}" for j in range(len(texts[i : i + 5000]))], documents=texts[i : i + 5000],
