@@ -25,7 +25,8 @@ errors=N lost=N stale=N`` (rps from the closed loop; the p95s from the open loop
 writes a recall had not found within 5 s). With --think-ms the closed loop's clients pause
 between requests instead. The closed loop also prints the CPU time per request of the service
 processes and of the load generator, and the load average: on a shared machine rps follows
-the neighbours' load, CPU per request much less.
+the neighbours' load, CPU per request much less. A fixed pure-Python loop timed before and
+after the closed loop shows the host's speed at the moment.
 
 Each service runs as ``fourfold serve --workers N``: N processes behind one port, the kernel
 spreading the clients' connections over them. By default N is the number of cores (shared out
@@ -391,6 +392,7 @@ async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace, p
     if args.seed:
         await seed(urls[0], keys, args.scopes, args.seed)
     print(f"seeded {args.seed} memories per tenant; load starts", flush=True)
+    speed_before = machine_speed()
     stats = Stats()
     counter = [0]
     cpu_before = cpu_seconds(pids), time.process_time()
@@ -411,6 +413,8 @@ async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace, p
     print(f"CPU per request (closed loop): {service_cpu}, "
           f"load generator {(cpu_after[1] - cpu_before[1]) / done * 1000:.2f} ms; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"machine speed: a fixed Python loop took {speed_before:.1f} ms before the load, {machine_speed():.1f} ms "
+          "after it (this process, the service idle; a slower machine serves fewer requests/s)")
     rps = float(closed.split("rps=")[1].split()[0])
     print(f"\nopen loop: {args.rate:g} requests/s offered for {args.open_s:g} s", flush=True)
     opened = await open_loop(urls, keys, args.scopes, args.rate, args.open_s)
@@ -427,6 +431,18 @@ async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace, p
     return (f"service: rps={rps:.1f} rate={args.rate:g} recall_p95_ms={pct(lat['recall'], .95):.1f} "
             f"remember_p95_ms={pct(lat['remember'], .95):.1f} visible_p95_ms={pct(opened.visible, .95):.1f} "
             f"errors={errors} lost={lost} stale={opened.stale}")
+
+
+def machine_speed() -> float:
+    """Milliseconds a fixed pure-Python loop takes here, the median of 25 (about half a second):
+    the host's speed at the moment, which moved by 20% within minutes on the 2-core machine of
+    the results."""
+    times = []
+    for _ in range(25):
+        t0 = time.perf_counter()
+        sum(i * i for i in range(200_000))
+        times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)[12]
 
 
 def cpu_seconds(pids: tuple[int, ...]) -> float:
