@@ -427,11 +427,17 @@ def scenario_write(work: Path, quick: bool) -> Rows:
     # One by one, in interleaved parts of 100 (alternately ours first and the seed's first), for
     # the reason remember_many's parts interleave: the embedder both share drifts over a run.
     with Memory.open(root / "one") as mem:
-        t_one, t_seed_one = interleaved(
-            [partial(lambda s: [mem.long_term.remember(t, scope=scope_name((s + i) % SCOPES))
-                                for i, t in enumerate(one[s : s + 100])], start) for start in range(0, n_one, 100)],
-            [partial(lambda s: [seed_remember(t, {"user_id": scope_name((s + i) % SCOPES)})
-                                for i, t in enumerate(one[s : s + 100])], start) for start in range(0, n_one, 100)])
+
+        def ours(start: int) -> None:
+            for i, t in enumerate(one[start : start + 100], start):
+                mem.long_term.remember(t, scope=scope_name(i % SCOPES))
+
+        def seed(start: int) -> None:
+            for i, t in enumerate(one[start : start + 100], start):
+                seed_remember(t, {"user_id": scope_name(i % SCOPES)})
+
+        starts = range(0, n_one, 100)
+        t_one, t_seed_one = interleaved([partial(ours, s) for s in starts], [partial(seed, s) for s in starts])
     batch_store = client.get_or_create_collection("long_term_batch", embedding_function=seed_ef)  # type: ignore[arg-type]
     t_seed_batch = timed(lambda: [batch_store.add(
         ids=[f"mem-{i + j}" for j in range(len(texts[i : i + 5000]))], documents=texts[i : i + 5000],

@@ -435,8 +435,8 @@ async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace, p
 
 def machine_speed() -> float:
     """Milliseconds a fixed pure-Python loop takes here, the median of 25 (about half a second):
-    the host's speed at the moment, which moved by 20% within minutes on the 2-core machine of
-    the results."""
+    the host's speed at the moment (on the 2-core machine of the results, 9 ms at some moments
+    and 15 ms at others, minutes or seconds apart)."""
     times = []
     for _ in range(25):
         t0 = time.perf_counter()

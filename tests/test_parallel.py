@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fourfold._parallel import WINDOW, Helpers, IdleMeter, helper_seconds, run_beside
+from fourfold._parallel import WINDOW, Helpers, IdleMeter, run_beside
 
 
 class _Clock:
@@ -24,7 +24,7 @@ def _stat(path: Path, idle: int, busy: int) -> None:
 def test_a_core_is_spare_only_after_a_window_that_shows_one_idle(tmp_path: Path) -> None:
     stat, clock = tmp_path / "stat", _Clock()
     _stat(stat, idle=1000, busy=1000)
-    meter = IdleMeter(stat, clock=clock, cores=2, helpers=lambda: 0.0)  # the first window starts
+    meter = IdleMeter(stat, clock=clock, cores=2)  # the first window starts
     _stat(stat, idle=1001, busy=1001)
     assert not meter.spare_core()  # not a window yet
     clock.now += 2 * WINDOW
@@ -39,41 +39,10 @@ def test_a_core_is_spare_only_after_a_window_that_shows_one_idle(tmp_path: Path)
     assert not meter.spare_core()
 
 
-def test_time_the_helpers_spent_counts_as_idle(tmp_path: Path) -> None:
-    """A core busy with this process's helpers would be free for the next helper."""
-    stat, clock = tmp_path / "stat", _Clock()
-    spent = [0.0]
-    _stat(stat, idle=1000, busy=1000)
-    meter = IdleMeter(stat, clock=clock, cores=2, helpers=lambda: spent[0])
-    tick = meter._tick
-    clock.now += 2 * WINDOW
-    _stat(stat, idle=1000, busy=1040)  # both cores busy over the window...
-    spent[0] += 15 / tick  # ...three eighths of it on helpers
-    assert meter.spare_core()
-    clock.now += 2 * WINDOW
-    _stat(stat, idle=1000, busy=1080)  # busy again, the helpers idle: something else holds the cores
-    assert not meter.spare_core()
-
-
-def test_helpers_count_the_cpu_time_of_their_calls() -> None:
-    import time
-
-    def spin() -> None:
-        started = time.thread_time()
-        while time.thread_time() - started < 0.05:
-            pass
-
-    before = helper_seconds()
-    reading = Helpers(1).try_run(spin)
-    assert reading is not None
-    reading.result(timeout=30)
-    assert helper_seconds() - before >= 0.05
-
-
 def test_a_new_meter_measures_its_first_window_from_when_it_was_made(tmp_path: Path) -> None:
     stat, clock = tmp_path / "stat", _Clock()
     _stat(stat, idle=1000, busy=1000)
-    meter = IdleMeter(stat, clock=clock, cores=2, helpers=lambda: 0.0)
+    meter = IdleMeter(stat, clock=clock, cores=2)
     clock.now += 2 * WINDOW
     _stat(stat, idle=1010, busy=1010)
     assert meter.spare_core()  # the first call already answers from a whole window
@@ -81,7 +50,7 @@ def test_a_new_meter_measures_its_first_window_from_when_it_was_made(tmp_path: P
 
 def test_without_proc_stat_no_core_is_spare(tmp_path: Path) -> None:
     clock = _Clock()
-    meter = IdleMeter(tmp_path / "missing", clock=clock, helpers=lambda: 0.0)
+    meter = IdleMeter(tmp_path / "missing", clock=clock)
     assert not meter.spare_core()
     clock.now += 1
     assert not meter.spare_core()

@@ -9,10 +9,7 @@ for the GIL after the model returns: measured here, a customer's first support t
 scope was read on a second thread cost 3.0-3.3 ms more than a later turn with the other core
 busy, against 1.6-1.9 ms read in line (0.1-0.6 ms more with a core idle). So the work is split only when
 the machine's recent idle time says a core is free, as `make -l` starts parallel jobs only
-below a load. The helpers' own work counts as idle there: it is work the callers would
-otherwise do in line, and counted as busy it made the meter refuse the next window's
-overlaps whenever one search's helper had just run (on the 2-core machine, about one
-episode search in ten ran in line with nothing else running, more with any other load).
+below a load.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["Helpers", "IdleMeter", "helper_seconds", "overlap", "run_beside", "spare_core"]
+__all__ = ["Helpers", "IdleMeter", "overlap", "run_beside", "spare_core"]
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -37,44 +34,21 @@ WINDOW = 0.1
 SPARE = 0.5
 
 
-class _HelperTime:
-    """CPU seconds this process's helper threads have spent on their calls, all helpers together."""
-
-    def __init__(self) -> None:
-        self._seconds = 0.0
-        self._lock = threading.Lock()
-
-    def add(self, seconds: float) -> None:
-        with self._lock:
-            self._seconds += seconds
-
-    def __call__(self) -> float:
-        return self._seconds
-
-
-helper_seconds = _HelperTime()
-
-
 class IdleMeter:
-    """Idle cores over the last `WINDOW` seconds, from Linux's /proc/stat (cheap: one small read).
-
-    Time this process's helpers spent on their calls (`helper_seconds`, or `helpers`) counts as
-    idle: the question is whether a core would be free for a helper, not whether one just was.
-    """
+    """Idle cores over the last `WINDOW` seconds, from Linux's /proc/stat (cheap: one small read)."""
 
     def __init__(self, path: str | os.PathLike[str] = "/proc/stat", *, clock: Callable[[], float] = time.monotonic,
-                 cores: int | None = None, helpers: Callable[[], float] | None = None) -> None:
+                 cores: int | None = None) -> None:
         self.path = Path(path)
         self._clock = clock
         self._cores = cores or os.cpu_count() or 1
-        self._helpers = helpers or helper_seconds
-        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc/stat's unit
         self._lock = threading.Lock()
         self._spare = False
         # The first window starts now: a process's first calls (its first searches) would
-        # otherwise all run in line for a window, however idle the machine.
+        # otherwise all run in line for a window, however idle the machine (perf.py's episode
+        # loop: its first 22 of 200 searches).
         first = self._read()
-        self._last: tuple[float, float, int] | None = None if first is None else (clock(), *first)
+        self._last: tuple[float, int, int] | None = None if first is None else (clock(), *first)
 
     def spare_core(self) -> bool:
         """Whether a core was idle over the last window (the first one starts when the meter is
@@ -93,7 +67,7 @@ class IdleMeter:
                 self._spare = self._cores * idle / total >= SPARE
             return self._spare
 
-    def _read(self) -> tuple[float, int] | None:
+    def _read(self) -> tuple[int, int] | None:
         try:
             with self.path.open("rb") as f:
                 fields = f.readline().split()
@@ -103,8 +77,7 @@ class IdleMeter:
             return None
         # user nice system idle iowait irq softirq steal (guest time is counted in user already)
         ticks = [int(x) for x in fields[1:9]]
-        helpers = self._helpers() * self._tick
-        return ticks[3] + (ticks[4] if len(ticks) > 4 else 0) + helpers, sum(ticks)
+        return ticks[3] + (ticks[4] if len(ticks) > 4 else 0), sum(ticks)
 
 
 _meter = IdleMeter()
@@ -146,13 +119,8 @@ class Helpers:
     def _work(self) -> None:
         while True:
             fn, future = self._calls.get()
-            started = time.thread_time()
             try:
-                try:
-                    result = fn()
-                finally:  # counted before the caller hears back
-                    helper_seconds.add(time.thread_time() - started)
-                future.set_result(result)
+                future.set_result(fn())
             except BaseException as exc:  # handed to the caller, which raises it
                 future.set_exception(exc)
             finally:
