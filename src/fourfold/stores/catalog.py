@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from fourfold.errors import StoreUnavailable
+from fourfold.stores.sqlite import enter_wal
 from fourfold.stores.vector import scope_key
 
 __all__ = ["ScopeCatalog", "catalog_path"]
@@ -167,7 +168,7 @@ class ScopeCatalog:
         if db is None:
             try:
                 db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
+                enter_wal(db, self._timeout)
                 db.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.Error as exc:
                 raise StoreUnavailable(f"cannot open the scope catalog {self.path}: {exc}") from exc

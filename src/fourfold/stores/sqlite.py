@@ -133,7 +133,7 @@ class SQLiteDatabase(Database):
                 conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
                 try:
                     conn.execute(f"PRAGMA busy_timeout = {max(int(self.timeout * 1000), 0)}")
-                    conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                    enter_wal(conn, self.timeout)
                     # FULL: a write is on disk when it is acknowledged, even after a power cut.
                     conn.execute("PRAGMA synchronous = FULL")
                     conn.execute("PRAGMA secure_delete = ON")
@@ -537,6 +537,28 @@ def _create_private(path: Path) -> None:
                 os.chmod(f"{path}{side}", FILE_MODE)
     except OSError as exc:
         raise StoreUnavailable(f"cannot create the database {path}: {exc.strerror or exc}") from None
+
+
+def enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the file in WAL mode, waiting out other processes that open it at the same moment.
+
+    Switching a new file to WAL takes an exclusive lock, and SQLite answers "database is
+    locked" at once, without its busy handler, to a connection that races another one doing
+    the same (six processes opening one new file together failed 20 times in 100 rounds).
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            busy = isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def translate(exc: sqlite3.Error, path: Path, *, timeout: float | None = None) -> FourfoldError:
