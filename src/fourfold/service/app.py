@@ -33,6 +33,7 @@ from fourfold.service import schemas as s
 from fourfold.service.batching import GroupCommit
 from fourfold.service.cases import install_case_routes
 from fourfold.service.errors import Unauthorized, one_line, status_for
+from fourfold.service.fastlane import FastLane, lanes_for
 from fourfold.service.hosts import is_loopback
 from fourfold.service.keys import KeyStore
 from fourfold.service.swagger import install_swagger_ui
@@ -134,17 +135,21 @@ def create_app(
     worker_threads: int = DEFAULT_WORKER_THREADS,
     review_cases: bool = False,
     allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
+    fast_lane: bool = True,
 ) -> FastAPI:
     """The service over `tenants`, authenticated by `keys`.
 
     `model` answers `/v1/agent/*` (default: `fourfold.models.default_model()`, made on first
     use). The MCP streamable-HTTP transport is mounted at `/mcp` behind the same keys. The web
     inspector is at `/ui`; browsers may reach the service by `allowed_hosts` only (None: any).
-    `review_cases` holds each new shared case for an operator's approval.
+    `review_cases` holds each new shared case for an operator's approval. `fast_lane` answers
+    the busiest JSON routes without FastAPI's request pipeline (`fourfold.service.fastlane`;
+    off while FastAPI's own telemetry is on, whose spans need that pipeline).
     """
     auth = Authenticator(keys, allow_anonymous=allow_anonymous)
     mcp_server = _mcp_server(tenants) if mount_mcp else None
     requests = ThreadPoolExecutor(max_workers=worker_threads, thread_name_prefix="fourfold-request")
+    telemetry = _telemetry()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -163,7 +168,7 @@ def create_app(
         version=__version__,
         description="Memory for LLM agents (long-term, episodic, semantic) as an authenticated service.",
         lifespan=lifespan,
-        telemetry=_telemetry(),
+        telemetry=telemetry,
         docs_url=None,  # served from local assets below; ReDoc would load from a CDN
         redoc_url=None,
     )
@@ -422,6 +427,13 @@ def create_app(
 
     install_case_routes(api, _caller, agents.cases)  # the shared case base, for agents on RemoteMemory
     app.include_router(api)
+    if fast_lane and not _traced(telemetry):  # added first: the body limit and the browser guard stay in front of it
+
+        def memory_for(authorization: str | None, host: str | None) -> Memory:
+            return tenants.get(auth.tenant(authorization, host)[0])
+
+        app.add_middleware(FastLane, lanes=lanes_for(api.routes, Mem), memory_for=memory_for,
+                           error_response=_library_error, executor=requests)
     install_inspector(app, _tenant_memory, agent_for=agents.agent, review_cases=review_cases, allowed_hosts=allowed_hosts)
     if mcp_server is not None:
         from starlette.routing import Route
@@ -452,6 +464,13 @@ def _telemetry() -> Any:  # a fastapi.telemetry.TelemetryConfig (FastAPI >= 0.16
     if any(type(p).__name__ not in deferred for p in providers):
         return {}
     return {"tracing": False, "metrics": False, "logs": False}
+
+
+def _traced(telemetry: Any) -> bool:
+    """Whether FastAPI's telemetry, set up as `_telemetry()` chose, records every request."""
+    import importlib.util
+
+    return not telemetry and importlib.util.find_spec("opentelemetry") is not None
 
 
 class _Router(APIRouter):
@@ -611,6 +630,13 @@ def _error_response(exc: FourfoldError) -> JSONResponse:
     return _error(exc.code, str(exc))
 
 
+def _library_error(exc: FourfoldError) -> JSONResponse:
+    """A library error raised by a route, as its answer (a server-side one is logged too)."""
+    if status_for(exc.code) >= 500:
+        log.error("%s: %s", exc.code, exc)
+    return _error_response(exc)
+
+
 def _error(code: str, message: str, status: int | None = None) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if code == "unauthorized" else None
     return JSONResponse(
@@ -626,9 +652,7 @@ _HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(FourfoldError)
     async def library_error(_: Request, exc: FourfoldError) -> JSONResponse:
-        if status_for(exc.code) >= 500:
-            log.error("%s: %s", exc.code, exc)
-        return _error_response(exc)
+        return _library_error(exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
