@@ -16,13 +16,17 @@ commits, but its bytes stay in the table's pages (a dead tuple), in its index en
 the write-ahead log. After an erasure this engine VACUUMs the tables it deleted from (index
 cleanup on), which removes the index entries and marks the row's space free; PostgreSQL does
 not zero freed space, so the bytes stay in the page until new rows overwrite them (`VACUUM
-FULL` rewrites a table into new files). The WAL keeps the row until its segments are recycled
+FULL` rewrites a table into new files). VACUUM cannot remove a row that a transaction begun
+before the delete may still see; the erasure runs it again for up to `VACUUM_PATIENCE` seconds
+until none is left, and past that the rows wait for a later vacuum (a warning is logged).
+The WAL keeps the row until its segments are recycled
 after checkpoints; archived WAL, replicas' WAL and backups keep it as long as they are kept.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 import time
@@ -53,12 +57,18 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresDatabase", "redact_url", "with_schema"]
 
+log = logging.getLogger("fourfold.stores.postgres")
+
 DEFAULT_SCHEMA = "fourfold"
 #: 2: memories keep their tokens (`fourfold.stores.vector.tokens_to_keep`); 3: so do successful
 #: episodes, and the episode log's skeleton and the episodes still to embed have indexes.
 SCHEMA_VERSION = 3
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,62}")
 _DELETE = re.compile(r"\s*DELETE\s+FROM\s+(\w+)", re.IGNORECASE)
+#: How VACUUM VERBOSE reports rows an older transaction may still see (PostgreSQL 13 and later).
+_NOT_REMOVABLE = re.compile(r"(\d+) are dead but not yet removable")
+#: Seconds an erasure's vacuum waits for older transactions to end (see `_vacuum`).
+VACUUM_PATIENCE = 3.0
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -358,15 +368,46 @@ class PostgresDatabase(Database):
             return False
         raw = self._pool.get(self.timeout)
         broken = True
+        notices: list[str] = []
+
+        def note(diagnostic: Any) -> None:
+            notices.append(diagnostic.message_primary or "")
+
+        raw.add_notice_handler(note)
         try:
             with self.errors():
                 raw.execute(f"SET search_path TO {_quote(self.schema)}, public")
                 for table in tables:
-                    raw.execute(f"VACUUM (INDEX_CLEANUP ON) {_quote(table)}")
+                    self._vacuum(raw, table, notices)
             broken = False
         finally:
+            raw.remove_notice_handler(note)
             self._pool.put(raw, broken=broken)
         return True
+
+    def _vacuum(self, raw: Any, table: str, notices: list[str]) -> None:
+        """VACUUM `table` until no deleted row is left, for up to `VACUUM_PATIENCE` seconds.
+
+        VACUUM cannot remove a row that a transaction begun before the delete may still see
+        (an autovacuum ANALYZE, a long report): it reports those rows as "dead but not yet
+        removable". They usually go within milliseconds, so the vacuum is run again until
+        none is left; a transaction that outlasts the patience leaves them to a later vacuum
+        (autovacuum), and a warning says so.
+        """
+        pause, waited = 0.05, 0.0
+        while True:
+            notices.clear()
+            raw.execute(f"VACUUM (INDEX_CLEANUP ON, VERBOSE) {_quote(table)}")
+            left = sum(int(n) for text in notices for n in _NOT_REMOVABLE.findall(text))
+            if not left:
+                return
+            if waited >= VACUUM_PATIENCE:
+                log.warning("%d erased row(s) of %s are still visible to an older transaction; "
+                            "a later VACUUM (autovacuum) removes them", left, table)
+                return
+            time.sleep(pause)
+            waited += pause
+            pause = min(pause * 2, 1.0)
 
     # -- locks --------------------------------------------------------------------------------
 
