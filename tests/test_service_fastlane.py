@@ -169,16 +169,17 @@ def test_reads_of_the_same_data_are_the_same_bytes(pair: Pair) -> None:
 
 
 def test_what_the_lane_refuses_fastapi_answers_word_for_word(pair: Pair) -> None:
+    statuses = set()
     for method, path, headers, content in REFUSED:
         laned, plain = pair.both(method, path, content, headers)
         assert (laned.status_code, laned.content) == (plain.status_code, plain.content), (path, headers, content)
         assert laned.headers.get("www-authenticate") == plain.headers.get("www-authenticate")
-    statuses = {pair.both(m, p, c, h)[0].status_code for m, p, h, c in REFUSED}
+        statuses.add(laned.status_code)
     assert {401, 422, 200}.issubset(statuses)  # the cases reach FastAPI's answers, good and bad
 
 
-def test_a_route_that_fails_answers_with_the_library_error(pair: Pair, tmp_path: Path) -> None:
-    """A forgotten tenant store (closed) answers as FastAPI's error handler does."""
+def test_a_route_that_fails_answers_with_the_library_error(pair: Pair) -> None:
+    """A closed tenant store answers as FastAPI's error handler does."""
     body = json.dumps({"query": "x", "scope": "customer:1"}).encode()
     pair.tenants.get("laned").close()
     pair.tenants.get("plain").close()

@@ -57,13 +57,12 @@ def lanes_for(routes: list[Any], memory_type: Any) -> dict[tuple[str, str], Lane
     """The lane routes among `routes`: (method, path) -> Lane, for FastAPI routes whose function
     takes only a JSON body model and the caller's memory (`memory_type`, the annotation)."""
     table: dict[tuple[str, str], Lane] = {}
-    earlier: list[Any] = []
-    for route in routes:
-        methods = sorted(route.methods or ()) if isinstance(route, APIRoute) else []
-        shadowed = any(_takes(other, methods, route.path) for other in earlier)
-        earlier.append(route)
-        if not isinstance(route, APIRoute) or "{" in route.path or len(methods) != 1 or shadowed:
+    for index, route in enumerate(routes):
+        if not isinstance(route, APIRoute) or "{" in route.path or len(route.methods or ()) != 1:
             continue
+        method = next(iter(route.methods or ()))
+        if any(_takes(earlier, method, route.path) for earlier in routes[:index]):
+            continue  # FastAPI would give the request to that earlier route
         function = getattr(route.endpoint, "__wrapped__", None)
         if function is None or route.response_model is None:
             continue
@@ -72,19 +71,17 @@ def lanes_for(routes: list[Any], memory_type: Any) -> dict[tuple[str, str], Lane
         memories = [n for n, p in params.items() if p.annotation == memory_type]
         if len(params) != 2 or len(bodies) != 1 or len(memories) != 1:
             continue
-        table[(methods[0], route.path)] = Lane(
+        table[(method, route.path)] = Lane(
             route=function, body=params[bodies[0]].annotation, body_name=bodies[0], memory_name=memories[0],
             answer=TypeAdapter(route.response_model), status=route.status_code or 200,
         )
     return table
 
 
-def _takes(route: Any, methods: list[str], path: str) -> bool:
-    """Whether `route`, ahead in the list, would answer `path` for one of `methods`."""
+def _takes(route: Any, method: str, path: str) -> bool:
+    """Whether `route`, ahead in the list, would answer `method path`."""
     regex, allowed = getattr(route, "path_regex", None), getattr(route, "methods", None)
-    if regex is None or regex.match(path) is None:
-        return False
-    return allowed is None or any(m in allowed for m in methods)
+    return regex is not None and regex.match(path) is not None and (allowed is None or method in allowed)
 
 
 class FastLane:

@@ -542,9 +542,9 @@ def _create_private(path: Path) -> None:
 def enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
     """Put the file in WAL mode, waiting out other processes that open it at the same moment.
 
-    Switching a new file to WAL takes an exclusive lock, and SQLite answers "database is
-    locked" at once, without its busy handler, to a connection that races another one doing
-    the same (six processes opening one new file together failed 20 times in 100 rounds).
+    Switching a file to WAL takes an exclusive lock, and while another connection holds the
+    write lock SQLite answers "database is locked" at once, without its busy handler (six
+    processes opening one new file together failed 20 times in 100 rounds).
     """
     deadline = time.monotonic() + timeout
     pause = 0.001
@@ -553,24 +553,32 @@ def enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
             conn.execute("PRAGMA journal_mode = WAL").fetchone()
             return
         except sqlite3.OperationalError as exc:
-            code = getattr(exc, "sqlite_errorcode", None)
-            busy = isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-            if not busy or time.monotonic() + pause > deadline:
+            if not _busy(exc) or time.monotonic() + pause > deadline:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
 
 
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of the error (SQLITE_BUSY for SQLITE_BUSY_RECOVERY...)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Another connection holds a lock this one needs."""
+    return _primary_code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 def translate(exc: sqlite3.Error, path: Path, *, timeout: float | None = None) -> FourfoldError:
     """A sqlite3 error as the fourfold error a caller can act on."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else None
+    primary = _primary_code(exc)
     if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
         return StoreCorrupt(
             f"{path} is damaged or is not a SQLite database ({exc}). Restore it from a backup, "
             "or move it aside to start an empty data dir."
         )
-    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+    if _busy(exc):
         waited = f" for {timeout:g}s" if timeout is not None else ""
         return LockTimeout(
             f"{path} stayed locked by another writer{waited} ({exc}). Retry, or raise "
