@@ -85,6 +85,33 @@ def test_default_embedder_runs_on_onnx_without_importing_torch(tmp_path: Path) -
 
 @pytest.mark.slow
 @onnx_only
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+@pytest.mark.parametrize("told", [None, "true"])
+def test_tokenizing_a_batch_starts_no_thread_pool_unless_the_user_asks(told: str | None) -> None:
+    """A fresh process with one ONNX thread embeds batches on its own threads alone; a user's
+    TOKENIZERS_PARALLELISM=true is kept (and then tokenizers starts its pool)."""
+    from fourfold.embeddings.onnx import export_onnx
+
+    export_onnx()
+    code = (
+        "import os; from fourfold.embeddings.onnx import OnnxMiniLMEmbedder\n"
+        "e = OnnxMiniLMEmbedder(); e.load(); before = len(os.listdir('/proc/self/task'))\n"
+        "e.embed_batch([f'how do I fix the invoice download number {i}' for i in range(16)])\n"
+        "print(len(os.listdir('/proc/self/task')) - before, os.environ['TOKENIZERS_PARALLELISM'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TOKENIZERS_PARALLELISM"}
+    env["FOURFOLD_EMBED_THREADS"] = "1"  # ONNX Runtime's pool: none besides the caller
+    if told is not None:
+        env["TOKENIZERS_PARALLELISM"] = told
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    started, setting = out.stdout.split()
+    assert setting == (told or "false")
+    assert (int(started) > 0) == (told == "true")
+
+
+@pytest.mark.slow
+@onnx_only
 def test_a_damaged_export_is_reported_with_the_way_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fourfold.embeddings.onnx import OnnxMiniLMEmbedder, onnx_model_file
     from fourfold.errors import ModelError
