@@ -430,3 +430,38 @@ def test_many_first_reads_at_once_are_not_queued_behind_the_helpers(embedder: Ha
     with ThreadPoolExecutor(readers) as pool:
         found = list(pool.map(lambda i: lt.recall("tea", scope=f"c{i}"), range(readers)))
     assert [[r.text for r in hits] for hits in found] == [[f"note {i} about tea"] for i in range(readers)]
+
+
+def test_an_index_remembers_what_a_filter_keeps_and_a_copy_with_new_metadata_does_not(embedder: HashEmbedder) -> None:
+    """A read's kinds/validity filter is tested on each record once per index; an index copied
+    with changed metadata (a version's end, folded in after a write) tests its records again."""
+    from dataclasses import replace
+
+    from fourfold.longterm.retrieval import RecordFilter, ScopeIndex
+    from fourfold.longterm.store import _record_filter, _with_metadata
+    from fourfold.longterm.versions import Version, is_current, with_version
+
+    texts = ["parcel arrived damaged", "parcel refund issued", "prefers email"]
+    records = [VectorRecord(f"r{i}", t, embedder.embed(t), "s", "note", 1000.0 + i, {}, seq=i)
+               for i, t in enumerate(texts)]
+    index = ScopeIndex(records, embedder.dimension)
+    query = embedder.embed("parcel")
+
+    def found(ix: ScopeIndex, keep: Any) -> set[str]:
+        return {r.id for r, _ in ix.search(query, "parcel", k=10, keep=keep)}
+
+    tested: list[str] = []
+    counting = RecordFilter(lambda r: tested.append(r.id) is None and is_current(r), key=("current",))
+    assert found(index, counting) == {"r0", "r1", "r2"}
+    assert found(index, counting) == {"r0", "r1", "r2"}
+    assert len(tested) == 3  # once per record, not once per read
+
+    ended = replace(records[0], metadata=with_version(
+        {}, Version("r0", None, 1000.0, valid_to=2000.0), record_id="r0", written_at=1000.0))
+    copied = _with_metadata(index, [ended])
+    assert found(copied, counting) == {"r1", "r2"}  # the ended version is tested again, and left out
+    assert found(copied, _record_filter(None, None, None, False)) == {"r1", "r2"}
+    assert found(copied, _record_filter(None, None, None, True)) == {"r0", "r1", "r2"}
+    assert found(copied, _record_filter(None, None, 1500.0, False)) == {"r0", "r1", "r2"}
+    assert found(index, _record_filter(None, None, None, False)) == {"r0", "r1", "r2"}  # the original is unchanged
+    assert found(copied, _record_filter(["fact"], None, None, False)) == set()

@@ -134,6 +134,7 @@ def test_per_term_weights_equal_the_records_weighted_terms(
         assert lexical.idf(term) == full.idf(term)
     for query in (["refund", "parcel"], ["maria", "maria", "invoic"], ["absent"], sorted(terms)[:5]):
         got, want = lexical.scores(query), full.scores(query)
+        assert lexical.score_array(query).tolist() == [got.get(str(i), 0.0) for i in range(len(index))]
         assert got.keys() == want.keys()
         assert [got[d] for d in want] == pytest.approx([want[d] for d in want], rel=1e-12)
         assert lexical.best_possible(query) == pytest.approx(full.best_possible(query), rel=1e-12)

@@ -28,8 +28,15 @@ _WIRE_NAMES: dict[type, dict[str, str]] = {Remembered: {"redactions": "redacted"
 VALUE_TYPES: tuple[type, ...] = (Recalled, Remembered, Episode, Fact, DocHit, Redaction)
 
 
+#: Values `to_json` returns as they are, checked by exact type first (a recall's results carry
+#: dozens of metadata values each; the general checks below cost a microsecond apiece).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: Any) -> Any:
     """A value type (or a list, tuple or mapping of them) as JSON-ready dicts and lists."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, Remembered) or (is_dataclass(value) and not isinstance(value, type)):
         names = _WIRE_NAMES.get(type(value), {})
         return {names.get(name, name): to_json(getattr(value, name)) for name in _field_names(type(value))}
@@ -75,9 +82,13 @@ def from_json(cls: type[T], data: Mapping[str, Any]) -> T:
 
 def _field_names(cls: type) -> tuple[str, ...]:
     """A dataclass's fields; those of `Remembered` (a `str`, not a dataclass) are its constructor's parameters."""
-    return tuple(f.name for f in fields(cls)) if is_dataclass(cls) else tuple(_parameters(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls)) if is_dataclass(cls) else tuple(_parameters(cls))
+    return names
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 _PARAMETERS: dict[type, Mapping[str, inspect.Parameter]] = {}
 _HINTS: dict[type, dict[str, Any]] = {}
 

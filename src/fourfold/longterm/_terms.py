@@ -226,14 +226,20 @@ class ContextTerms:
         return (self.k1 + 1.0) * sum(self.idf(term, stats=stats) for term in query_tokens)
 
     def scores(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> dict[str, float]:
-        """As `BM25Index.scores`: every record sharing a term with the query, by str(position).
+        """As `BM25Index.scores`: every record sharing a term with the query, by str(position)."""
+        out = self.score_array(query_tokens, stats=stats)
+        hit = np.flatnonzero(out > 0)
+        return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))
+
+    def score_array(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> Floats:
+        """Every record's score (0 where `scores` has none), by position.
 
         Each term's hits are scored in one step with the per-hit formula's operations in its
         order, and a record adds its terms' scores in query order: the same floats.
         """
         n_docs = len(self._lengths)
         if not n_docs or not self._total:
-            return {}
+            return np.zeros(n_docs, dtype=np.float64)
         avgdl = self._total / n_docs if stats is None else stats.avgdl
         k1, b = self.k1, self.b
         out = np.zeros(n_docs, dtype=np.float64)
@@ -243,8 +249,8 @@ class ContextTerms:
                 continue
             idf = self.idf(term, stats=stats) if stats is not None else bm25_idf(n_docs, len(holders))
             out[holders] += bm25_term_scores(idf, tf, self._lengths[holders], avgdl, k1=k1, b=b)
-        hit = np.flatnonzero(out > 0)
-        return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))
+        out[~(out > 0)] = 0.0  # as `scores` leaves them out
+        return out
 
 
 def _lent_by_slots(

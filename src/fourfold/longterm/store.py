@@ -35,7 +35,7 @@ from fourfold.longterm.consolidate import (
 )
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
-from fourfold.longterm.retrieval import ScopeIndex, Weights
+from fourfold.longterm.retrieval import RecordFilter, ScopeIndex, Weights
 from fourfold.longterm.versions import (
     VERSION_KEY,
     When,
@@ -753,9 +753,19 @@ def _record_filter(
     is checked as metadata is (JSON, size), then compiled: the same for every engine."""
     keep_kind, holds = _kind_filter(kinds), validity(as_of, include_superseded)
     if not where:
-        return lambda r: bool(keep_kind(r.kind)) and holds(r)
+        test: Callable[[VectorRecord], bool] = lambda r: bool(keep_kind(r.kind)) and holds(r)  # noqa: E731
+        # Kinds and validity without a time read the same records of an index every time.
+        key = None if as_of is not None else (_kinds_key(kinds), include_superseded)
+        return RecordFilter(test, key)
     match = compile_where(check_metadata(where))
-    return lambda r: bool(keep_kind(r.kind)) and holds(r) and match(fields_of(r))
+    return RecordFilter(lambda r: bool(keep_kind(r.kind)) and holds(r) and match(fields_of(r)))
+
+
+def _kinds_key(kinds: Sequence[str] | str | None) -> frozenset[str] | None:
+    """`kinds` as `_kind_filter` reads it (checked there already)."""
+    if kinds is None:
+        return None
+    return frozenset((kinds,) if isinstance(kinds, str) else kinds)
 
 
 def _judge(consolidate: object, default: Consolidator | None) -> Consolidator | None:
