@@ -269,6 +269,11 @@ def test_an_index_extended_by_with_added_is_bit_identical_to_a_rebuild(
     rebuilt = ScopeIndex(held, embedder.dimension)
     assert [r.id for r in index.records] == [r.id for r in rebuilt.records]
     assert index.matrix.tobytes() == rebuilt.matrix.tobytes()
+    extended, whole = index._lexical, rebuilt._lexical  # the term table extended, and made of every record at once
+    assert list(extended._vocab.items()) == list(whole._vocab.items())
+    for name in ("_occurrences", "_sizes", "_holders", "_weights", "_bounds", "_lengths"):
+        assert getattr(extended, name).tobytes() == getattr(whole, name).tobytes(), name
+    assert extended._total == whole._total
     for query in ("hiking", "refund parcel 3", "maria invoice", "vpn router tea"):
         tokens = query.split()
         assert index.bm25.scores(tokens) == rebuilt.bm25.scores(tokens)

@@ -11,6 +11,7 @@ order a record's term map sums them, so the weights, and the scores, are the sam
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -135,25 +136,35 @@ class ContextTerms:
 
     __slots__ = ("_bounds", "_cache", "_holders", "_lengths", "_occurrences", "_sizes", "_total", "_vocab", "_weights",
                  "b", "k1")
+    _vocab: dict[str, int]
+    _sizes: Ints
+    _occurrences: npt.NDArray[np.signedinteger[Any]]
 
     def __init__(
         self, token_lists: Sequence[Sequence[str]], *, arrays: tuple[Ints, Floats, Ints] | None = None,
         steps: Sequence[Step] | None = None, nearer_weighs_more: bool = True, k1: float = K1, b: float = B,
-        dense_pairs: int = _DENSE_PAIRS,
+        dense_pairs: int = _DENSE_PAIRS, after: ContextTerms | None = None,
     ) -> None:
         """The records' neighbours in one of `RunContext`'s two equal forms: its `arrays` or
         its `steps`. `nearer_weighs_more` (with the arrays): whether shares shrink with distance
         (`Weights.context_decay` <= 1); up to `dense_pairs` (term, record) cells the weights are
-        summed in a table, past it through a sort."""
+        summed in a table, past it through a sort. `after`: a table of the records before
+        these (the neighbours then cover both), whose term ids are taken as they are: the same
+        table as one made of all their token lists, without reading the earlier words again."""
         if (arrays is None) == (steps is None):
             raise TypeError("ContextTerms takes the neighbours as arrays or as steps")
         self.k1, self.b = k1, b
-        n = len(token_lists)
-        vocab: dict[str, int] = {}
+        vocab: dict[str, int] = {} if after is None else dict(after._vocab)
         # A token's id: its vocabulary entry, made when first seen (setdefault reads len first).
+        # The earlier records' entries were made first, so extending their vocabulary in order
+        # gives every term the id a table of all the records would give it.
         term_ids = [vocab.setdefault(token, len(vocab)) for tokens in token_lists for token in tokens]
-        sizes = np.fromiter(map(len, token_lists), dtype=np.intp, count=n)
+        sizes = np.fromiter(map(len, token_lists), dtype=np.intp, count=len(token_lists))
         terms = np.asarray(term_ids, dtype=np.intp)  # one entry per occurrence
+        if after is not None:
+            sizes = np.concatenate([after._sizes.astype(np.intp, copy=False), sizes])
+            terms = np.concatenate([after._occurrences.astype(np.intp), terms])
+        n = len(sizes)
         docs = np.repeat(np.arange(n, dtype=np.intp), sizes)
         stride = max(n, 1)
         if steps is not None:

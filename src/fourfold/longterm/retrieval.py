@@ -320,7 +320,8 @@ class ScopeIndex:
             at, shares, _ = out._plan.arrays
             out.matrix[changed] = _blend_rows(out._own, changed, at[changed], shares[changed])
         out._typical = None  # every member's moves with the scope's sum: recomputed on first search
-        out._lexical = _context_terms([*self._token_lists, *out._tokens_of(new)], out._plan, out.weights)
+        assert isinstance(self._lexical, ContextTerms)  # a scope's index (a large scope's candidates are never extended)
+        out._lexical = _context_terms(out._tokens_of(new), out._plan, out.weights, after=self._lexical)
         out._token_list_cache = None
         out._bm25 = None
         out._by_speaker = {token: list(rows) for token, rows in self._by_speaker.items()}
@@ -456,12 +457,15 @@ def _thread(record: VectorRecord) -> tuple[str, ...] | None:
     return None
 
 
-def _context_terms(token_lists: list[list[str]], plan: RunContext, weights: Weights) -> ContextTerms:
+def _context_terms(
+    token_lists: list[list[str]], plan: RunContext, weights: Weights, *, after: ContextTerms | None = None,
+) -> ContextTerms:
     """The records' term weights with their neighbours' context, in array steps (not a term
-    map per record): by slices of runs when the plan has them."""
+    map per record): by slices of runs when the plan has them. `after`: the table of the
+    records before these (`ContextTerms`)."""
     if plan.steps is not None:
-        return ContextTerms(token_lists, steps=plan.steps)
-    return ContextTerms(token_lists, arrays=plan.arrays, nearer_weighs_more=weights.context_decay <= 1)
+        return ContextTerms(token_lists, steps=plan.steps, after=after)
+    return ContextTerms(token_lists, arrays=plan.arrays, nearer_weighs_more=weights.context_decay <= 1, after=after)
 
 
 def _lent_new(steps: Sequence[Step], n_old: int, n: int) -> list[int]:

@@ -677,7 +677,7 @@ def _new_id() -> str:
 def _with_metadata(index: ScopeIndex, changed: Sequence[VectorRecord]) -> ScopeIndex:
     """The index with these records' metadata replaced (a new object: recalls may be reading it)."""
     updated = {r.id: r.metadata for r in changed}
-    if not any(r.id in updated for r in index.records):
+    if not updated or not any(r.id in updated for r in index.records):
         return index
     out = copy.copy(index)
     out.records = [replace(r, metadata=updated[r.id]) if r.id in updated else r for r in index.records]
