@@ -103,8 +103,8 @@ _NO_VECTOR: Vectors = np.zeros(0, dtype=np.float32)
 @dataclass(frozen=True, slots=True)
 class RecordFilter:
     """Which records a search keeps (`test`). Filters with the same `key` keep the same records
-    of any one index, which then remembers the positions it kept (an index's records never
-    change; a changed scope gets a new index). None: not remembered (a `where`, an `as_of`)."""
+    of any one list of records, so an index remembers the positions they kept for as long as
+    it holds that list (`ScopeIndex._kept`). None: not remembered (a `where`, an `as_of`)."""
 
     test: Callable[[VectorRecord], bool]
     key: object = None
