@@ -129,6 +129,10 @@ class ScopeIndex:
     gives exactly what a scan of the store would.
     """
 
+    #: The records list `_kept` last read, and the positions it kept there per filter key
+    #: (the class's value until a first read: no list, and a dict nothing writes to).
+    _kept_by_key: tuple[list[VectorRecord] | None, dict[object, npt.NDArray[np.int64]]] = (None, {})
+
     def __init__(
         self, records: Sequence[VectorRecord], dimension: int, *, weights: Weights | None = None
     ) -> None:
@@ -415,11 +419,10 @@ class ScopeIndex:
         records = self.records
         # Remembered with the list they were read from: a copy of the index given other
         # records (`copy.copy` with new metadata, as a superseding write makes) starts afresh.
-        remembered: dict[object, npt.NDArray[np.int64]]
-        of, remembered = self.__dict__.get("_kept_by_key") or (None, {})
+        of, remembered = self._kept_by_key
         if of is not records:
             remembered = {}
-            self.__dict__["_kept_by_key"] = (records, remembered)
+            self._kept_by_key = (records, remembered)
         if key is not None and (hit := remembered.get(key)) is not None:
             return hit
         kept = np.fromiter((i for i, r in enumerate(records) if keep(r)), dtype=np.int64)

@@ -700,15 +700,15 @@ def _as_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
     )
 
 
-def _kind_filter(kinds: Sequence[str] | None) -> Any:
+def _kinds(kinds: Sequence[str] | None) -> frozenset[str] | None:
+    """The kind names a read asks for, checked; None: every kind but documents."""
     if kinds is None:
-        return lambda kind: kind != DOC_KIND
+        return None
     if isinstance(kinds, str):
         kinds = (kinds,)
     if not isinstance(kinds, (list, tuple, set, frozenset)):
         raise InvalidInput(f"kinds must be a list of kind names, not {type(kinds).__name__}")
-    wanted = {check_kind(k) for k in kinds}
-    return lambda kind: kind in wanted
+    return frozenset(check_kind(k) for k in kinds)
 
 
 def _redact_metadata(metadata: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -751,21 +751,17 @@ def _record_filter(
     """Which records a read keeps: of `kinds`, valid as asked, matching `where`. Without a
     `where`, no fields are made per record (a large scope's hundreds of candidates). The filter
     is checked as metadata is (JSON, size), then compiled: the same for every engine."""
-    keep_kind, holds = _kind_filter(kinds), validity(as_of, include_superseded)
+    wanted, holds = _kinds(kinds), validity(as_of, include_superseded)
+
+    def keep_kind(kind: str) -> bool:
+        return kind != DOC_KIND if wanted is None else kind in wanted
+
     if not where:
-        test: Callable[[VectorRecord], bool] = lambda r: bool(keep_kind(r.kind)) and holds(r)  # noqa: E731
-        # Kinds and validity without a time read the same records of an index every time.
-        key = None if as_of is not None else (_kinds_key(kinds), include_superseded)
-        return RecordFilter(test, key)
+        # Kinds and validity without a time keep the same records of an index on every read.
+        key = None if as_of is not None else (wanted, include_superseded)
+        return RecordFilter(lambda r: keep_kind(r.kind) and holds(r), key)
     match = compile_where(check_metadata(where))
-    return RecordFilter(lambda r: bool(keep_kind(r.kind)) and holds(r) and match(fields_of(r)))
-
-
-def _kinds_key(kinds: Sequence[str] | str | None) -> frozenset[str] | None:
-    """`kinds` as `_kind_filter` reads it (checked there already)."""
-    if kinds is None:
-        return None
-    return frozenset((kinds,) if isinstance(kinds, str) else kinds)
+    return RecordFilter(lambda r: keep_kind(r.kind) and holds(r) and match(fields_of(r)))
 
 
 def _judge(consolidate: object, default: Consolidator | None) -> Consolidator | None:
