@@ -93,13 +93,13 @@ PREFERENCES = [
 ]
 
 
-
 def scratch_dir(work: Path, prefix: str) -> Path:
     """A fresh dir under `work` for this scenario's process, removed when the process exits
     (the kept stores under `work` are reused; scratch dirs used to pile up, 59 MB a write run)."""
     path = Path(tempfile.mkdtemp(dir=work, prefix=prefix))
     atexit.register(shutil.rmtree, path, True)
     return path
+
 
 def memory_texts(rng: random.Random, n: int) -> list[str]:
     """n distinct memories: resolved problems and preferences."""

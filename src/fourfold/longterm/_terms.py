@@ -163,7 +163,7 @@ class ContextTerms:
         terms = np.asarray(term_ids, dtype=np.intp)  # one entry per occurrence
         if after is not None:
             sizes = np.concatenate([after._sizes.astype(np.intp, copy=False), sizes])
-            terms = np.concatenate([after._occurrences.astype(np.intp), terms])
+            terms = np.concatenate([after._occurrences.astype(np.intp, copy=False), terms])
         n = len(sizes)
         docs = np.repeat(np.arange(n, dtype=np.intp), sizes)
         stride = max(n, 1)

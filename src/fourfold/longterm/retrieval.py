@@ -410,7 +410,7 @@ class ScopeIndex:
         matched = [t for t in signals.query_tokens if t in words]
         if not matched:
             return 0.0
-        return min(1.0, self._lexical.scores(matched, stats=stats).get(str(i), 0.0) / signals.best)
+        return min(1.0, float(self._lexical.score_array(matched, stats=stats)[i]) / signals.best)
 
     def _kept(self, keep: Callable[[VectorRecord], bool]) -> npt.NDArray[np.int64]:
         """The positions of the records `keep` keeps, remembered per `RecordFilter.key`
