@@ -781,7 +781,7 @@ def scenario_startup(work: Path, quick: bool) -> Rows:
     reps = 3 if quick else 7
     # A cold process, not uncompiled source: an installed fourfold has its bytecode (pip
     # compiles it), while a checkout run with PYTHONDONTWRITEBYTECODE=1 compiles every module
-    # of fourfold on every start (0.3-0.4 s of a cold `fourfold recall` here). The children may
+    # of fourfold on every start (a large part of a cold `fourfold recall`). The children may
     # write bytecode, and a first untimed run below writes it.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     # The children inherit this environment: they must run the fourfold this process runs.

@@ -130,8 +130,8 @@ def main() -> None:
         with db.write() as conn:
             conn.execute("CREATE INDEX memories_ann ON memories USING hnsw (ann vector_cosine_ops)")
         # The promotion rewrote the scope's rows: VACUUM now what autovacuum would do in the next
-        # minute, so that the recalls below are measured beside it, not behind it (it ran during
-        # them: 45.7 ms p50 at 1M rows, where the same queries took ~25 ms once it was done).
+        # minute, so that the recalls below are measured beside it, not behind it (a vacuum
+        # running during them slows every query it overlaps).
         with psycopg.connect(server.url, autocommit=True) as admin:
             admin.execute("SET search_path TO scale, public")
             admin.execute("VACUUM (ANALYZE) memories")

@@ -73,8 +73,8 @@ class LeanClient:
     """A minimal HTTP/1.1 keep-alive client for the load loop (JSON in and out).
 
     The load generator shares the machine's 2 cores with the service, and its own event loop
-    delays every response it has not read yet: httpx spent about 1.5 ms of CPU per request
-    here. This client does what the load needs (one connection per client, Content-Length
+    delays every response it has not read yet, so the client's own CPU per request counts.
+    This client does what the load needs (one connection per client, Content-Length
     bodies, as uvicorn sends them) for a fraction of that; `--client httpx` uses httpx.
     """
 
@@ -435,8 +435,7 @@ async def run(urls: list[str], keys: dict[str, str], args: argparse.Namespace, p
 
 def machine_speed() -> float:
     """Milliseconds a fixed pure-Python loop takes here, the median of 25 (about half a second):
-    the host's speed at the moment (on the 2-core machine of the results, 9 ms at some moments
-    and 15 ms at others, minutes or seconds apart)."""
+    the host's speed at the moment (a shared machine's speed moves, minutes or seconds apart)."""
     times = []
     for _ in range(25):
         t0 = time.perf_counter()

@@ -188,7 +188,7 @@ def test_add_prints_a_write_as_the_service_does(run, tmp_path: Path) -> None:  #
 
 def test_a_command_with_options_does_not_import_pydantic(tmp_path: Path) -> None:
     """Parsing a command's options costs no pydantic: typer 0.29 coerces every parameter through
-    a pydantic TypeAdapter (about 0.08 s more for a cold `fourfold recall`), so it is kept below."""
+    a pydantic TypeAdapter (a cost every cold `fourfold recall` would pay), so it is kept below."""
     code = (
         "import sys\nfrom fourfold.cli import main\n"
         f"main(['--data-dir', {str(tmp_path)!r}, '--embedder', 'hash', 'recall', 'late parcel', '--scope', 'c:1', '-k', '3'])\n"

@@ -5,11 +5,9 @@ A second thread helps a caller only when a core is idle.
 Two threads of one Python process take turns at the GIL. Beside a model that runs outside it
 (ONNX Runtime), a second thread doing Python work finishes within the model's time when a
 core is idle. When every core is busy, the two only take turns, and the caller also waits
-for the GIL after the model returns: measured here, a customer's first support turn whose
-scope was read on a second thread cost 3.0-3.3 ms more than a later turn with the other core
-busy, against 1.6-1.9 ms read in line (0.1-0.6 ms more with a core idle). So the work is split only when
-the machine's recent idle time says a core is free, as `make -l` starts parallel jobs only
-below a load.
+for the GIL after the model returns, so a scope read on a second thread costs the caller
+more than the same read in line. So the work is split only when the machine's recent idle
+time says a core is free, as `make -l` starts parallel jobs only below a load.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A service embeds a query on every read and waits for it; the memories it stores are embedded
 once, off the reader's path. An int8 MiniLM (`OnnxMiniLMInt8Embedder`) embeds a query with
-about 40% of the fp32 model's CPU, with vectors close to its (see its docstring for the
+much less CPU than the fp32 model, with vectors close to its (see its docstring for the
 measured cosines and recall), so the stored vectors stay exact and only the query side is
 approximated.
 """

@@ -1,7 +1,6 @@
 """Coalescing: concurrent embedding calls from many threads share one batch of the inner embedder.
 
-A model embeds a batch far cheaper per text than one text at a time (MiniLM on ONNX Runtime,
-2 cores: ~5 ms for one short query, ~2 ms per query in a batch of 16). A service embeds one
+A model embeds a batch far cheaper per text than one text at a time. A service embeds one
 query per request on many threads. So every call is queued, and a small pool of embedding
 threads drains the queue: a thread takes whatever is waiting (up to `max_batch` texts),
 embeds it as one batch and hands each caller its own rows through the caller's future. While
@@ -33,7 +32,7 @@ __all__ = ["CoalescingEmbedder", "for_reader"]
 
 #: Texts share an inner batch while the longest is at most this many times the shortest.
 _LENGTH_SPREAD = 2
-#: Bulk texts per inner batch (about 10 ms of MiniLM on 2 cores for 20-word notes).
+#: Bulk texts per inner batch: small enough that a query waiting behind one is not held long.
 DEFAULT_BULK_CHUNK = 8
 #: Query batches that may be taken in a row while bulk work waits.
 DEFAULT_URGENT_STREAK = 4
@@ -191,8 +190,8 @@ class CoalescingEmbedder(Embedder):
         """One inner batch per group of similar lengths, rows back in input order.
 
         A model batch is padded to its longest text: a 6-word query sharing a batch with
-        20-word notes costs as much as a note (measured: 16 queries + 4 notes cost 1.8x
-        more together than as two batches).
+        20-word notes costs as much as a note, so mixed lengths cost more together than
+        as two batches.
         """
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)

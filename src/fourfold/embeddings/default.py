@@ -22,8 +22,8 @@ def default_embedder() -> Embedder:
     """One shared MiniLM per process: ONNX Runtime when installed, else sentence-transformers.
 
     Both give the same vectors under the same identity, so a store built with one opens
-    with the other. ONNX Runtime starts ~15x faster, uses ~40% of the memory and embeds
-    faster (see benchmarks/results/perf.md). It embeds queries too, exactly; see
+    with the other. ONNX Runtime starts much sooner, uses less memory and embeds faster
+    (see benchmarks/results/perf.md). It embeds queries too, exactly; see
     `default_memory_embedder` for what `Memory.open` uses.
     """
     global _default
@@ -46,9 +46,9 @@ def default_memory_embedder() -> Embedder:
     Everything stored (memories, documents, episodes) is embedded by `default_embedder()`, and
     so are a store's vectors and identity. On ONNX Runtime, the one query a reader waits on is
     embedded by the int8 approximation of the same model on one thread, as `fourfold serve`
-    does (`AsymmetricEmbedder`): on the 2-core machine of benchmarks/results/perf.md a short
-    query took 2.0-3.3 ms instead of 5.0-6.8, with about a third of the CPU, and a recall-only
-    process loads a 23 MB model instead of 90 MB. Its vectors stay within cosine 0.988 of the
+    does (`AsymmetricEmbedder`): a short query costs a fraction of the CPU (see
+    benchmarks/results/perf.md), and a recall-only process loads a quarter of the model
+    weights. Its vectors stay within cosine 0.988 of the
     exact ones (see `OnnxMiniLMInt8Embedder`). `MemoryConfig(query_model="exact")` or the
     embedder spec `minilm:exact` keeps the exact model for queries too.
     """
@@ -62,9 +62,8 @@ def default_memory_embedder() -> Embedder:
                 from fourfold.embeddings.asymmetric import AsymmetricEmbedder
                 from fourfold.embeddings.onnx import OnnxMiniLMInt8Embedder
 
-                # One thread: a lone short query gains little from a second one (about 5%
-                # here), costs a third more CPU, and waits on its slowest thread when the
-                # machine is busy.
+                # One thread: a lone short query gains little from a second one, costs more
+                # CPU, and waits on its slowest thread when the machine is busy.
                 _memory = AsymmetricEmbedder(exact, OnnxMiniLMInt8Embedder(threads=1))
             else:
                 _memory = exact  # no int8 variant without ONNX Runtime

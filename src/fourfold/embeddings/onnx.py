@@ -185,9 +185,8 @@ def _tokenizer(source: Path) -> Any:
     from tokenizers import Tokenizer
 
     # One batch's texts on the calling thread: tokenizers' own thread pool (rayon, on unless
-    # told otherwise) costs more than it saves on batches of at most 32 short texts
-    # (measured: 8 queries took 335 us of CPU and ~5 thread switches in parallel, 175 us
-    # and none on one thread). A caller's explicit setting is kept.
+    # told otherwise) costs more than it saves on batches of at most 32 short texts: its
+    # thread switches outweigh the work they split. A caller's explicit setting is kept.
     os.environ.setdefault(PARALLELISM_ENV, "false")
     tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
     # The bundled tokenizer.json pads and truncates at 128; sentence-transformers uses
@@ -209,8 +208,7 @@ def _encode(tokenizer: Any, texts: list[str]) -> dict[str, Any]:
 
 #: Threads ONNX Runtime may use for one embedding call when the embedder is not told (default:
 #: every core). `fourfold serve --workers N` sets it to cores / N for its workers: on a busy
-#: machine a second thread only adds synchronisation (an int8 query alone: 3.2 ms of CPU on
-#: two threads, 1.9 on one).
+#: machine a second thread only adds synchronisation to a query's CPU.
 THREADS_ENV = "FOURFOLD_EMBED_THREADS"
 
 
@@ -235,7 +233,7 @@ def _session(path: Path, threads: int | None = None) -> Any:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
     # ORT's workers spin after each run by default; between single queries that spinning
-    # takes the cores numpy needs for the search that follows (measured: 2x slower search).
+    # takes the cores numpy needs for the search that follows.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
@@ -315,8 +313,8 @@ class OnnxMiniLMEmbedder(Embedder):
 class OnnxMiniLMInt8Embedder(OnnxMiniLMEmbedder):
     """MiniLM with int8 weights (dynamic, per-channel quantization): for queries, not for stores.
 
-    It embeds a short query with about 40% of the fp32 model's CPU (1.15 against 2.73 ms in
-    batches of 8 on this project's 2-core machine), and its vectors stay close to the fp32
+    It embeds a short query with much less of the CPU than the fp32 model (see
+    benchmarks/results/perf.md), and its vectors stay close to the fp32
     model's: cosine 0.988 at least and 0.994 on average over 480 short English queries, less
     for a lone word ("ok": 0.957) or German (0.978). So it can embed the queries of a store
     whose memories the fp32 model embedded (`AsymmetricEmbedder`); on LoCoMo (dev) R@10 went

@@ -174,9 +174,10 @@ class ContextTerms:
             at, shares, counts = arrays
             keys, values, lengths = _lent_by_slots(terms, docs, sizes, at, shares, counts, stride, nearer_weighs_more)
         if len(vocab) * stride <= dense_pairs:  # a (term, record) table small enough to hold whole
-            # Summed in the order given, one addition at a time (as np.add.at adds, at twice its speed).
+            # Summed in the order given, one addition at a time (as np.add.at adds, without its
+            # per-item cost).
             table = np.bincount(keys, weights=values, minlength=len(vocab) * stride).astype(np.float64, copy=False)
-            pairs = np.nonzero(table != 0)[0]  # every pair held; flatnonzero of floats is 5x slower
+            pairs = np.nonzero(table != 0)[0]  # every pair held; flatnonzero compares floats again
             weights = table[pairs]
         else:
             pairs, where = np.unique(keys, return_inverse=True)

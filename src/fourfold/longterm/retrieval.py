@@ -414,7 +414,7 @@ class ScopeIndex:
 
     def _kept(self, keep: Callable[[VectorRecord], bool]) -> npt.NDArray[np.int64]:
         """The positions of the records `keep` keeps, remembered per `RecordFilter.key`
-        (testing every record on every read took 0.44 ms per 1,000 records of the scope)."""
+        (testing every record on every read costs time in proportion to the scope)."""
         key = keep.key if isinstance(keep, RecordFilter) else None
         records = self.records
         # Remembered with the list they were read from: a copy of the index given other
@@ -570,8 +570,8 @@ def _blend_rows(own: Vectors, rows: Sequence[int] | None, at: npt.NDArray[np.int
     order, with the same float32 products and sums (a missing neighbour adds +0.0, which
     changes nothing): bit for bit the sum of one row at a time, without a Python step per
     neighbour. The sums are float32, like the vectors: summing into float64 (a cast of every
-    product) made the blend of a 100-memory scope 2.5-6x slower, the largest part of building
-    a customer's index, for differences float32 vectors hardly hold (1e-7).
+    product) made the blend, the largest part of building a customer's index, several times
+    slower, for differences float32 vectors hardly hold (1e-7).
     """
     blended = own.astype(np.float32) if rows is None else own[list(rows)].astype(np.float32, copy=False)
     shares32 = shares.astype(np.float32)  # the products are float32, as share * own[j] makes them

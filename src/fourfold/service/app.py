@@ -77,7 +77,7 @@ class _Caller:
 
     The `Mem` dependency returns one of these without any I/O, and `_Router` turns it into the
     `Memory` in the route's own thread hop: the key check reads the database, and doing it in
-    a hop of its own cost about 7% of the event loop under load (a read on the loop itself
+    a hop of its own costs the event loop a share of its time under load (a read on the loop itself
     would stall it behind busy threads for up to the GIL's switch interval). A request whose
     input is invalid has its key checked before the 422 is sent (`_install_error_handlers`),
     so a caller without a valid key still always gets 401.
@@ -447,7 +447,7 @@ def _telemetry() -> Any:  # a fastapi.telemetry.TelemetryConfig (FastAPI >= 0.16
     """FastAPI's OpenTelemetry settings: off when no provider is configured as the app is made.
 
     Otherwise FastAPI asks for the global providers on every request (reading os.environ each
-    time: about 4% of the service's GIL-held time under load) only to find them unconfigured.
+    time, a visible share of the service's GIL-held time under load) only to find them unconfigured.
     A provider set before `create_app` (by `opentelemetry-instrument` or the embedding app),
     or FastAPI's own set-up from the environment (FASTAPI_OTEL_AUTO_CONFIGURE), keeps it on.
     """

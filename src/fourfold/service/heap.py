@@ -1,11 +1,10 @@
 """The garbage collector of a long-running service process, set once its models are loaded.
 
-CPython's cyclic collector runs a young collection every 700 container allocations; its
-functions (`gc_collect_main`, `visit_decref`, `visit_reachable`) took about 2% of a worker's
-CPU under `benchmarks/service.py` (perf, one worker, 10 s). After start-up, everything loaded
-so far (the models' Python objects, FastAPI's routes, the modules) lives as long as the
-process: frozen, the collector never walks it again. Cycles made later are still collected,
-every 20,000 allocations instead of 700 (the workers' peak memory did not move: 409-447 MB).
+CPython's cyclic collector runs a young collection every 700 container allocations, and
+each one walks the objects a worker holds for good. After start-up, everything loaded so far
+(the models' Python objects, FastAPI's routes, the modules) lives as long as the process:
+frozen, the collector never walks it again. Cycles made later are still collected, every
+20,000 allocations instead of 700, which leaves a worker's peak memory where it was.
 
 Only processes fourfold runs as a service call this: the library never changes the collector of
 an application that imports it.

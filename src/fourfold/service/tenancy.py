@@ -57,9 +57,8 @@ _TENANT = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?")
 
 #: Embedding threads for queries in the serving process (see `CoalescingEmbedder.threads`).
 #: One: queries that arrive while it embeds wait and share its next batch. More threads split
-#: the queue into smaller batches, and a batch's fixed cost (about 0.35 ms of an int8 run)
-#: is paid more often: under benchmarks/service.py, 3 threads took 3-10% more service CPU per
-#: request than 1 with two workers, and 30% more with one.
+#: the queue into smaller batches, and a batch's fixed cost is paid more often, so more
+#: threads cost more service CPU per request (`benchmarks/service.py` compares them).
 QUERY_THREADS = 1
 #: Builds the vector store of one tenant (tests inject an in-memory one).
 VectorStoreFactory = Callable[[str], "VectorStore"]

@@ -1,9 +1,9 @@
 """Several service processes on one port: `fourfold serve --workers N`.
 
 One Python process runs Python on one core at a time (the GIL). Under the service benchmark's
-load a single `fourfold serve` used about 1.4 of this project's 2 cores, its event loop and
-request threads taking turns; two processes on one SQLite data dir served 391 requests/s
-where one served 194-298 (`benchmarks/service.py`, see benchmarks/results/service.md).
+load a single `fourfold serve` cannot keep two cores busy, its event loop and request
+threads taking turns; two processes on one data dir serve more requests per second than
+one (`benchmarks/service.py`, see benchmarks/results/service.md).
 
 Each worker is a whole `fourfold serve`: its own event loop, models and caches. They share the
 data dir (or the PostgreSQL database) the way the CLI and a service do: each sees the others'

@@ -7,7 +7,7 @@ __all__ = ["ChromaVectorStore", "InMemoryVectorStore", "VectorRecord", "VectorSt
 
 
 def __getattr__(name: str) -> object:
-    if name == "ChromaVectorStore":  # chromadb takes ~1 s to import: only when asked
+    if name == "ChromaVectorStore":  # chromadb is slow to import: only when asked
         from fourfold.stores.chroma import ChromaVectorStore
 
         return ChromaVectorStore

@@ -1,8 +1,8 @@
 """Which ids each scope holds: a small SQLite file beside an embedded vector store.
 
 Reading one scope out of Chroma with a `where` filter costs time that grows with the whole
-collection (about 20 ms at 100k records here), while fetching the same records by id
-costs a few milliseconds. The catalog turns the first into the second.
+collection, while fetching the same records by id costs time that grows with the scope
+alone. The catalog turns the first into the second.
 
 It is kept a superset of the store: ids are added before the store writes them and
 removed after the store deleted them, both under the store's write lock, so a crash

@@ -39,8 +39,8 @@ _READ_ATTEMPTS = 5
 _IDS_PER_GET = 2_000  # Chroma binds one SQL variable per id
 # fourfold never searches Chroma's vector index: it reads a scope's records (by id or by
 # scope) and ranks them itself, exactly. Chroma still builds an HNSW graph on every add, so
-# a small graph keeps writes cheap: measured here, 0.34 instead of 0.55 ms per record in
-# batches and 5.0 instead of 6.0 ms for a single add. (A collection keeps the graph settings it was created with.)
+# a small graph keeps writes cheap, in batches and one at a time. (A collection keeps the
+# graph settings it was created with.)
 _HNSW = {"space": "cosine", "ef_construction": 16, "max_neighbors": 4}
 _RACE_MESSAGES = ("Error finding id", "Nothing found on disk", "hnsw segment reader", "torn read")
 _SERVER_HINT = "Run `chroma run` and open the memory with chroma_url=... to share one store between processes."
@@ -443,7 +443,7 @@ class ChromaVectorStore(VectorStore):
         """Count one more write: the file's 8 bytes are rewritten in place.
 
         Not a new file renamed over it: on ext4 that rename waits for the new file's data to
-        reach the disk (about 1 ms per write), and the count needs no durability, it only
+        reach the disk on every write, and the count needs no durability, it only
         tells other processes to reopen. A reader racing the write that saw a mix of old and
         new bytes would only reopen once more.
         """
@@ -500,8 +500,8 @@ _READ_DEFAULTS = VectorRecord.from_flat("", "", [], {}).flat_metadata()
 def _stored_metadata(record: VectorRecord) -> dict[str, Any]:
     """The record's flat metadata without keys that hold what reading would default to.
 
-    Chroma keeps a row per metadata key, so a plain note stores 2 keys instead of 6 (its
-    one-by-one write ~5% faster); `ff_scope` stays, every read filters on it.
+    Chroma keeps a row per metadata key, so a plain note stores 2 keys instead of 6, and
+    writes fewer rows; `ff_scope` stays, every read filters on it.
     """
     flat = record.flat_metadata()
     return {k: v for k, v in flat.items() if k == "ff_scope" or v != _READ_DEFAULTS.get(k)}

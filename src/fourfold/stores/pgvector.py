@@ -58,9 +58,8 @@ LEXICAL_ROWS = 1_000
 #: At most this many records holding all of a query's own words are scored for candidates.
 COORDINATION_ROWS = 2_000
 #: At most this many records holding all but one of a query's own words (three or more) are
-#: scored for candidates too; none by default. At 200k records, with the records holding all of
-#: them scored apart: 0.993 of the exact top 10 offered with 2,000 of them, 0.990 with none,
-#: for 12.3 against 7.7 ms of server CPU a query (and ~310 candidates against ~250).
+#: scored for candidates too; none by default: with the records holding all of them scored
+#: apart, they add little to the exact top 10 offered and much server CPU to every query.
 PARTIAL_ROWS = 0
 #: Records read at a time when a filter too narrow for the candidates is ranked over the scope.
 MATCHING_BATCH = 5_000
@@ -187,8 +186,8 @@ class PostgresVectorStore(SQLiteVectorStore):
     @staticmethod
     def _prepare_storage(conn: Any, storage: str | None, options: list[str] | None) -> None:
         """Keep a row's term weights uncompressed in the row: a query reads a few of them from
-        each of ~300 candidates, and a compressed `context` was decompressed for every word
-        (8.8 ms a query for 300 rows against 0.8 uncompressed, both hot, at 200k records).
+        each of a few hundred candidates, and a compressed `context` would be decompressed
+        for every word, which costs a query many times the uncompressed read.
 
         `toast_tuple_target` lets a row reach 8 KB (a page) before its long values are
         compressed or moved out (the two vectors, 1.5 KB each, go first), and `STORAGE MAIN`

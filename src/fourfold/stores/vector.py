@@ -143,8 +143,8 @@ def stored_record(
 ) -> VectorRecord:
     """`VectorRecord(...)` of every field, made a quarter as fast, for a store's reads.
 
-    A frozen dataclass's `__init__` sets each field through `object.__setattr__` (1 µs a
-    record, the largest part of reading a customer's hundred memories); plain slot stores
+    A frozen dataclass's `__init__` sets each field through `object.__setattr__` (the largest
+    part of reading a customer's hundred memories); plain slot stores
     and a class swap make the same record, which is as frozen as any.
     """
     record = _Unfrozen(id, text, embedding, scope, kind, created_at, metadata, seq, extra)

@@ -25,8 +25,8 @@ _TITLE = r"(?:(?:Mr|Mrs|Ms|Mx|Miss|Dr|Prof)\.?\s+)"
 
 
 def _find_phones(text: str) -> Iterator[tuple[int, int]]:
-    # Imported on first use: its metadata tables cost a cold command (`fourfold recall`)
-    # about 60 ms, and only the "personal" policy looks for phone numbers.
+    # Imported on first use: its metadata tables slow every cold command (`fourfold recall`),
+    # and only the "personal" policy looks for phone numbers.
     import phonenumbers
 
     for region in _PHONE_REGIONS:
