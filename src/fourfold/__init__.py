@@ -29,7 +29,7 @@ from fourfold.types import (
 if TYPE_CHECKING:
     from fourfold.memory import Memory
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str) -> object:
