@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -196,3 +197,16 @@ def test_a_command_with_options_does_not_import_pydantic(tmp_path: Path) -> None
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "PYDANTIC False" in out
+
+
+def test_add_refuses_broken_json_naming_where_it_broke(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Input that opens as JSON is read as JSON or refused (exit 2, the position named); it is
+    never stored as a line of text. Plain text is still one message a line."""
+    monkeypatch.setattr("sys.stdin", io.StringIO('[{"role": "user", "content": "I prefer phone calls"'))
+    code, _, err = run("add", "-", "--scope", "x")
+    assert code == 2 and "not valid JSON" in err and "line 1 column 52" in err
+    monkeypatch.setattr("sys.stdin", io.StringIO("[urgent] I prefer phone calls.\n"))
+    code, out, _ = run("--json", "add", "-", "--scope", "x")
+    assert code == 0 and [r["text"] for r in json.loads(out)] == ["User said: [urgent] I prefer phone calls."]
+    kept = json.loads(run("--json", "recall", "phone calls", "--scope", "x", "-k", "5")[1])
+    assert [r["text"] for r in kept] == ["User said: [urgent] I prefer phone calls."]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -172,10 +173,7 @@ def add(
     each line a user message.
     """
     raw = sys.stdin.read() if source == "-" else _read_text(source)
-    try:
-        messages = json.loads(raw)
-    except ValueError:
-        messages = [line for line in raw.splitlines() if line.strip()]
+    messages = _messages(raw)
     if not isinstance(messages, list):
         raise InvalidInput("the input must be a JSON list of messages, or lines of text")
     model = _model()
@@ -183,6 +181,22 @@ def add(
         done = mem.add(messages, scope=scope, model=model)
     _out(done, "\n".join(f"{r.id}  {r.text}" + ("" if r.created else "  (unchanged)") for r in done)
          or "(nothing worth remembering)")
+
+
+#: Input that opens as JSON does (an object, or a list of objects or strings): it is read as
+#: JSON or refused, never kept as a line of text.
+_JSON_OPENING = re.compile(r"\s*(?:\{|\[\s*(?:[{\"\]]|$))")
+
+
+def _messages(raw: str) -> Any:
+    """The messages of `add`'s input: JSON when it opens as JSON, else one user message per line."""
+    if _JSON_OPENING.match(raw):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"the input is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                               f" (character {exc.pos})") from None
+    return [line for line in raw.splitlines() if line.strip()]
 
 
 def _read_text(path: str) -> str:
