@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 import test_remote
 from fourfold import InvalidInput
 from fourfold.agent import OpenTicket, SupportAgent, customer_scope
+from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.models import ScriptedModel
 from fourfold.models.base import ChatResponse, ToolCall
 from fourfold.remote import RemoteMemory
@@ -107,21 +110,43 @@ def _offline() -> ScriptedModel:
     return ScriptedModel(lambda *_: ChatResponse("Let me look into that."), is_llm=False)
 
 
-def test_agents_on_remote_memory_share_de_identified_cases_within_their_tenant(
-    served: Served, tmp_path: Path
-) -> None:
-    """alice's agent and bob's agent are two clients of the service: bob gets alice's fix and
-    nothing of hers; another tenant gets nothing; forgetting alice erases her case."""
-    def agent(tenant: str, name: str) -> SupportAgent:
-        db = SQLiteDatabase(tmp_path / f"{name}.sqlite3")
-        return SupportAgent(served.memory(tenant), _offline(), conversations=ConversationStore(db))
+@pytest.fixture
+def reviewing(tmp_path: Path) -> Iterator[Served]:
+    """The in-process service run with --review-cases."""
+    s = Served(tmp_path / "reviewing", review_cases=True)
+    yield s
+    s.close()
 
-    alices, bobs, others = agent("acme", "a"), agent("acme", "b"), agent("globex", "c")
+
+def _approve(served: Served, case_id: str, key: str) -> Any:
+    return served.client.post(f"/v1/cases/{case_id}/review", json={"approve": True},
+                              headers={"Authorization": f"Bearer {key}"})
+
+
+def test_agents_on_remote_memory_share_reviewed_de_identified_cases_within_their_tenant(
+    reviewing: Served, tmp_path: Path
+) -> None:
+    """alice's agent and bob's agent are two clients of the service: alice's case waits until
+    an operator's key (not hers) approves it; then bob gets her fix and nothing of hers;
+    another tenant gets nothing; forgetting alice erases her case."""
+    def agent(tenant: str, name: str, key: str | None = None) -> SupportAgent:
+        db = SQLiteDatabase(tmp_path / f"{name}.sqlite3")
+        return SupportAgent(reviewing.memory(tenant, key), _offline(), conversations=ConversationStore(db))
+
+    alice_key = reviewing.keys.create("acme", label="alice's desk")[1]
+    alices, bobs, others = agent("acme", "a", alice_key), agent("acme", "b"), agent("globex", "c")
     alices.turn("alice", ALICE)
     case = alices.resolve("alice", OUTCOME).case
-    assert case is not None and "clearing the browser cache" in case.outcome
+    assert case is not None and case.scope == PENDING_SCOPE and "clearing the browser cache" in case.outcome
     shared = f"{case.goal} {case.outcome} {' '.join(case.actions)}"
     assert [d for d in ALICE_DETAILS if d in shared] == []  # the service de-identified it
+    assert bobs.turn("bob", BOB).report.cases == ()  # not before an operator approves it
+
+    refused = _approve(reviewing, case.id, alice_key)  # the key that sent it cannot approve it
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    assert bobs.turn("bob", BOB).report.cases == ()
+    operator = reviewing.keys.create("acme", label="operator")[1]
+    assert _approve(reviewing, case.id, operator).json()["approved"]["id"] == case.id
 
     reply = bobs.turn("bob", BOB)
     assert [c.id for c in reply.report.cases] == [case.id]
@@ -137,6 +162,22 @@ def test_agents_on_remote_memory_share_de_identified_cases_within_their_tenant(
     assert bobs.turn("bob", BOB).report.cases == ()
 
 
+def test_a_service_without_review_takes_no_case_and_the_resolve_still_completes(
+    served: Served, tmp_path: Path
+) -> None:
+    """Without --review-cases the route refuses (403) and nothing reaches the shared scope; the
+    remote agent's resolve writes its episode and memories, closes the ticket and warns."""
+    agent = SupportAgent(served.memory("acme"), _offline(),
+                         conversations=ConversationStore(SQLiteDatabase(tmp_path / "a.sqlite3")))
+    agent.turn("alice", ALICE)
+    with pytest.warns(RuntimeWarning, match="review-cases"):
+        res = agent.resolve("alice", OUTCOME)
+    assert res.case is None and agent.open_ticket("alice") == OpenTicket()
+    assert [e.id for e in served.memory("acme").episodes.episodes(scope=customer_scope("alice"))] == [res.episode.id]
+    memory = served.tenants.get("acme")
+    assert memory.episodes.episodes(scope=SHARED_SCOPE) == memory.episodes.episodes(scope=PENDING_SCOPE) == []
+
+
 @pytest.mark.slow  # a real `fourfold serve` process
 def test_an_agent_shares_cases_through_a_real_service(tmp_path: Path) -> None:
     """`fourfold serve` in its own process: two agents' clients, one tenant, the case crosses
@@ -144,7 +185,7 @@ def test_an_agent_shares_cases_through_a_real_service(tmp_path: Path) -> None:
     from fourfold.remote import connect
     from fourfold.service.testing import LiveService
 
-    with LiveService(tmp_path / "data", keys={"acme": 2, "globex": 1}) as live:
+    with LiveService(tmp_path / "data", keys={"acme": 2, "globex": 1}, serve_args=["--review-cases"]) as live:
         def agent(key: str, name: str) -> SupportAgent:
             db = SQLiteDatabase(tmp_path / f"{name}.sqlite3")
             return SupportAgent(connect(live.url, api_key=key), _offline(), conversations=ConversationStore(db))
@@ -154,6 +195,10 @@ def test_an_agent_shares_cases_through_a_real_service(tmp_path: Path) -> None:
         alices.turn("alice", ALICE)
         case = alices.resolve("alice", OUTCOME).case
         assert case is not None
+        # bob's key approves the case alice's key sent
+        approved = httpx.post(f"{live.url}/v1/cases/{case.id}/review", json={"approve": True},
+                              headers={"Authorization": f"Bearer {live.keys['acme'][1]}"}, timeout=30)
+        assert approved.json()["approved"]["id"] == case.id
         reply = bobs.turn("bob", BOB)
         assert [c.id for c in reply.report.cases] == [case.id]
         assert [d for d in ALICE_DETAILS if d in reply.report.system_prompt] == []

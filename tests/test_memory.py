@@ -20,7 +20,7 @@ from fourfold.shortterm.threads import Thread
 
 def test_exported_names_are_exactly_the_public_api() -> None:
     assert set(fourfold.__all__) == {
-        "BudgetExceeded", "DocHit", "DocSource", "EmbedderMismatch", "Episode", "Fact", "FourfoldError", "Ingested", "InvalidInput", "LockTimeout",
+        "BudgetExceeded", "DocHit", "DocSource", "EmbedderMismatch", "Episode", "Fact", "Forbidden", "FourfoldError", "Ingested", "InvalidInput", "LockTimeout",
         "Memory", "MissingDependency", "ModelError", "NotFound", "Recalled", "Redaction", "Remembered",
         "StoreCorrupt", "StoreUnavailable", "TooLarge", "__version__",
     }

@@ -44,11 +44,11 @@ EMBEDDER = HashEmbedder()
 
 
 class Served:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, review_cases: bool = False) -> None:
         self.tenants = Tenants(data_dir, embedder=EMBEDDER,
                                vector_store=lambda _t: InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
         self.keys = KeyStore(data_dir / "fourfold.sqlite3")
-        self.client = TestClient(create_app(self.tenants, self.keys, mount_mcp=False))
+        self.client = TestClient(create_app(self.tenants, self.keys, mount_mcp=False, review_cases=review_cases))
         self.loops: list[asyncio.AbstractEventLoop] = []  # of the async clients, closed with the service
 
     def memory(self, tenant: str = "acme", key: str | None = None) -> RemoteMemory:

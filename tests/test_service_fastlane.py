@@ -56,8 +56,6 @@ CASES: list[tuple[str, str, Any]] = [
     ("POST", "/v1/docs/search", {"query": "refund days", "k": 2}),
     ("POST", "/v1/agent/turn", {"customer_id": "42", "message": "My parcel never arrived."}),
     ("POST", "/v1/agent/resolve", {"customer_id": "42", "outcome": "Resent the parcel.", "success": True}),
-    ("POST", "/v1/cases", {"goal": "parcel lost", "messages": ["It never came."], "actions": ["resend"],
-                           "outcome": "Resent the parcel.", "source_scope": "customer:9"}),
     ("POST", "/v1/cases/similar", {"situation": "lost parcel", "k": 2}),
 ]
 

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from fourfold.errors import (
     BudgetExceeded,
     EmbedderMismatch,
+    Forbidden,
     FourfoldError,
     InvalidInput,
     LockTimeout,
@@ -47,6 +48,7 @@ __all__ = [
     "EmbedderMismatch",
     "Episode",
     "Fact",
+    "Forbidden",
     "FourfoldError",
     "Ingested",
     "InvalidInput",

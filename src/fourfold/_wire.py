@@ -27,6 +27,7 @@ from fourfold.episodic.log import EpisodeLog
 from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.longterm.store import LongTermMemory, MemoryInput, When
 from fourfold.longterm.versions import as_timestamp
+from fourfold.protocols import SharedCases
 from fourfold.semantic.docs import TEXT_NEEDS_SOURCE, DocumentStore, read_document
 from fourfold.semantic.facts import FactStore
 from fourfold.serialize import from_json, plain
@@ -426,11 +427,13 @@ class Episodes:
 class Cases:
     """Calls of the shared case base (`CaseBase`): the service de-identifies what it is sent."""
 
-    @like(CaseBase.add)
+    @like(SharedCases.add)
     def add(ticket: Ticket, source_scope: str) -> Call[Episode | None]:
-        """Share a successfully resolved ticket; the case the service wrote, or None when nothing generic was left."""
+        """Send a successfully resolved ticket for sharing: the case the service wrote, waiting
+        for an operator's review (None when nothing generic was left). Forbidden when the service
+        does not review cases."""
         body = {"goal": ticket.goal, "messages": _list(ticket.messages), "actions": _list(ticket.actions),
-                "outcome": ticket.outcome, "source_scope": source_scope}
+                "outcome": ticket.outcome, "source_scope": source_scope, "success": True}
         return Call("POST", "/v1/cases", lambda d: _episode(d["case"]) if d["case"] is not None else None, body)
 
     @like(CaseBase.similar)

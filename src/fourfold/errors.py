@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceeded",
     "EmbedderMismatch",
+    "Forbidden",
     "FourfoldError",
     "InvalidInput",
     "LockTimeout",
@@ -44,6 +45,13 @@ class BudgetExceeded(InvalidInput):
     """
 
     code = "budget_exceeded"
+
+
+class Forbidden(FourfoldError):
+    """The caller may not do this: the service's configuration or the caller's key does not allow it
+    (a case sent through the API without review, or approved by the key that sent it)."""
+
+    code = "forbidden"
 
 
 class NotFound(FourfoldError, KeyError):

@@ -30,7 +30,7 @@ from fourfold.agent.deidentify import (
 from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.episodic.codec import build_episode
 from fourfold.episodic.log import LogCursor
-from fourfold.errors import InvalidInput, NotFound
+from fourfold.errors import Forbidden, InvalidInput, NotFound
 from fourfold.longterm.store import DOC_KIND
 from fourfold.models.base import ChatModel
 from fourfold.protocols import CaseLog, MemoryLike
@@ -43,6 +43,8 @@ __all__ = ["CUSTOMER_PREFIX", "CaseBase", "check_ticket"]
 CUSTOMER_PREFIX = "customer:"
 #: Tags of a case episode: what it is, and who wrote it.
 CASE_TAG = "case"
+#: Tag of a case sent from outside, naming its sender (`CaseBase.add(submitted_by=...)`).
+SUBMITTED_BY = "submitted-by:"
 #: How many words of a statement another customer's ticket must share with it to be about
 #: the same problem (`_Vocabulary.supported`).
 SAME_PROBLEM = 2
@@ -98,9 +100,15 @@ class CaseBase:
                 return written
         return extract_case(ticket, evidence=evidence)
 
-    def add(self, ticket: Ticket, *, source_scope: str) -> Episode | None:
-        """Write the case of a successfully resolved ticket; None when nothing generic is left."""
+    def add(self, ticket: Ticket, *, source_scope: str, submitted_by: str | None = None) -> Episode | None:
+        """Write the case of a successfully resolved ticket; None when nothing generic is left.
+
+        `submitted_by` names who sent the ticket from outside this process (the service passes
+        the caller's key): such a case always waits for review, whatever `review` says, and
+        `approve` refuses to let the same caller share it.
+        """
         ticket, source_scope = check_ticket(ticket), _source(source_scope)
+        submitter = None if submitted_by is None else _submitter_tag(submitted_by)
         # one read of the log, the documents and the facts serves the case and the rewrites
         company = self.company_words() if self.min_customers is not None else None
         case = self._deidentify(ticket, source_scope, company)
@@ -109,8 +117,9 @@ class CaseBase:
         if not tokenize(case.fix) or not tokenize(case.problem):
             return None
         item = {"goal": case.problem, "actions": list(case.actions), "outcome": case.fix, "success": True,
-                "tags": [CASE_TAG, case.written_by]}
-        episode = replace(build_episode(item, ts=time.time()), scope=PENDING_SCOPE if self.review else SHARED_SCOPE)
+                "tags": [CASE_TAG, case.written_by, *([submitter] if submitter else [])]}
+        waits = self.review or submitter is not None
+        episode = replace(build_episode(item, ts=time.time()), scope=PENDING_SCOPE if waits else SHARED_SCOPE)
         self._log.insert([episode], derived_from={episode.id: source_scope})
         return episode
 
@@ -181,8 +190,18 @@ class CaseBase:
         """The cases waiting for review, oldest first (none are read by a turn)."""
         return self.memory.episodes.episodes(scope=PENDING_SCOPE)
 
-    def approve(self, case_id: str) -> Episode:
-        """Share a reviewed case; it keeps its link to its customer, for erasure."""
+    def approve(self, case_id: str, *, reviewer: str | None = None) -> Episode:
+        """Share a reviewed case; it keeps its link to its customer, for erasure.
+
+        A case sent from outside (`add(submitted_by=...)`) is shared only by another
+        `reviewer` than its sender (Forbidden otherwise); None is this process's own operator.
+        """
+        waiting = {e.id: e for e in self.pending()}
+        if case_id not in waiting:
+            raise NotFound(f"no case {case_id!r} waits for review")
+        if reviewer is not None and _submitter_tag(reviewer) in waiting[case_id].tags:
+            raise Forbidden("a case is approved by another key than the one that sent it: "
+                            "ask an operator to review it")
         return self._log.move(case_id, from_scope=PENDING_SCOPE, to_scope=SHARED_SCOPE)
 
     def reject(self, case_id: str) -> None:
@@ -382,3 +401,10 @@ def _vocabulary(log: CaseLog, min_customers: int) -> _Vocabulary:
     with _VOCABULARIES_LOCK:
         by_threshold = _VOCABULARIES.setdefault(log, {})
         return by_threshold.setdefault(min_customers, _Vocabulary(min_customers))
+
+
+def _submitter_tag(who: str) -> str:
+    """The tag naming a case's sender (a key id, "anonymous"); InvalidInput for an unusable name."""
+    if not isinstance(who, str) or not who or len(who) > 64 or not who.isprintable() or " " in who:
+        raise InvalidInput("a case's sender is a short name without spaces (a key id)")
+    return SUBMITTED_BY + who

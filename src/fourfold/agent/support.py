@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -13,7 +14,7 @@ from fourfold.agent.cases import CaseBase
 from fourfold.agent.deidentify import Ticket
 from fourfold.agent.distill import distill_offline, distill_with_model
 from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_system
-from fourfold.errors import InvalidInput
+from fourfold.errors import Forbidden, InvalidInput
 from fourfold.longterm import MemoryInput
 from fourfold.longterm.consolidate import Consolidator, ModelConsolidator, SimilarityConsolidator
 from fourfold.models.base import ChatModel, ChatResponse
@@ -146,9 +147,11 @@ class SupportAgent:
 
     `memory` is any `MemoryLike`: a `Memory`, or a `RemoteMemory` for `fourfold serve`. A
     remote memory keeps no conversation threads: pass `conversations` (the agent's own
-    `ConversationStore`). Its cases are shared through the service (`RemoteCaseBase`), which
-    de-identifies them within the tenant (with the service's model, or offline), and reviews
-    them when it runs with `--review-cases`.
+    `ConversationStore`). Its cases are sent to the service (`RemoteCaseBase`), which
+    de-identifies them within the tenant (with the service's model, or offline) and takes them
+    only when it runs with `--review-cases`: each waits until an operator with another key
+    approves it. A service without review refuses them: the resolve still completes, with
+    `case` None and a RuntimeWarning.
     """
 
     def __init__(
@@ -314,7 +317,13 @@ class SupportAgent:
     def _share(self, scope: str, thread: Thread, episode: Episode) -> Episode | None:
         assert self.cases is not None
         ticket = Ticket(episode.goal, tuple(_user_texts(thread)), episode.actions, episode.outcome)
-        return self.cases.add(ticket, source_scope=scope)
+        try:
+            return self.cases.add(ticket, source_scope=scope)
+        except Forbidden as refused:
+            # A service that does not review the cases it is sent refuses them; the ticket is
+            # resolved all the same (its episode and memories are written), and the caller told.
+            warnings.warn(f"the resolved ticket was not shared as a case: {refused}", RuntimeWarning, stacklevel=3)
+            return None
 
     def _remember_distilled(self, scope: str, thread: Thread, goal: str, outcome: str) -> tuple[str, ...]:
         user_texts = _user_texts(thread)

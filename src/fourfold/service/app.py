@@ -35,7 +35,7 @@ from fourfold.service.cases import install_case_routes
 from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.fastlane import FastLane, lanes_for
 from fourfold.service.hosts import is_loopback
-from fourfold.service.keys import KeyStore
+from fourfold.service.keys import ANONYMOUS, KeyStore, key_id_of
 from fourfold.service.swagger import install_swagger_ui
 from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
 from fourfold.service.ui import LOOPBACK_HOSTS, install_inspector
@@ -70,6 +70,12 @@ def _tenant_memory(request: Request) -> Memory:
     tenant, _ = auth.tenant(request.headers.get("authorization"), request.headers.get("host"))
     tenants: Tenants = request.app.state.tenants
     return tenants.get(tenant)
+
+
+def _caller_id(request: Request) -> str:
+    """Who sends the request: its key's public id, or ANONYMOUS (raises Unauthorized)."""
+    auth: Authenticator = request.app.state.auth
+    return auth.caller(request.headers.get("authorization"), request.headers.get("host"))[1]
 
 
 class _Caller:
@@ -113,14 +119,21 @@ class Authenticator:
         self.allow_anonymous = allow_anonymous
 
     def tenant(self, authorization: str | None, host: str | None) -> tuple[str, Literal["key", "anonymous"]]:
+        tenant, who = self.caller(authorization, host)
+        return tenant, "anonymous" if who == ANONYMOUS else "key"
+
+    def caller(self, authorization: str | None, host: str | None) -> tuple[str, str]:
+        """(tenant, who): `who` is the key's public id, or ANONYMOUS without a key."""
         if authorization:
             scheme, _, key = authorization.partition(" ")
-            tenant = self.keys.authenticate(key.strip()) if scheme.lower() == "bearer" else None
-            if tenant is None:
+            key = key.strip()
+            tenant = self.keys.authenticate(key) if scheme.lower() == "bearer" else None
+            who = key_id_of(key)
+            if tenant is None or who is None:
                 raise Unauthorized("the API key is unknown or revoked")
-            return tenant, "key"
+            return tenant, who
         if self.allow_anonymous and is_loopback(host) and not self.keys.has_keys():
-            return DEFAULT_TENANT, "anonymous"
+            return DEFAULT_TENANT, ANONYMOUS
         raise Unauthorized("send an API key: Authorization: Bearer <key> (create one with `fourfold keys create`)")
 
 
@@ -425,7 +438,8 @@ def create_app(
         return s.ResolveOut.model_validate({"episode": s.episode_out(res.episode), "remembered": list(res.remembered),
                                             "case": s.episode_out(res.case) if res.case else None})
 
-    install_case_routes(api, _caller, agents.cases)  # the shared case base, for agents on RemoteMemory
+    # the shared case base, for agents on RemoteMemory: what they send waits for review
+    install_case_routes(api, _caller, agents.cases, caller_id=_caller_id, review=review_cases)
     app.include_router(api)
     if fast_lane and not _traced(telemetry):  # added first: the body limit and the browser guard stay in front of it
 
@@ -434,7 +448,8 @@ def create_app(
 
         app.add_middleware(FastLane, lanes=lanes_for(api.routes, Mem), memory_for=memory_for,
                            error_response=_library_error, executor=requests)
-    install_inspector(app, _tenant_memory, agent_for=agents.agent, review_cases=review_cases, allowed_hosts=allowed_hosts)
+    install_inspector(app, _tenant_memory, agent_for=agents.agent, review_cases=review_cases,
+                      allowed_hosts=allowed_hosts, caller_id=_caller_id)
     if mcp_server is not None:
         from starlette.routing import Route
 

@@ -32,6 +32,7 @@ STATUS: dict[str, int] = {
     "not_found": 404,
     "method_not_allowed": 405,
     "unauthorized": 401,
+    "forbidden": 403,
     "embedder_mismatch": 409,
     "lock_timeout": 503,
     "store_unavailable": 503,

@@ -16,10 +16,13 @@ from fourfold.service.tenancy import check_tenant
 from fourfold.stores.database import Connection, Database
 from fourfold.stores.engine import open_database
 
-__all__ = ["KEY_PREFIX", "ApiKey", "KeyStore"]
+__all__ = ["ANONYMOUS", "KEY_PREFIX", "ApiKey", "KeyStore", "key_id_of"]
 
 #: Every key looks like `ffk_<id>_<secret>`: the id is public (list, revoke), the secret is not.
 KEY_PREFIX = "ffk_"
+#: Who a request without a key is, on a service that allows that (loopback, before any key
+#: exists); never a key id, which is 12 hex digits.
+ANONYMOUS = "anonymous"
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     """What `keys list` shows about a key: never the secret, which is not stored."""
@@ -78,7 +81,7 @@ class KeyStore:
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key by id (or by the key itself); NotFound if unknown. Idempotent."""
-        key_id = _key_id(key_id) or key_id
+        key_id = key_id_of(key_id) or key_id
         with self._db() as conn:
             conn.execute(
                 "UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (time.time(), key_id)
@@ -92,7 +95,7 @@ class KeyStore:
 
     def authenticate(self, key: str) -> str | None:
         """The tenant of an active key; None for an unknown, malformed or revoked key."""
-        key_id = _key_id(key)
+        key_id = key_id_of(key)
         if key_id is None:
             return None
         # A read: every request authenticates, and a write transaction here would queue each
@@ -123,7 +126,7 @@ class KeyStore:
             yield conn
 
 
-def _key_id(key: object) -> str | None:
+def key_id_of(key: object) -> str | None:
     """The id part of `ffk_<id>_<secret>`, or None when the text is not shaped like a key."""
     if not isinstance(key, str) or not key.startswith(KEY_PREFIX) or len(key) > 200:
         return None

@@ -68,16 +68,17 @@ AgentFor = Callable[[Memory], Any]
 
 
 def install_inspector(
-    app: FastAPI, memory_for: MemoryFor, *, agent_for: AgentFor, review_cases: bool = False,
-    allowed_hosts: Iterable[str] | None = LOOPBACK_HOSTS,
+    app: FastAPI, memory_for: MemoryFor, *, agent_for: AgentFor, caller_id: Callable[[Request], str],
+    review_cases: bool = False, allowed_hosts: Iterable[str] | None = LOOPBACK_HOSTS,
 ) -> None:
     """Serve the inspector at /ui and its routes under /v1, behind `BrowserGuard`.
 
     `allowed_hosts` are the names a browser may reach the service by (None: any, for a service
     on a public interface, where keys are required anyway). `agent_for(memory)` makes the
-    support agent that a dry-run replay runs.
+    support agent that a dry-run replay runs; `caller_id(request)` names the caller's key (a
+    case is approved by another key than the one that sent it).
     """
-    app.include_router(_api(memory_for, agent_for, review_cases))
+    app.include_router(_api(memory_for, agent_for, review_cases, caller_id))
     app.include_router(_pages())
     app.add_middleware(BrowserGuard, allowed_hosts=allowed_hosts)
 
@@ -212,10 +213,12 @@ def _explained_out(e: ex.Explained) -> dict[str, Any]:
     return out
 
 
-def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool) -> APIRouter:
+def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool,
+         caller_id: Callable[[Request], str]) -> APIRouter:
     bearer = HTTPBearer(auto_error=False, description="An API key from `fourfold keys create`.")
     api = APIRouter(prefix="/v1", dependencies=[Security(bearer)])
     Mem = Annotated[Memory, Depends(memory_for)]
+    Who = Annotated[str, Depends(caller_id)]
     Scope = Annotated[str | None, Query(description="The scope; omit it for your unscoped space.")]
 
     @api.get("/inspector/features", tags=["inspector"])
@@ -293,11 +296,12 @@ def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool) -> APIR
                 "pending": [s.episode_out(e) for e in base.pending()]}
 
     @api.post("/cases/{case_id}/review", tags=["inspector"])
-    def review(case_id: str, body: CaseReviewIn, mem: Mem) -> dict[str, Any]:
-        """Approve (share) or reject (erase) a case waiting for review."""
+    def review(case_id: str, body: CaseReviewIn, mem: Mem, who: Who) -> dict[str, Any]:
+        """Approve (share) or reject (erase) a case waiting for review; a case sent through the API
+        is approved by another key than the one that sent it (403 otherwise)."""
         base = CaseBase(mem)
         if body.approve:
-            return {"approved": s.episode_out(base.approve(case_id))}
+            return {"approved": s.episode_out(base.approve(case_id, reviewer=who))}
         base.reject(case_id)
         return {"rejected": case_id}
 
