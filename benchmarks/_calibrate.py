@@ -1,7 +1,7 @@
 """What the calibration benchmarks share: one candidate's relevance, a logistic fit, and the one
 rule for where a floor cuts (at most 0.01 of on-topic hit@3 lost where it is chosen).
 
-Used by `episodes_relevance.py`, `recall_cv.py`, `relevance_gate.py` and `relevance_lab.py`.
+Used by `episodes_relevance.py`, `recall_cv.py` and `relevance_gate.py`.
 """
 
 from __future__ import annotations

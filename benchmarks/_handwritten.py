@@ -1,7 +1,7 @@
 """A small check set written by hand after the ranker's calibration was fixed, in wordings
 unlike the generator's (`_paraphrase_data`): terse or chatty desk questions about the same
 attribute types, and off-topic messages that are not trivia questions (small talk, commands,
-code, an agent's own asides). Never tuned on; `relevance_lab.py` reports the floor on it.
+code, an agent's own asides). Never tuned on; `relevance_gate.py` scores the floor on it.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,12 +38,14 @@ from typing import Any
 
 import numpy as np
 
+import _handwritten as hand
 import _paraphrase_data as pdata
 import episodes_relevance as er
-import relevance_lab as rl
 from _calibrate import LOST, cut_keeping, fit_logistic
 from _embed_cache import CACHE_DIR, CachedEmbedder
+from fourfold.longterm import LongTermMemory
 from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background
+from fourfold.stores import InMemoryVectorStore
 from fourfold.testing import episode_desk as edata
 from fourfold.text import tokenize
 
@@ -51,6 +54,28 @@ FLOORS = tuple(round(x, 4) for x in np.arange(0.02, 0.30, 0.0025))
 NULL_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
 CHATTER_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 EMPTY_WEIGHTS = (0.0, 0.5, 1.0, 5.0)
+
+
+def desk() -> tuple[pdata.Dataset, LongTermMemory, CachedEmbedder]:
+    """The paraphrase desk remembered in one in-memory store, a scope per customer."""
+    emb = CachedEmbedder(CACHE_DIR / "paraphrase-minilm.npz")
+    dataset = pdata.build()
+    lt = LongTermMemory(InMemoryVectorStore(embedder_identity=emb.identity), emb)
+    for c in dataset.customers:
+        lt.remember_many([{"text": t, "scope": c.id} for t in c.memories])
+    return dataset, lt, emb
+
+
+def handwritten(dataset: pdata.Dataset) -> list[tuple[str, str, str, str, str | None]]:
+    """Every hand-written question of a type each customer has, and two off-topic messages each."""
+    rng = random.Random(19)
+    out: list[tuple[str, str, str, str, str | None]] = []
+    for c in dataset.customers:
+        for memory, type_ in zip(c.memories, c.types, strict=True):
+            out += [("on-topic", type_, text, c.id, memory) for text in hand.ON_TOPIC.get(type_, ())]
+        out += [("unrelated", "off-topic", text, c.id, None) for text in rng.sample(hand.OFF_TOPIC, 2)]
+    return out
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +112,13 @@ def collect() -> list[Asked]:
                      not tokenize(text), _nearest(chatter, v, 1))
 
     out: list[Asked] = []
-    dataset, lt, _ = rl.desk()
+    dataset, lt, _ = desk()
     for q in dataset.questions:
         hits = lt.explain(q.text, scope=q.customer, k=3)
         kind = "on-topic" if q.answer is not None else q.kind if q.kind == "unrelated" else "unanswerable"
         out.append(asked("memories", pdata.split_of(q), kind, q.text,
                          [(h.text == q.answer, p.evidence) for h, p in hits]))
-    for _kind, _type, text, scope, answer in rl.handwritten(dataset):
+    for _kind, _type, text, scope, answer in handwritten(dataset):
         hits = lt.explain(text, scope=scope, k=3)
         out.append(asked("hand-written", "hand", "on-topic" if answer is not None else "chatter", text,
                          [(h.text == answer, p.evidence) for h, p in hits]))

@@ -40,7 +40,7 @@ The null took held-out off-topic questions left empty at the floor from 0.56 to 
 took the paraphrase test half's unrelated questions left empty at the default floor from 0.693
 to 0.725 at less on-topic loss (0.0025, was 0.005), slope, offset and floor refitted on the dev
 half only (`benchmarks/recall_cv.py --calibration-only`). Typicality's weight 0.2 was chosen by cross-validation on
-the dev sets (benchmarks/recall_levers.py --typicality-only): on the paraphrase test half, never
+the dev sets (benchmarks/typicality_cv.py): on the paraphrase test half, never
 tuned on, it took all on-topic hit@3 from 0.938 to 0.946 (dense alone 0.935).
 The chat part of the null, chosen on the dev halves of the paraphrase and episode desks
 (benchmarks/relevance_gate.py), took the episode desk's test-half chatter and unrelated messages

@@ -1,23 +1,16 @@
-"""The ranking levers measured on the dev sets, each against the shipped ranker.
+"""Typicality's weight in the ranker, chosen by cross-validation on the dev sets.
 
-For every question of the paraphrase set and of LoCoMo dev this takes the ranker's inputs
-once from the library's own scope indexes (cosines with and without neighbours' context,
-lexical shares, the speaker flag, the scope's vectors), then ranks them each lever's way:
+For every question of the paraphrase set and of LoCoMo dev this takes the ranker's inputs once
+from the library's own scope indexes (cosines with neighbours' context, lexical shares, the
+speaker flag, the scope's vectors), then ranks them with each candidate weight of typicality
+(hubness reduction, `fourfold.ranking.typicality`: a memory's mean cosine to the rest of its
+scope taken off its evidence). The weight is chosen by 5-fold cross-validation on the dev sets
+only (LoCoMo dev by conversation, the paraphrase set's dev half by attribute type) and scored
+once on the paraphrase test half.
 
-- fusion: the lexical share's weight and power, a threshold on it, rank fusion (RRF);
-- the dense side: a mix of the memory's own cosine with its context-blended one;
-- lexical statistics: document frequency counted on a memory's own words, or fractionally;
-- pseudo-relevance feedback: the query vector moved towards its top results (Rocchio);
-- query expansion from the scope's own vocabulary: the scope's words closest to the query (by
-  MiniLM cosine of word and query) lift the memories holding them (desk only);
-- the int8 query embedding (`OnnxMiniLMInt8Embedder`) in place of the fp32 one;
-- typicality (hubness reduction, `fourfold.ranking.typicality`): a memory's mean cosine to the
-  rest of its scope taken off its evidence, its weight chosen by cross-validation on the dev
-  sets only (LoCoMo dev by conversation, the paraphrase set's dev half by attribute type).
+    python benchmarks/typicality_cv.py
 
-    python benchmarks/recall_levers.py [--typicality-only]
-
-Reads private parts of `ScopeIndex` (it is a lab, not an API), on cached MiniLM vectors.
+Reads private parts of `ScopeIndex` (it measures the ranker's inputs), on cached MiniLM vectors.
 """
 
 from __future__ import annotations
@@ -36,22 +29,9 @@ from fourfold.longterm import LongTermMemory
 from fourfold.ranking import lexical_share, typicality
 from fourfold.stores import InMemoryVectorStore
 from fourfold.text import tokenize
-from fourfold.text.bm25 import bm25_idf
 
 Row = dict[str, Any]
 Score = Callable[[Row], Any]
-
-
-def _lexical(ix: Any, tokens: list[str], df: dict[str, float]) -> Any:
-    """Lexical shares of every record with document frequencies `df` instead of the index's."""
-    n, bm = len(ix), ix.bm25
-    out, avg = np.zeros(n), bm._total_len / max(n, 1)
-    for t in tokens:
-        for d, tf in bm._postings.get(t, {}).items():
-            norm = bm.k1 * (1 - bm.b + bm.b * bm._doc_len[d] / avg)
-            out[int(d)] += bm25_idf(n, df.get(t, 0.0)) * tf * (bm.k1 + 1) / (tf + norm)
-    best = (bm.k1 + 1) * sum(bm25_idf(n, df.get(t, 0.0)) for t in tokens)
-    return out / best if best > 0 else out
 
 
 def base_features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row:
@@ -69,23 +49,6 @@ def base_features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row
         "q": vector, "M": ix.matrix, "O": ix._own, "typical": typicality(ix.matrix), "tokens": tokens,
         "texts": [r.text for r in ix.records], "dia": [r.metadata.get("dia_id") for r in ix.records],
     }
-
-
-def features(lt: LongTermMemory, scope: str, text: str, vector: Any) -> Row:
-    """`base_features` and lexical shares under other document frequencies."""
-    out = base_features(lt, scope, text, vector)
-    ix = lt._index(scope)
-    own_df: dict[str, float] = {}
-    for tl in ix._token_lists:
-        for t in set(tl):
-            own_df[t] = own_df.get(t, 0.0) + 1
-    frac_df: dict[str, float] = {}
-    for i in range(len(ix)):
-        for t, w in ix.bm25._doc_terms[str(i)].items():
-            frac_df[t] = frac_df.get(t, 0.0) + min(1.0, w)
-    out["lex_owndf"] = _lexical(ix, out["tokens"], own_df)
-    out["lex_fracdf"] = _lexical(ix, out["tokens"], frac_df)
-    return out
 
 
 def top(scores: Any, k: int) -> Any:
@@ -162,54 +125,6 @@ def typicality_cv(desk: list[tuple[pdata.Question, Row]], loc: list[tuple[ldata.
               f"dense alone all {desk_hits(test, lambda f: f['own'])[2]:.3f}")
 
 
-def rrf(k: int) -> Score:
-    def score(f: Row) -> Any:
-        n = len(f["dense"])
-        rd, rl = np.empty(n), np.empty(n)
-        rd[np.argsort(-f["dense"])] = np.arange(n)
-        rl[np.argsort(-f["raw"], kind="stable")] = np.arange(n)
-        return 1 / (k + rd) + np.where(f["raw"] > 0, 1 / (k + rl), 0) + 0.01 * f["named"]
-    return score
-
-
-def prf(m: int, beta: float) -> Score:
-    base = hybrid()
-
-    def score(f: Row) -> Any:
-        q = f["q"] + beta * f["O"][top(base(f), m)].sum(0)
-        q = q / np.linalg.norm(q)
-        return (f["M"] @ q).astype(np.float64) + 1.75 * f["lex"] + 0.15 * f["named"]
-    return score
-
-
-def expansion(rows: list[tuple[pdata.Question, Row]], embedder: CachedEmbedder) -> None:
-    """Attach to each row its scope's words (unstemmed), their cosines to the query, and where they occur."""
-    words = sorted({w for _, f in rows for t in f["texts"] for w in tokenize(t, stem=False)})
-    vectors = dict(zip(words, embedder.embed_many(words), strict=True))
-    for _, f in rows:
-        where: dict[str, set[int]] = {}
-        for i, t in enumerate(f["texts"]):
-            for w in tokenize(t, stem=False):
-                where.setdefault(w, set()).add(i)
-        vocab = list(where)
-        f["words"] = (vocab, np.stack([vectors[w] for w in vocab]) @ f["q"], where)
-
-
-def expanded(tau: float, gamma: float, m: int) -> Score:
-    base = hybrid()
-
-    def score(f: Row) -> Any:
-        vocab, cos, where = f["words"]
-        lift = np.zeros(len(f["texts"]))
-        for j in np.argsort(-cos)[:m]:
-            if cos[j] < tau:
-                break
-            for i in where[vocab[j]]:
-                lift[i] = max(lift[i], cos[j])
-        return base(f) + gamma * lift
-    return score
-
-
 Features = Callable[[LongTermMemory, str, str, Any], Row]
 
 
@@ -240,44 +155,9 @@ def dev_rows(
 
 
 def main(argv: list[str] | None = None) -> int:
-    only = "--typicality-only" in (sys.argv[1:] if argv is None else argv)
-    desk, loc, emb, _ = dev_rows(features)
-    on = [q for q, _ in desk]
+    del argv  # no options
+    desk, loc, _, _ = dev_rows(base_features)
     typicality_cv(desk, loc)
-    if only:
-        return 0
-    levers: list[tuple[str, Score]] = [
-        ("ranker before typicality (lexical 1.75)", hybrid()),
-        ("shipped ranker (typicality 0.3)", hybrid(typical=0.3)),
-        ("dense alone (own cosine)", lambda f: f["own"]),
-        ("dense with neighbours' context", lambda f: f["dense"]),
-        ("lexical weight 1.0", hybrid(1.0)), ("lexical weight 2.5", hybrid(2.5)),
-        ("lexical share squared, weight 3.5", hybrid(3.5, power=2.0)),
-        ("lexical share minus 0.05", hybrid(minus=0.05)),
-        ("RRF k=60", rrf(60)), ("RRF k=10", rrf(10)),
-        ("dense: half own, half blended", hybrid(a=0.5)),
-        ("dense: half own, half blended, lexical 1.5", hybrid(1.5, a=0.5)),
-        ("df of own words", hybrid(key="lex_owndf")), ("fractional df", hybrid(key="lex_fracdf")),
-        ("fractional df, half own dense, lexical 1.25", hybrid(1.25, key="lex_fracdf", a=0.5)),
-        ("PRF top 1, beta 0.1", prf(1, 0.1)), ("PRF top 2, beta 0.2", prf(2, 0.2)), ("PRF top 3, beta 0.2", prf(3, 0.2)),
-    ]
-    print("| lever | desk zero-overlap hit@3 | desk overlap hit@3 | desk all hit@3 | LoCoMo R@5 | LoCoMo R@10 |\n|---|---|---|---|---|---|")
-    for name, score in levers:
-        d, (r5, r10) = desk_hits(desk, score), locomo_recall(loc, score)
-        print(f"| {name} | {d[0]:.3f} | {d[1]:.3f} | {d[2]:.3f} | {r5:.4f} | {r10:.4f} |")
-    expansion(desk, emb)
-    emb.save()
-    for tau, gamma, m in ((0.3, 0.2, 3), (0.4, 0.2, 3), (0.5, 0.2, 3), (0.5, 0.5, 1), (0.4, 1.0, 3)):
-        d = desk_hits(desk, expanded(tau, gamma, m))
-        print(f"| query expansion: {m} scope words with cosine ≥ {tau}, weight {gamma} | {d[0]:.3f} | {d[1]:.3f} | {d[2]:.3f} | | |")
-    from fourfold.embeddings.onnx import OnnxMiniLMInt8Embedder
-
-    int8 = OnnxMiniLMInt8Embedder().embed_many([q.text for q in on])
-    swapped = [(q, {**f, "dense": (f["M"] @ v).astype(np.float64), "own": (f["O"] @ v).astype(np.float64)})
-               for (q, f), v in zip(desk, int8, strict=True)]
-    for name, score in (("shipped ranker, int8 queries", hybrid()), ("dense alone, int8 queries", lambda f: f["own"])):
-        d = desk_hits(swapped, score)
-        print(f"| {name} | {d[0]:.3f} | {d[1]:.3f} | {d[2]:.3f} | | |")
     return 0
 
 
