@@ -1,6 +1,6 @@
 """Does the desk learn from resolved tickets, and do its memories stay right over time?
 
-On sets generated here (issue 14, part 8):
+On sets generated here:
 
 - learn, wrong_fix, pii_leaks: the shared case base (`benchmarks/cases.py`, its default
   variant): the share of later customers whose prompt carries an earlier customer's fix,
