@@ -24,8 +24,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fourfold.testing.off_topic import OFF_TOPIC
+from _harness import off_topic
 from fourfold.text import tokenize
+
+OFF_TOPIC = off_topic.OFF_TOPIC
 
 __all__ = ["TYPES", "Customer", "Dataset", "Question", "build", "dev_folds", "dev_half", "folds", "split_of"]
 

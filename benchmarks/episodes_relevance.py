@@ -34,9 +34,9 @@ import numpy as np
 
 from _calibrate import cut_keeping, fit_logistic, relevance_of
 from _embed_cache import CACHE_DIR, CachedEmbedder
+from _harness import episode_desk as edata
 from fourfold import Memory
 from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background, Calibration
-from fourfold.testing import episode_desk as edata
 
 DOCUMENTS = MEMORIES  # documents are long-term memories of kind "doc"
 

@@ -43,10 +43,10 @@ import _paraphrase_data as pdata
 import episodes_relevance as er
 from _calibrate import LOST, cut_keeping, fit_logistic
 from _embed_cache import CACHE_DIR, CachedEmbedder
+from _harness import episode_desk as edata
 from fourfold.longterm import LongTermMemory
 from fourfold.ranking import EPISODES, MEMORIES, RELEVANCE_FLOOR, Background
 from fourfold.stores import InMemoryVectorStore
-from fourfold.testing import episode_desk as edata
 from fourfold.text import tokenize
 
 Arr = np.ndarray[Any, Any]

@@ -1,7 +1,7 @@
 """Reliability benchmark: nothing lost, nothing leaked, every bad input answered.
 
 Runs the heavy versions of the reliability suite (tests/test_reliability_*.py call the
-same workloads, from fourfold.testing.reliability and .sharing, with CI sizes) and prints one table:
+same workloads, from tests/harness/reliability.py and sharing.py, with CI sizes) and prints one table:
 
     python benchmarks/reliability.py [--cycles 200] [--writers 8] [--per-writer 60]
                                      [--isolation-ops 600] [--fuzz-rounds 400]
@@ -18,7 +18,7 @@ line last. The last line printed is exactly
 (crash cycles and concurrent writers), another scope's text or a secret seen where it must
 not be, and bad inputs that ended in anything but a typed error or a clean result.
 
-The crash cycles, the concurrent writers and the CLI beside a running service (fourfold.testing.sharing) run
+The crash cycles, the concurrent writers and the CLI beside a running service (harness.sharing) run
 on each --engine: SQLite in a data dir, and a throwaway PostgreSQL (started on loopback for the
 run) where the SIGKILLed writers, the spawned writers, the service and the CLI all share one
 database. On PostgreSQL the server also restarts, then stops for a second, under load from
@@ -46,9 +46,11 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
+from _harness import sharing
 from fourfold import FourfoldError
-from fourfold.testing import secrets_channels, sharing
-from fourfold.testing.reliability import (
+from fourfold.testing import secrets_channels
+from fourfold.testing.secrets_channels import SecretsResult
+from harness.reliability import (
     Outcome,
     bad_input_cases,
     cli_cases,
@@ -63,7 +65,6 @@ from fourfold.testing.reliability import (
     run_cli,
     store_intact,
 )
-from fourfold.testing.secrets_channels import SecretsResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from secrets_corpus import ORDINARY, SECRETS

@@ -1,5 +1,5 @@
-"""Tests do not import the benchmarks: what both need lives in `fourfold.testing`, what only the
-tests need in `tests/`.
+"""Tests do not import the benchmarks: what both need lives in `tests/harness` (which benchmarks
+import through `benchmarks/_harness.py`), what only the tests need in `tests/`.
 
 `benchmarks/` is a folder of scripts whose data and defaults change as they are tuned; a test that
 imports one passes or fails with the benchmark's latest edit, not with the library's behaviour.
@@ -72,6 +72,6 @@ def test_a_planted_benchmark_import_is_caught(tmp_path: Path, source: str) -> No
 def test_a_benchmarks_own_test_and_library_imports_are_fine(tmp_path: Path) -> None:
     (tmp_path / "test_bench_x.py").write_text("import _paraphrase_data\n", encoding="utf-8")
     (tmp_path / "test_y.py").write_text(
-        "from fourfold.testing import episode_desk\nfrom fourfold.testing.reliability import Workload\n"
+        "from harness import episode_desk\nfrom harness.reliability import Workload\n"
         "import secrets_corpus\nfrom . import helpers\n", encoding="utf-8")
     assert offenders(tmp_path, _benchmark_modules()) == {}

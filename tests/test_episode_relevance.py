@@ -12,8 +12,8 @@ from conftest import OpenMemory
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import EpisodeLog
 from fourfold.ranking import RELEVANCE_FLOOR, Background
-from fourfold.testing import episode_desk as edata
 from fourfold.text import tokenize
+from harness import episode_desk as edata
 
 
 def _fill(log: EpisodeLog, n: int, *, scope: str = "c1") -> None:

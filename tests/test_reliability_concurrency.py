@@ -11,7 +11,7 @@ import pytest
 from conftest import OpenMemory
 from fourfold import LockTimeout, Memory
 from fourfold.config import MemoryConfig
-from fourfold.testing import reliability as rel
+from harness import reliability as rel
 
 WRITERS, PER_WRITER = 4, 12
 

@@ -1,6 +1,6 @@
 """Crash safety: writers SIGKILLed at random moments never lose an acknowledged write.
 
-The workload lives in fourfold.testing.reliability (benchmarks/reliability.py runs it longer); each cycle
+The workload lives in harness.reliability (benchmarks/reliability.py runs it longer); each cycle
 forks a fresh writer from a clean multiprocessing forkserver, which first verifies what
 the earlier cycles left, then writes to all three stores until it is killed.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fourfold.testing import reliability as rel
+from harness import reliability as rel
 
 pytestmark = pytest.mark.slow  # 50 writer processes killed in turn: about a minute
 CYCLES = 50

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from fourfold import FourfoldError, Memory
 from fourfold.cli import main
-from fourfold.testing import reliability as rel
+from harness import reliability as rel
 
 _THREADS = "shortterm/threads.py ConversationStore.load/_path"
 _LONGTERM = "longterm/store.py LongTermMemory"

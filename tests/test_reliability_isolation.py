@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from conftest import OpenMemory
 from fourfold import Memory
 from fourfold.embeddings import HashEmbedder
-from fourfold.testing import reliability as rel
+from harness import reliability as rel
 
 SCOPES = 4
 OPS = ["remember", "record", "recall", "similar", "turn", "forget"]

@@ -1,5 +1,5 @@
 """Processes sharing one store: the CLI beside a running service (both engines), and a
-PostgreSQL restart under load. The workloads live in fourfold.testing.sharing (the reliability
+PostgreSQL restart under load. The workloads live in harness.sharing (the reliability
 benchmark runs them longer)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fourfold.testing import reliability as rel
-from fourfold.testing import sharing
 from fourfold.testing.postgres import PostgresServer
+from harness import reliability as rel
+from harness import sharing
 
 pytestmark = pytest.mark.slow
 

@@ -143,7 +143,7 @@ def test_an_older_store_asks_chroma_about_every_id(tmp_path: Path, embedder: Has
 
 
 def test_the_reliability_suite_counts_records_the_read_path_misses(tmp_path: Path, embedder: HashEmbedder) -> None:
-    from fourfold.testing import reliability as rel
+    from harness import reliability as rel
 
     store = ChromaVectorStore.persistent(tmp_path / "v", embedder)
     store.add([rec(embedder, i, "a" if i % 2 else None) for i in range(6)])

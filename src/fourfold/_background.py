@@ -264,7 +264,7 @@ TEXTS: tuple[str, ...] = _STATEMENTS + _QUESTIONS
 # Chatter: what people say to an assistant that is about no store at all (greetings, thanks,
 # reactions, small talk, commands to other apps, asides). A chat message close to these is
 # conversation, not a question a memory answers. None is a near-mirror of the benchmarks'
-# off-topic messages (`fourfold.testing.episode_desk.CHATTER`, `benchmarks/_handwritten`), so that
+# off-topic messages (`tests/harness/episode_desk.py`'s CHATTER, `benchmarks/_handwritten`), so that
 # they measure the chatter floor on text it was not written from.
 CHATTER: tuple[str, ...] = (
     "hello again",

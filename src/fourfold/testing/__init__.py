@@ -1,6 +1,14 @@
-"""Deterministic fakes that ship with fourfold, for its tests and for yours.
+"""What you need to test your own agent against fourfold: deterministic fakes and throwaway servers.
 
-Exports load on first access so that importing this package costs nothing.
+- `ScriptedModel`: a chat model that answers from a script and records what it was sent;
+- `FakeLLMServer` (`ErrorReply`, `RecordedRequest`): a local HTTP server speaking the Anthropic
+  Messages and OpenAI chat APIs, for the real SDKs;
+- `fourfold.testing.postgres.PostgresServer`: a throwaway PostgreSQL with pgvector on loopback;
+- `fourfold.testing.chroma_server.ChromaServer`: a throwaway Chroma server (`chroma run`) on loopback.
+
+The hash embedder (`fourfold.embeddings.HashEmbedder`) and the in-memory store
+(`fourfold.stores.InMemoryVectorStore`) live beside the real ones. Exports load on first access so
+that importing this package costs nothing.
 """
 
 from __future__ import annotations

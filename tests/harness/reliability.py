@@ -261,7 +261,7 @@ def _final_verifier(data_dir: str, ack_path: str, out_path: str) -> None:
 def forkserver() -> Any:
     """A forkserver context whose server has imported fourfold (no store opened)."""
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["fourfold.testing.reliability", "fourfold.memory", "fourfold.stores.sqlite"])
+    ctx.set_forkserver_preload(["harness.reliability", "fourfold.memory", "fourfold.stores.sqlite"])
     return ctx
 
 

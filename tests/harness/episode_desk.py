@@ -5,7 +5,7 @@ Problem types × wordings: each type has several ways a resolved ticket's goal a
 written and several ways a new customer words the same problem (49 of the 140 share no content
 word with any ticket of the type). Customers' scopes hold 1 to 40 resolved tickets of various types,
 so the relevance is checked across scope sizes. Off-topic queries are chatter and commands sent
-to a support agent, unrelated questions (`fourfold.testing.off_topic.OFF_TOPIC`), and *unanswerable* ones:
+to a support agent, unrelated questions (`harness.off_topic.OFF_TOPIC`), and *unanswerable* ones:
 a desk problem of a type the scope has no ticket of.
 
 Half the problem types and half the chatter are the *dev* half (tuned on), the rest the *test*
@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from fourfold.testing.off_topic import OFF_TOPIC
+from harness.off_topic import OFF_TOPIC
 
 __all__ = ["CHATTER", "TYPES", "Query", "Scope", "build", "split_of"]
 

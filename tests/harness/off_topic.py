@@ -1,6 +1,6 @@
 """Questions a support agent gets that no desk's memory, episode or article answers: world
 trivia, recipes, hobbies. The generated desks of the benchmarks and tests ask them as
-*unrelated* off-topic queries (`fourfold.testing.episode_desk`, `benchmarks/_paraphrase_data.py`)."""
+*unrelated* off-topic queries (`harness.episode_desk`, `benchmarks/_paraphrase_data.py`)."""
 
 from __future__ import annotations
 

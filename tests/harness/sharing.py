@@ -24,7 +24,7 @@ import httpx
 
 from fourfold import FourfoldError
 from fourfold.service.testing import LiveService, cli_command
-from fourfold.testing import reliability as rel
+from harness import reliability as rel
 
 
 @dataclass
