@@ -540,6 +540,8 @@ def test_near_misses_are_not_redacted(sentence: str) -> None:
         "got it, thanks",
         "no worries",
         "cool cool",
+        "Hi there!",
+        "hi, thanks",
     ],
 )
 def test_pleasantries_are_chatter(text: str) -> None:

@@ -39,7 +39,8 @@ _LAUGH = re.compile(r"(?:a?h[aeiu])+h?|(?:lo)+l|(?:xd)+")
 
 def _normal_word(word: str) -> str:
     word = _REPEATS.sub(r"\1", word)
-    return "haha" if _LAUGH.fullmatch(word) else word
+    # a word of a phrase stays itself: "hi" is a greeting, not a laugh, in "hi there"
+    return "haha" if word not in _VOCABULARY and _LAUGH.fullmatch(word) else word
 
 
 def _words(text: str) -> list[str] | None:
