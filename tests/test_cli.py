@@ -210,3 +210,13 @@ def test_add_refuses_broken_json_naming_where_it_broke(run, monkeypatch: pytest.
     assert code == 0 and [r["text"] for r in json.loads(out)] == ["User said: [urgent] I prefer phone calls."]
     kept = json.loads(run("--json", "recall", "phone calls", "--scope", "x", "-k", "5")[1])
     assert [r["text"] for r in kept] == ["User said: [urgent] I prefer phone calls."]
+
+
+def test_profile_lists_the_current_keyed_memories_with_when_each_was_set(run) -> None:  # type: ignore[no-untyped-def]
+    run("remember", "Prefers phone calls", "--scope", "c:1", "--key", "contact_channel", "--valid-from", "2026-01-01")
+    run("remember", "Prefers Signal", "--scope", "c:1", "--key", "contact_channel", "--valid-from", "2026-03-01")
+    run("remember", "Owns a label printer", "--scope", "c:1")
+    code, out, _ = run("profile", "--scope", "c:1")
+    assert code == 0 and out.split() == ["contact_channel", "Prefers", "Signal", "(since", "2026-03-01", "00:00)"]
+    code, out, _ = run("--json", "profile", "--scope", "c:1")
+    assert code == 0 and [(r["key"], r["text"]) for r in json.loads(out)] == [("contact_channel", "Prefers Signal")]

@@ -64,6 +64,7 @@ def _record(
 def test_episodic_package_exports_exactly_the_public_names() -> None:
     assert sorted(episodic_pkg.__all__) == [
         "EpisodeLog", "PENDING_SCOPE", "SHARED_SCOPE", "dense_text", "lexical_text", "render_episode", "render_episodes",
+        "render_ticket",
     ]
 
 

@@ -20,7 +20,7 @@ from fourfold.service.mcp import build_mcp_server
 from fourfold.service.testing import CLI_LAUNCHER, LiveService
 from fourfold.stores import InMemoryVectorStore
 
-TOOLS = {"remember", "recall", "remember_conversation", "list_memories", "update", "history", "forget",
+TOOLS = {"remember", "recall", "remember_conversation", "list_memories", "profile", "update", "history", "forget",
          "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
 
 
@@ -250,5 +250,20 @@ def test_versions_through_mcp_stay_within_the_server_scope(memory: Memory) -> No
                 result = await client.call_tool(tool, {"memory_id": other, **args})
                 assert result.is_error and "not_found" in text(result), tool
             assert [r.text for r in memory.long_term.history(other)] == ["Prefers phone calls"]
+
+    anyio.run(main)
+
+
+def test_profile_gives_the_scopes_current_keyed_memories(memory: Memory) -> None:
+    memory.long_term.remember("Prefers phone calls", scope="user:me", key="contact_channel", valid_from=1_000)
+    memory.long_term.remember("Prefers Signal", scope="user:me", key="contact_channel", valid_from=2_000)
+    memory.long_term.remember("Owns a label printer", scope="user:me")
+
+    async def main() -> None:
+        async with Client(build_mcp_server(lambda _r: memory, scope="user:me")) as client:
+            (entry,) = structured(await client.call_tool("profile", {}))
+            assert (entry["key"], entry["text"], entry["valid_from"]) == ("contact_channel", "Prefers Signal", 2_000)
+            outside = await client.call_tool("profile", {"scope": "user:other"})
+            assert outside.is_error and "outside this server's scope" in text(outside)
 
     anyio.run(main)

@@ -364,3 +364,21 @@ def test_a_users_subclass_may_annotate_names_it_imports_for_type_checking_only(s
     cls = type("Mine", (RemoteMemory,), {"__module__": __name__, "__annotations__": {"budget": "Decimal"}})
     mine = cls("http://testserver", api_key=served.keys.create("acme")[1], client=TestClient(served.client.app))
     assert isinstance(mine.long_term, remote.RemoteLongTermMemory) and not hasattr(mine, "budget")
+
+
+def test_profile_parity(memory: Any) -> None:
+    """A scope's profile: its current keyed memories, one per key, each dated when it was set;
+    the same through the library, `RemoteMemory` and `AsyncRemoteMemory`."""
+    lt = memory.long_term
+    lt.remember("Prefers phone calls", scope="c", kind="preference", key="contact_channel", valid_from=1_000)
+    lt.remember("Prefers Signal", scope="c", kind="preference", key="contact_channel", valid_from=2_000)
+    lt.remember("Is on the annual plan", scope="c", kind="fact", key="plan", valid_from=1_500)
+    lt.remember("Owns a label printer", scope="c")
+    lt.remember("Speaks Dutch", scope="other", key="language")
+    profile = lt.profile("c")
+    assert [(r.key, r.text, r.valid_from, r.valid_to) for r in profile] == [
+        ("contact_channel", "Prefers Signal", 2_000, None), ("plan", "Is on the annual plan", 1_500, None)]
+    # within the bound, the most recently set first
+    assert [r.key for r in lt.profile("c", max_tokens=12)] == ["contact_channel"]
+    with pytest.raises(InvalidInput):
+        lt.profile("c", max_tokens=0)

@@ -310,6 +310,7 @@ class _Items(Generic[T]):
         return f"{self.path}/{_segment(value, name)}"
 
 
+_TICKET = ("problem", "fix")
 _MEMORIES = _Items("/v1/memories", Recalled)
 _EPISODES = _Items("/v1/episodes", Episode)
 
@@ -357,6 +358,10 @@ class LongTerm:
     def history(memory_id: str) -> Call[list[Recalled]]:
         return Call("GET", f"/v1/memories/{_segment(memory_id, 'memory_id')}/versions", _recalled_list)
 
+    @like(LongTermMemory.profile)
+    def profile(scope: str, max_tokens: int) -> Call[list[Recalled]]:
+        return Call("GET", "/v1/profile", _recalled_list, params={"scope": scope, "max_tokens": max_tokens})
+
     @remote
     def remember_many(items: Iterable[MemoryInput | Mapping[str, Any]]) -> Call[list[Remembered]]:
         """Several memories in one request, in order (the service's consolidation applies)."""
@@ -387,10 +392,11 @@ class Episodes:
 
     @like(EpisodeLog.record)
     def record(goal: str, actions: Sequence[str], outcome: str, success: bool, scope: str | None,
-               tags: Sequence[str]) -> Call[Episode]:
+               tags: Sequence[str], problem: str, fix: str) -> Call[Episode]:
         body = {"goal": goal, "actions": _list(actions), "outcome": outcome, "success": success,
-                "scope": scope, "tags": _list(tags)}
-        return Call("POST", "/v1/episodes", _episode, body)
+                "scope": scope, "tags": _list(tags), "problem": problem, "fix": fix}
+        # a service of before problem and fix refuses the fields: sent only when given
+        return Call("POST", "/v1/episodes", _episode, {k: v for k, v in body.items() if v != "" or k not in _TICKET})
 
     @like(EpisodeLog.record_many)
     def record_many(items: Sequence[Mapping[str, Any]]) -> Call[list[Episode]]:

@@ -33,6 +33,8 @@ class LongTermLike(Protocol):
 
     def all(self, *, scope: str | None = None, kinds: Sequence[str] | None = None) -> list[Recalled]: ...
 
+    def profile(self, scope: str, *, max_tokens: int = ...) -> list[Recalled]: ...
+
 
 @runtime_checkable
 class Consolidating(Protocol):
@@ -48,7 +50,7 @@ class Consolidating(Protocol):
 class EpisodesLike(Protocol):
     def record(
         self, *, goal: str, actions: Sequence[str], outcome: str, success: bool,
-        scope: str | None = None, tags: Sequence[str] = (),
+        scope: str | None = None, tags: Sequence[str] = (), problem: str = "", fix: str = "",
     ) -> Episode: ...
 
     def similar_successes(

@@ -135,6 +135,7 @@ def _episode_item(ep: Episode, vector: Vectors | None, source: str | None) -> di
     item = {"type": "episode", "id": ep.id, "scope": ep.scope, "ts": ep.ts, "success": ep.success,
             "goal": ep.goal, "actions": list(ep.actions), "outcome": ep.outcome, "tags": list(ep.tags),
             "embedding": None if vector is None else _vector_text(vector)}
+    item.update({name: value for name, value in (("problem", ep.problem), ("fix", ep.fix)) if value})
     if source is not None:  # a shared case: erasing its customer after an import erases it too
         item["derived_from"] = source
     return item
@@ -256,7 +257,8 @@ def _record(item: dict[str, Any], dimension: int, where: str, *, vector: Vectors
 
 def _episode(item: dict[str, Any]) -> Episode:
     line = json.dumps({"v": 1, **{k: item[k] for k in ("id", "ts", "scope", "success", "goal", "actions", "outcome")},
-                       "tags": item.get("tags", [])}).encode("utf-8")
+                       "tags": item.get("tags", []), "problem": item.get("problem", ""),
+                       "fix": item.get("fix", "")}).encode("utf-8")
     return decode_line(line)  # the same checks as the episode log's own format
 
 

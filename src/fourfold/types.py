@@ -92,6 +92,10 @@ class Episode:
     `score` is its relevance in [0, 1] to the situation of the search that returned it
     (`EpisodeLog.similar_successes`, on the scale of `Recalled.score`); None on an episode that
     no search returned. It is not part of the episode's identity: equality ignores it.
+
+    `problem` and `fix` are the episode as a prompt may show it: the problem in one statement
+    and what solved it, apart from the `goal` as it was said (a customer's whole message, with
+    its greeting, contact details and preferences). Empty on an episode that did not record them.
     """
 
     goal: str
@@ -103,6 +107,8 @@ class Episode:
     scope: str | None = None
     tags: tuple[str, ...] = ()
     score: float | None = field(default=None, compare=False)
+    problem: str = ""
+    fix: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from fourfold.episodic import render_episode
+from fourfold.episodic import render_ticket
 from fourfold.text import memory_date
 from fourfold.types import DocHit, Episode, Recalled
 
@@ -38,6 +38,8 @@ class PromptParts:
     episodes: Sequence[Episode] = ()
     docs: Sequence[DocHit] = ()
     cases: Sequence[Episode] = ()  # de-identified, from other customers' resolved tickets
+    #: How many of `memories`, from the first, are the customer's profile (in every prompt).
+    profiled: int = 0
 
 
 # Characters a reader may take for <, > or &: those whose compatibility form is one
@@ -97,8 +99,8 @@ def dated(item: Recalled | Episode) -> str:
     stored); times are shown to the minute, in UTC unless the memory's own date carries its
     zone.
     """
-    if isinstance(item, Episode):
-        return f"[{_stamp(datetime.fromtimestamp(item.ts, tz=UTC))}] {render_episode(item)}"
+    if isinstance(item, Episode):  # a past ticket, from its problem and fix alone
+        return f"[{_stamp(datetime.fromtimestamp(item.ts, tz=UTC))}] {render_ticket(item)}"
     own = memory_date(item.metadata)
     since = item.valid_from or item.created_at
     if own is not None and (not since or _same_moment(own, since)):

@@ -17,6 +17,7 @@ from fourfold.agent.prompt import BASE_INSTRUCTIONS, PromptParts, assemble_syste
 from fourfold.errors import Forbidden, InvalidInput
 from fourfold.longterm import MemoryInput
 from fourfold.longterm.consolidate import Consolidator, ModelConsolidator, SimilarityConsolidator
+from fourfold.longterm.profile import PROFILE_TOKENS
 from fourfold.models.base import ChatModel, ChatResponse
 from fourfold.protocols import CaseLog, Consolidating, MemoryLike, SharedCases
 from fourfold.ranking import RELEVANCE_FLOOR
@@ -33,6 +34,7 @@ from fourfold.shortterm import (
 from fourfold.shortterm.strategies import StrategyFn, run_strategy
 from fourfold.shortterm.threads import ConversationStore, Thread
 from fourfold.text import redact
+from fourfold.text.problem import problem_sentence
 from fourfold.types import DocHit, Episode, Recalled
 
 __all__ = ["OpenTicket", "Reply", "Resolution", "SupportAgent", "ToolUse", "TurnReport", "customer_scope"]
@@ -101,6 +103,8 @@ class TurnReport:
     model_calls: int
     system_prompt: str = field(repr=False, default="")
     cases: tuple[Episode, ...] = ()  # de-identified cases from other customers' tickets
+    #: The customer's profile (`LongTermMemory.profile`): the first of `memories`, whatever the question.
+    profile: tuple[Recalled, ...] = ()
     dry_run: bool = False  # nothing of this turn was saved
     #: A dry run's first request as sent to the model (after the short-term strategy).
     sent: tuple[Mapping[str, Any], ...] = field(repr=False, default=())
@@ -162,6 +166,7 @@ class SupportAgent:
         conversations: ConversationStore | None = None,
         short_term: ShortTerm | None = None,
         memory_k: int = 3,
+        profile_tokens: int = PROFILE_TOKENS,
         episode_k: int = 3,
         doc_k: int = 2,
         case_k: int = 2,
@@ -186,6 +191,8 @@ class SupportAgent:
         self.conversations: ConversationStore = threads
         self.policy = policy or PolicyTool(memory.facts)
         self.memory_k, self.episode_k, self.doc_k = memory_k, episode_k, doc_k
+        #: The bound of the profile every prompt carries (0: none).
+        self.profile_tokens = profile_tokens
         self.case_k = case_k
         #: The shared case base (None with share_cases=False): the memory's own, or the service's.
         self.cases: SharedCases | None = _case_base(memory, model, review_cases) if share_cases else None
@@ -234,6 +241,7 @@ class SupportAgent:
             memories=tuple(parts.memories),
             episodes=tuple(parts.episodes),
             cases=tuple(parts.cases),
+            profile=tuple(parts.memories[:parts.profiled]),
             docs=tuple(parts.docs),
             tool_uses=tuple(tool_uses),
             input_tokens=sum(r.usage.input_tokens for r in responses),
@@ -247,21 +255,25 @@ class SupportAgent:
         return Reply(responses[-1].text, report)
 
     def retrieve(self, scope: str, user_msg: str) -> PromptParts:
-        """Long-term memories and episodes of this customer only, the shared de-identified cases,
+        """The customer's profile (their current keyed memories, whatever the message), then
+        long-term memories and episodes of this customer only, the shared de-identified cases,
         and the documentation, each at least `min_relevance` relevant to the message.
 
         Unscoped episodes are not read: anyone with MCP or API access can write them unvetted;
         the shared cases are written only by a resolve, de-identified.
         """
         floor = self.min_relevance
-        memories = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k, min_score=floor)
+        profile = self.memory.long_term.profile(scope, max_tokens=self.profile_tokens) if self.profile_tokens else []
+        shown = {m.id for m in profile}
+        recalled = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k, min_score=floor)
+        memories = [*profile, *(m for m in recalled if m.id not in shown)]
         episodes = self.memory.episodes.similar_successes(
             user_msg, k=self.episode_k, scope=scope, include_unscoped=False, min_score=floor
         )
         cases = (self.cases.similar(user_msg, k=self.case_k, exclude_source=scope, min_score=floor)
                  if self.cases and self.case_k else [])
         docs = self.memory.docs.search(user_msg, k=self.doc_k, min_score=floor) if self.doc_k else []
-        return PromptParts(memories, episodes, docs, cases)
+        return PromptParts(memories, episodes, docs, cases, profiled=len(profile))
 
     def _tool_loop(
         self, messages: list[Mapping[str, Any]], system: str
@@ -305,11 +317,14 @@ class SupportAgent:
             ticket = OpenTicket.of(thread)
             if not ticket.goal:
                 raise InvalidInput(f"customer {customer_id!r} has no open ticket to resolve")
+            # A later prompt shows the problem and the fix, never the message as said: its greeting,
+            # contact details and preferences (which may change) are not what the ticket was about.
+            problem = problem_sentence(ticket.goal)
             episode = self.memory.episodes.record(
                 goal=ticket.goal, actions=list(ticket.actions), outcome=outcome,
-                success=success, scope=scope, tags=("support",),
+                success=success, scope=scope, tags=("support",), problem=problem, fix=outcome,
             )
-            remembered = self._remember_distilled(scope, thread, ticket.goal, outcome) if success else ()
+            remembered = self._remember_distilled(scope, thread, problem, outcome) if success else ()
             case = self._share(scope, thread, episode) if success and self.cases else None
             self.conversations.save(OpenTicket().kept_in(thread))
         return Resolution(episode, remembered, case)
@@ -325,13 +340,13 @@ class SupportAgent:
             warnings.warn(f"the resolved ticket was not shared as a case: {refused}", RuntimeWarning, stacklevel=3)
             return None
 
-    def _remember_distilled(self, scope: str, thread: Thread, goal: str, outcome: str) -> tuple[str, ...]:
+    def _remember_distilled(self, scope: str, thread: Thread, problem: str, outcome: str) -> tuple[str, ...]:
         user_texts = _user_texts(thread)
         if self.model.is_llm:
             transcript = "\n".join(f"customer: {t}" for t in user_texts)
-            distilled = distill_with_model(self.model, goal, outcome, transcript)
+            distilled = distill_with_model(self.model, problem, outcome, transcript)
         else:
-            distilled = distill_offline(goal, outcome, user_texts)
+            distilled = distill_offline(problem, outcome, user_texts)
         items = [MemoryInput(text, scope, kind, key=key) for text, kind, key in distilled.keyed()]
         try:  # one write, so a consolidating model is asked once
             return self._write(items)

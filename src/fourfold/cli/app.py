@@ -230,6 +230,14 @@ def history(memory_id: str) -> None:
 
 
 @app.command()
+def profile(scope: Annotated[str, typer.Option(help="Whose profile, e.g. customer:42.")]) -> None:
+    """A scope's current keyed memories, one per key, with when each was set."""
+    with _memory() as mem:
+        found = mem.long_term.profile(scope)
+    _out(found, "\n".join(f"{r.key:<20}  {r.text}  (since {_stamp(r.valid_from)})" for r in found) or "(no keyed memories)")
+
+
+@app.command()
 def recall(
     query: str,
     scope: ScopeFilterOption = None,

@@ -28,8 +28,11 @@ __all__ = ["Body", "EpisodeIndex", "dense_text", "lexical_text"]
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
-#: An episode's text as stored: goal, actions (JSON), outcome, tags (JSON).
-Body = tuple[str, str, str, str]
+#: An episode's text as stored: goal, actions (JSON), outcome, tags (JSON), problem, fix (NULL
+#: in rows written before episodes recorded them).
+Body = tuple[str, str, str, str, str | None, str | None]
+#: Where a read row's body ends: (id, *Body, ...), as `EpisodeLog` selects it.
+_BODY_END = 7
 #: A posting key is a term's id in its high 32 bits and a document's place in its group in the low ones.
 _DOC_BITS = 32
 _DOC_MASK = (1 << _DOC_BITS) - 1
@@ -209,12 +212,13 @@ class EpisodeIndex:
         return [row for row in rows if bodies[row] is None]
 
     def set_bodies(self, found: Iterable[Sequence[Any]]) -> None:
-        """Keep bodies read as (id, goal, actions, outcome, tags, ...) of rows held; others are dropped."""
+        """Keep bodies read as (id, goal, actions, outcome, tags, problem, fix, ...) of rows held;
+        others are dropped."""
         rows, bodies = self.rows, self._bodies
-        for episode_id, goal, actions, outcome, tags, *_ in found:
-            row = rows.get(episode_id)
+        for r in found:
+            row = rows.get(r[0])
             if row is not None and bodies[row] is None:
-                bodies[row] = (goal, actions, outcome, tags)
+                bodies[row] = tuple(r[1:_BODY_END])  # type: ignore[assignment]
 
     def episode(self, row: int) -> Episode:
         """The episode of a row whose body was read (`set_bodies`)."""
@@ -223,7 +227,7 @@ class EpisodeIndex:
             return body
         if body is None:
             raise LookupError(f"the body of row {row} was not read")
-        goal, actions, outcome, tags = body
+        goal, actions, outcome, tags, problem, fix = body
         tag_set = self._tag_sets.get(tags)
         if tag_set is None:
             tag_set = tuple(json.loads(tags))
@@ -232,6 +236,7 @@ class EpisodeIndex:
         ep = self._bodies[row] = Episode(
             goal=goal, actions=tuple(json.loads(actions)), outcome=outcome, success=bool(self._success[row]),
             ts=float(self._ts.view()[row]), id=self.ids[row], scope=self._scopes[row], tags=tag_set,
+            problem=problem or "", fix=fix or "",
         )
         return ep
 
@@ -268,19 +273,19 @@ class EpisodeIndex:
             bodies = self._bodies
             for row, r in zip(rows, found, strict=True):
                 if bodies[row] is None:
-                    bodies[row] = (r[1], r[2], r[3], r[4])
-            self._tokens.update(zip(rows, _kept_many([r[5] for r in found]), strict=True))
+                    bodies[row] = tuple(r[1:_BODY_END])  # type: ignore[assignment]
+            self._tokens.update(zip(rows, _kept_many([r[_BODY_END] for r in found]), strict=True))
             width = 4 * self.dimension
-            if all(r[7] == identity and r[6] is not None and len(r[6]) == width for r in found):
-                matrix = np.frombuffer(b"".join([r[6] for r in found]), dtype=np.float32)
+            if all(r[-1] == identity and r[-2] is not None and len(r[-2]) == width for r in found):
+                matrix = np.frombuffer(b"".join([r[-2] for r in found]), dtype=np.float32)
                 group.put(slice(0, len(rows)), matrix.reshape(len(rows), self.dimension))
             else:
                 self._put_stored(found, identity)
         group.read = len(rows)
 
     def set_loaded(self, found: Sequence[Sequence[Any]], *, identity: str) -> None:
-        """Keep what a read of successful rows gave, as (id, goal, actions, outcome, tags,
-        kept tokens, embedding, embedder): bodies, kept tokens (of this tokenizer), and the
+        """Keep what a read of successful rows gave, as (id, goal, actions, outcome, tags, problem,
+        fix, kept tokens, embedding, embedder): bodies, kept tokens (of this tokenizer), and the
         vectors the embedder of `identity` stored. Rows not held, or failures, are dropped."""
         self.set_bodies(found)
         for episode_id, *_, kept, _blob, _embedder in found:

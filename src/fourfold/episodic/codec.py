@@ -19,7 +19,7 @@ __all__ = ["build_episode", "decode_line", "encode_line"]
 FORMAT_VERSION = 1
 MAX_ACTIONS = 1000
 MAX_TAG_CHARS = 100
-_FIELDS = frozenset({"goal", "actions", "outcome", "success", "scope", "tags"})
+_FIELDS = frozenset({"goal", "actions", "outcome", "success", "scope", "tags", "problem", "fix"})
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -60,7 +60,15 @@ def build_episode(item: Mapping[str, Any], *, ts: float) -> Episode:
             check_identifier(tag, what="tag")
             for tag in _strings(item.get("tags", ()), what="tags", limit=MAX_ACTIONS, max_chars=MAX_TAG_CHARS)
         ),
+        problem=_optional_text(item, "problem"),
+        fix=_optional_text(item, "fix"),
     )
+
+
+def _optional_text(item: Mapping[str, Any], name: str) -> str:
+    """An optional text field, redacted; "" when absent (or None)."""
+    value = item.get(name)
+    return "" if value is None or value == "" else redact(check_text(value, what=name))[0]
 
 
 def encode_line(ep: Episode) -> bytes:
@@ -76,6 +84,7 @@ def encode_line(ep: Episode) -> bytes:
         "outcome": ep.outcome,
         "tags": list(ep.tags),
     }
+    record.update({name: value for name, value in (("problem", ep.problem), ("fix", ep.fix)) if value})
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
@@ -123,4 +132,13 @@ def decode_line(line: bytes) -> Episode:
         id=episode_id,
         scope=scope,
         tags=_string_list(record, "tags"),
+        problem=_optional_string(record, "problem"),
+        fix=_optional_string(record, "fix"),
     )
+
+
+def _optional_string(record: Mapping[str, Any], name: str) -> str:
+    value = record.get(name, "")
+    if not isinstance(value, str):
+        raise ValueError(f"field {name!r} is not a string")
+    return value

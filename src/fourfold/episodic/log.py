@@ -64,7 +64,7 @@ class LogCursor(NamedTuple):
 #: What a log holds of every episode (the columns of the `episodes_log` index), its body, and
 #: what a search reads of a successful one.
 _SKELETON = "id, scope, ts, success, seq"
-_BODY = "id, goal, actions, outcome, tags"
+_BODY = "id, goal, actions, outcome, tags, problem, fix"
 _SEARCHED = f"{_BODY}, tokens, embedding, embedder"
 #: Successes with no vector of an embedder: three ranges of the `episodes_embedder` index (an
 #: OR of them scanned the whole index). A vector is stored with its embedder, never apart.
@@ -120,10 +120,15 @@ class EpisodeLog:
         success: bool,
         scope: str | None = None,
         tags: Sequence[str] = (),
+        problem: str = "",
+        fix: str = "",
     ) -> Episode:
-        """Append one episode (its text redacted) and return it as stored."""
+        """Append one episode (its text redacted) and return it as stored.
+
+        `problem` and `fix` are what a prompt may show of it (`Episode.problem`), apart from
+        the goal as it was said."""
         item = {"goal": goal, "actions": actions, "outcome": outcome, "success": success}
-        return self.record_many([{**item, "scope": scope, "tags": tags}])[0]
+        return self.record_many([{**item, "scope": scope, "tags": tags, "problem": problem, "fix": fix}])[0]
 
     def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[Episode]:
         """Append several episodes in one transaction; all or none are valid."""
@@ -157,8 +162,8 @@ class EpisodeLog:
         with self.db.write() as conn:
             ((_, seq),) = self.db.bump(conn, [WRITTEN]).values()
             conn.executemany(
-                "INSERT INTO episodes (id, scope, ts, success, goal, actions, outcome, tags, seq, pos, tokens)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO episodes (id, scope, ts, success, goal, actions, outcome, tags, seq, pos, tokens, problem, fix)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
                 [_row(ep, seq, pos, tokens) for pos, (ep, tokens) in enumerate(zip(episodes, _kept(episodes), strict=True))],
             )
             if vectors:
@@ -503,7 +508,7 @@ def _row(ep: Episode, seq: int, pos: int, tokens: str | None) -> tuple[Any, ...]
     return (
         ep.id, scope_key(ep.scope), ep.ts, int(ep.success), ep.goal,
         json.dumps(list(ep.actions), ensure_ascii=False), ep.outcome,
-        json.dumps(list(ep.tags), ensure_ascii=False), seq, pos, tokens,
+        json.dumps(list(ep.tags), ensure_ascii=False), seq, pos, tokens, ep.problem or None, ep.fix or None,
     )
 
 

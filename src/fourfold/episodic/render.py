@@ -5,9 +5,10 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
+from fourfold.text.problem import problem_sentence
 from fourfold.types import Episode
 
-__all__ = ["render_episode", "render_episodes"]
+__all__ = ["render_episode", "render_episodes", "render_ticket"]
 
 MAX_FIELD_CHARS = 200
 MAX_ACTION_CHARS = 80
@@ -42,6 +43,16 @@ def render_episode(ep: Episode) -> str:
     parts.append(_one_line(ep.outcome, MAX_FIELD_CHARS))
     label = "Previously" if ep.success else "Previously (failed)"
     return f"{label}: {' -> '.join(parts)}"
+
+
+def render_ticket(ep: Episode) -> str:
+    """A past ticket from its problem and fix alone: "Previously: printer offline -> replaced the
+    cable". Never the goal as it was said (a customer's message, with greetings, contact
+    details and preferences that may have changed since): an episode that recorded no problem
+    shows the problem sentence of its goal (`problem_sentence`), and one without a fix its outcome."""
+    problem = ep.problem or problem_sentence(ep.goal)
+    label = "Previously" if ep.success else "Previously (failed)"
+    return f"{label}: {_one_line(problem, MAX_FIELD_CHARS)} -> {_one_line(ep.fix or ep.outcome, MAX_FIELD_CHARS)}"
 
 
 def render_episodes(eps: Sequence[Episode]) -> str:

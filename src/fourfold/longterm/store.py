@@ -35,6 +35,7 @@ from fourfold.longterm.consolidate import (
 )
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
+from fourfold.longterm.profile import PROFILE_TOKENS, fit_profile
 from fourfold.longterm.retrieval import RecordFilter, ScopeIndex, Weights
 from fourfold.longterm.versions import (
     VERSION_KEY,
@@ -407,6 +408,12 @@ class LongTermMemory:
         index = self._index(check_scope(scope))
         records = sorted(filter(keep, index.records), key=lambda r: r.created_at)
         return [_recalled(r, 1.0) for r in records]
+
+    def profile(self, scope: str, *, max_tokens: int = PROFILE_TOKENS) -> list[Recalled]:
+        """The scope's profile: its current keyed memories, one per key, each with when it was
+        set (`valid_from`), ordered by key; the most recently set first while they fit in
+        `max_tokens` (estimated). What a prompt for that scope carries whatever the question."""
+        return fit_profile(self.all(scope=scope), max_tokens)
 
     # -- reading --------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fourfold import __version__
 from fourfold.errors import FourfoldError, InvalidInput
+from fourfold.longterm.profile import PROFILE_TOKENS
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
 from fourfold.service import schemas as s
@@ -259,6 +260,16 @@ def create_app(
     def forget_memories_of_scope(mem: Mem, scope: Annotated[str, Query()]) -> s.DeletedCount:
         """Delete every memory (and document chunk) of one scope; episodes stay."""
         return s.DeletedCount(deleted=mem.long_term.forget_scope(scope))
+
+    @api.get("/profile", tags=["memories"])
+    def profile(
+        mem: Mem, scope: Annotated[str, Query()],
+        max_tokens: Annotated[int, Query(description="The bound, in estimated tokens.")] = PROFILE_TOKENS,
+    ) -> s.MemoriesOut:
+        """A scope's profile: its current keyed memories, one per key, each with when it was set
+        (valid_from), within a token bound; what a prompt for that scope carries whatever the question."""
+        return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in mem.long_term.profile(
+            scope, max_tokens=max_tokens)]})
 
     @api.get("/memories/{memory_id}", tags=["memories"])
     def get_memory(memory_id: str, mem: Mem) -> s.MemoryOut:

@@ -184,6 +184,16 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         return [memory_out(h) for h in hits]
 
     @tool
+    def profile(ctx: Ctx, scope: ScopeArg = scope) -> list[dict[str, Any]]:
+        """The profile of one scope: its current keyed memories (contact channel, language, plan,
+        any key set), one per key, each with when it was set (valid_from). Read it at the start
+        of a conversation: it holds whatever the question is."""
+        with _tool_errors():
+            if (bounded := bounded_scope(scope, server_scope)) is None:
+                raise InvalidInput("profile needs a scope")
+            return [memory_out(r) for r in mem(ctx).long_term.profile(bounded)]
+
+    @tool
     def list_memories(
         ctx: Ctx,
         scope: ScopeArg = scope,

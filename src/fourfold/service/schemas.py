@@ -117,6 +117,8 @@ Actions = Annotated[list[StrictStr], Field(description="The steps taken, in orde
 Outcome = Annotated[StrictStr, Field(description="How it ended.")]
 #: Lax, for the tools: MCP clients often send a boolean as "true" (the REST body takes it strict).
 Success = Annotated[bool, Field(description="True if the goal was reached.")]
+_PROBLEM = "The problem in one statement, as a prompt may show it (empty: not recorded)."
+_FIX = "What solved it, as a prompt may show it (empty: not recorded)."
 Situation = Annotated[StrictStr, Field(description="The task or problem at hand.")]
 DocText = Annotated[
     StrictStr, Field(description="The document's full text (Markdown is fine); never a path: the service reads no files.")
@@ -242,6 +244,8 @@ class EpisodeIn(RequestBody):
     success: Annotated[Success, Strict()]
     scope: Scope = None
     tags: list[StrictStr] = Field(default_factory=list)
+    problem: StrictStr = Field("", description=_PROBLEM)
+    fix: StrictStr = Field("", description=_FIX)
 
 
 class EpisodesIn(RequestBody):
@@ -266,6 +270,8 @@ class EpisodeOut(BaseModel):
     scope: str | None
     tags: list[str]
     score: float | None = Field(None, description="Relevance in [0, 1] to the search's situation; null outside a search.")
+    problem: str = Field("", description=_PROBLEM)
+    fix: str = Field("", description=_FIX)
 
 
 class EpisodesOut(BaseModel):

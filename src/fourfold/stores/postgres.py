@@ -61,8 +61,9 @@ log = logging.getLogger("fourfold.stores.postgres")
 
 DEFAULT_SCHEMA = "fourfold"
 #: 2: memories keep their tokens (`fourfold.stores.vector.tokens_to_keep`); 3: so do successful
-#: episodes, and the episode log's skeleton and the episodes still to embed have indexes.
-SCHEMA_VERSION = 3
+#: episodes, and the episode log's skeleton and the episodes still to embed have indexes; 4: episodes
+#: keep their problem and fix.
+SCHEMA_VERSION = 4
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,62}")
 _DELETE = re.compile(r"\s*DELETE\s+FROM\s+(\w+)", re.IGNORECASE)
 #: How VACUUM VERBOSE reports rows an older transaction may still see (PostgreSQL 13 and later).
@@ -92,6 +93,9 @@ _SCHEMA = (
     " tags TEXT NOT NULL, seq BIGINT NOT NULL, pos INTEGER NOT NULL, embedding BYTEA, embedder TEXT, tokens TEXT)",
     # A schema of version 2 gains the column; its successes' tokens are made when a search reads them.
     "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS tokens TEXT",
+    # Version 4: an episode's problem and fix (NULL in the episodes of before).
+    "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS problem TEXT",
+    "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS fix TEXT",
     # The log's skeleton in log order (see `fourfold.stores.sqlite`), and the successes to embed.
     "CREATE INDEX IF NOT EXISTS episodes_log ON episodes (seq, pos) INCLUDE (id, scope, ts, success)",
     *EPISODE_INDEXES,

@@ -86,7 +86,8 @@ _SCHEMA = (
     # tokens: a success's kept tokens (`fourfold.stores.vector.tokens_to_keep`), NULL otherwise.
     "CREATE TABLE IF NOT EXISTS episodes (id TEXT PRIMARY KEY, scope TEXT NOT NULL, ts REAL NOT NULL,"
     " success INTEGER NOT NULL, goal TEXT NOT NULL, actions TEXT NOT NULL, outcome TEXT NOT NULL,"
-    " tags TEXT NOT NULL, seq INTEGER NOT NULL, pos INTEGER NOT NULL, embedding BLOB, embedder TEXT, tokens TEXT)",
+    " tags TEXT NOT NULL, seq INTEGER NOT NULL, pos INTEGER NOT NULL, embedding BLOB, embedder TEXT, tokens TEXT,"
+    " problem TEXT, fix TEXT)",
     # The log's skeleton in log order, read without touching the rows (a row holds its vector:
     # reading 100k rows to learn their ids and scopes cost most of opening a large log).
     "CREATE INDEX IF NOT EXISTS episodes_log ON episodes (seq, pos, id, scope, ts, success)",
@@ -613,6 +614,10 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         _keep_tokens(conn)
     if "episodes" in tables and "tokens" not in {r[1] for r in conn.execute("PRAGMA table_info(episodes)")}:
         _keep_episode_tokens(conn)
+    if "episodes" in tables and "problem" not in {r[1] for r in conn.execute("PRAGMA table_info(episodes)")}:
+        # Additive, as `tokens`: the episodes of before keep NULL (they recorded no problem or fix).
+        conn.execute("ALTER TABLE episodes ADD COLUMN problem TEXT")
+        conn.execute("ALTER TABLE episodes ADD COLUMN fix TEXT")
     if version is None:
         conn.execute("INSERT INTO meta (name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 

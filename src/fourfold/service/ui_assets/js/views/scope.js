@@ -6,7 +6,8 @@ import { button, confirmDialog, flash, h, link, pre, replace, section, status, w
 export async function scopeView(main, params, ctx) {
   const scope = params.get("name") || "";
   const scoped = scope ? { scope } : {};
-  const [memories, episodes, thread, features] = await Promise.all([
+  const [profile, memories, episodes, thread, features] = await Promise.all([
+    scope ? get(withQuery("/v1/profile", scoped)) : Promise.resolve(null),
     get(withQuery("/v1/memories", scoped)),
     get(withQuery("/v1/episodes", scoped)),
     scope ? get(`/v1/conversations/${path(scope)}`) : Promise.resolve(null),
@@ -28,9 +29,20 @@ export async function scopeView(main, params, ctx) {
     h("p", { class: "row" },
       link("why", { scope }, "Why was this recalled? Search this scope"),
       customer ? link("replay", { customer }, "Replay a turn (dry run)") : null, erase),
+    profile ? profileSection(profile.results) : null,
     memoriesSection(memories.results, features, ctx),
     episodesSection(episodes.results.filter((e) => (e.scope || "") === scope), ctx),
     thread ? threadSection(thread) : null);
+}
+
+// What every prompt for this scope carries, whatever the question: its current keyed memories.
+function profileSection(entries) {
+  const rows = entries.map((m) => h("tr", { "data-id": m.id },
+    h("th", { scope: "row" }, h("code", {}, m.key)), h("td", {}, m.text), h("td", { class: "muted" }, when(m.valid_from))));
+  return section(`Profile (${entries.length})`, entries.length
+    ? h("table", { class: "profile", "aria-label": "Profile: current keyed memories" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", {}, "Value"), h("th", {}, "Set"))), h("tbody", {}, rows))
+    : h("p", { class: "muted" }, "No keyed memories: nothing is in every prompt."));
 }
 
 // A scope may hold thousands of memories: each is a block whose layout the browser skips while

@@ -1,0 +1,86 @@
+"""The desk's memory has the right shape: a customer's profile is in every prompt, past tickets
+are shown by their problem and fix (never a message as the customer wrote it), and a superseded
+preference comes back from no source; on fresh data dirs and on one written before these rules."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conftest import OpenMemory
+from fourfold import Memory
+from fourfold.agent import DATA_CLOSE, DATA_OPEN, SupportAgent, customer_scope
+from fourfold.agent.prompt import SECTION_TITLES
+from fourfold.models import OfflineModel
+
+#: A desk's data dir as fourfold wrote it before episodes kept a problem and a fix
+#: (tests/data/make_desk_before_profile.py says what is in it).
+BEFORE = Path(__file__).parent / "data" / "desk-before-profile.tar.gz"
+
+
+def sections(system: str) -> dict[str, list[str]]:
+    """The prompt's data lines by section title, each line as the text it quotes."""
+    lines = system.splitlines()
+    out: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in lines[lines.index(DATA_OPEN) + 1: lines.index(DATA_CLOSE)]:
+        if line.startswith("# "):
+            current = out.setdefault(line[2:], [])
+        elif line != '"(none)"':
+            current.append(json.loads(line))
+    return out
+
+
+@pytest.fixture
+def before(open_memory: OpenMemory, tmp_path: Path) -> Memory:
+    with tarfile.open(BEFORE) as tar:
+        tar.extractall(tmp_path, filter="data")
+    return open_memory(tmp_path / "desk-before-profile")
+
+
+def test_the_profile_is_in_every_prompt_whatever_the_question(memory: Memory) -> None:
+    scope = customer_scope("ann")
+    memory.long_term.remember("My preferred way to be contacted is Signal", scope=scope, kind="preference",
+                              key="contact_channel", valid_from=1_700_000_000)
+    memory.long_term.remember("Is on the annual plan", scope=scope, kind="fact", key="plan")
+    for i in range(6):  # unrelated memories that a recall by similarity would rank first
+        memory.long_term.remember(f"Label printer model {i} was offline in store {i}", scope=scope)
+    reply = SupportAgent(memory, OfflineModel(), share_cases=False).turn("ann", "The label printer is offline",
+                                                                         dry_run=True)
+    known = sections(reply.report.system_prompt)[SECTION_TITLES[0]]
+    assert known[0] == "[2023-11-14 22:13 UTC] My preferred way to be contacted is Signal"
+    assert known[1].endswith("] Is on the annual plan")
+    assert [m.key for m in reply.report.profile] == ["contact_channel", "plan"]
+
+
+def test_a_past_ticket_is_shown_by_its_problem_and_fix_never_as_the_customer_wrote_it(memory: Memory) -> None:
+    agent = SupportAgent(memory, OfflineModel(), share_cases=False)
+    agent.turn("ann", "Hi there! This is Ann Smith. Please call me on the phone. My label printer is offline.")
+    first = agent.resolve("ann", "Reinstalled the printer driver.")
+    assert (first.episode.problem, first.episode.fix) == ("My label printer is offline.", "Reinstalled the printer driver.")
+    assert first.episode.goal.startswith("Hi there! This is Ann Smith.")  # kept as said, for the record
+    agent.turn("ann", "From now on please email me instead of calling. The label printer shows a paper jam.")
+    agent.resolve("ann", "Cleared the jam.")
+    system = agent.turn("ann", "My label printer is offline again", dry_run=True).report.system_prompt
+    tickets = sections(system)[SECTION_TITLES[1]]
+    assert any(t.endswith("] Previously: My label printer is offline. -> Reinstalled the printer driver.") for t in tickets)
+    assert "phone" not in system and "Ann Smith" not in system
+    assert any("email me" in m for m in sections(system)[SECTION_TITLES[0]])
+
+
+def test_a_data_dir_written_before_shows_old_tickets_by_problem_and_outcome(before: Memory) -> None:
+    """Episodes recorded without a problem or fix show the problem sentence of their goal and
+    their outcome; ann's changed preference (phone, then email) comes back from no source."""
+    assert all(not e.problem and not e.fix for e in before.episodes.episodes())
+    reply = SupportAgent(before, OfflineModel(), share_cases=False).turn(
+        "ann", "My label printer is offline again", dry_run=True)
+    system = reply.report.system_prompt
+    tickets = sections(system)[SECTION_TITLES[1]]
+    assert any(t.endswith("] Previously: My label printer is offline. -> Reinstalled the printer driver; the label "
+                          "printer prints again.") for t in tickets)
+    assert "phone" not in system and "Please call me" not in system
+    assert [m.key for m in reply.report.profile] == ["contact_channel"]
+    assert "email me instead" in reply.report.profile[0].text
