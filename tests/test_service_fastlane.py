@@ -217,10 +217,11 @@ def _lane_around(inner_calls: list[bytes]) -> FastLane:
         await send({"type": "http.response.start", "status": 418, "headers": []})
         await send({"type": "http.response.body", "body": b"fastapi"})
 
-    def memory_for(authorization: str | None, host: str | None) -> Any:
-        if authorization != "Bearer good":
+    def memory_for(scope: Any) -> Any:
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        if headers.get("authorization") != "Bearer good":
             raise Unauthorized("send an API key")
-        return f"tenant@{host}"
+        return f"tenant@{headers.get('host')}"
 
     return FastLane(inner, lanes=lanes_for(router.routes, _Who), memory_for=memory_for,
                     error_response=lambda exc: JSONResponse({"error": exc.code}, status_code=401),

@@ -31,6 +31,7 @@ from fourfold.longterm.profile import PROFILE_TOKENS
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
 from fourfold.service import schemas as s
+from fourfold.service.admission import CALLER, Admission
 from fourfold.service.batching import GroupCommit
 from fourfold.service.cases import install_case_routes
 from fourfold.service.errors import Unauthorized, one_line, status_for
@@ -68,7 +69,7 @@ Scope = Annotated[str | None, Query(description="The scope; omit it for your uns
 def _tenant_memory(request: Request) -> Memory:
     """The caller's tenant's memory (the inspector's dependency; /v1 routes get it through `_Caller`)."""
     auth: Authenticator = request.app.state.auth
-    tenant, _ = auth.tenant(request.headers.get("authorization"), request.headers.get("host"))
+    tenant = auth.of_scope(request.scope)[0]
     tenants: Tenants = request.app.state.tenants
     return tenants.get(tenant)
 
@@ -76,7 +77,7 @@ def _tenant_memory(request: Request) -> Memory:
 def _caller_id(request: Request) -> str:
     """Who sends the request: its key's public id, or ANONYMOUS (raises Unauthorized)."""
     auth: Authenticator = request.app.state.auth
-    return auth.caller(request.headers.get("authorization"), request.headers.get("host"))[1]
+    return auth.of_scope(request.scope)[1]
 
 
 class _Caller:
@@ -122,6 +123,16 @@ class Authenticator:
     def tenant(self, authorization: str | None, host: str | None) -> tuple[str, Literal["key", "anonymous"]]:
         tenant, who = self.caller(authorization, host)
         return tenant, "anonymous" if who == ANONYMOUS else "key"
+
+    def of_scope(self, scope: MutableMapping[str, Any]) -> tuple[str, str]:
+        """`caller` of an ASGI request: the one `Admission` found, else from its headers."""
+        found = scope.get(CALLER)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        headers = {k: v for k, v in scope.get("headers", []) if k in (b"authorization", b"host")}
+        authorization, host = (headers[k].decode("latin-1") if k in headers else None
+                               for k in (b"authorization", b"host"))
+        return self.caller(authorization, host)
 
     def caller(self, authorization: str | None, host: str | None) -> tuple[str, str]:
         """(tenant, who): `who` is the key's public id, or ANONYMOUS without a key."""
@@ -454,8 +465,8 @@ def create_app(
     app.include_router(api)
     if fast_lane and not _traced(telemetry):  # added first: the body limit and the browser guard stay in front of it
 
-        def memory_for(authorization: str | None, host: str | None) -> Memory:
-            return tenants.get(auth.tenant(authorization, host)[0])
+        def memory_for(scope: MutableMapping[str, Any]) -> Memory:
+            return tenants.get(auth.of_scope(scope)[0])
 
         app.add_middleware(FastLane, lanes=lanes_for(api.routes, Mem), memory_for=memory_for,
                            error_response=_library_error, executor=requests)
@@ -465,6 +476,8 @@ def create_app(
         from starlette.routing import Route
 
         app.router.routes.append(Route("/mcp", _McpEndpoint(mcp_server, auth), methods=["GET", "POST", "DELETE"]))
+    # the key before the body, the body's shape before any parser (inside the body limit)
+    app.add_middleware(Admission, authenticate=auth.caller, executor=requests, respond=_error_response)
     app.add_middleware(_BodyLimit, limit=max_body_bytes)
     return app
 
@@ -639,9 +652,8 @@ class _McpEndpoint:
         self._auth = auth
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         try:
-            tenant, _ = self._auth.tenant(headers.get("authorization"), headers.get("host"))
+            tenant = self._auth.of_scope(scope)[0]
         except Unauthorized as exc:
             await _error_response(exc)(scope, receive, send)
             return
@@ -685,10 +697,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         if request.url.path.startswith(_API_PREFIX + "/"):  # the key first (see `_Caller`)
             try:
                 auth: Authenticator = request.app.state.auth
-                authorization, host = request.headers.get("authorization"), request.headers.get("host")
-                await asyncio.get_running_loop().run_in_executor(
-                    request.app.state.requests, auth.tenant, authorization, host
-                )
+                await asyncio.get_running_loop().run_in_executor(request.app.state.requests, auth.of_scope, request.scope)
             except Unauthorized as unauthorized:
                 return _error_response(unauthorized)
         errors = exc.errors()

@@ -30,12 +30,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fourfold.errors import FourfoldError
 from fourfold.memory import Memory
+from fourfold.service.admission import replay_body
 
 __all__ = ["FastLane", "Lane", "lanes_for"]
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
-#: The caller's memory from (Authorization header, Host header); raises Unauthorized.
-MemoryFor = Callable[[str | None, str | None], Memory]
+#: The caller's memory from the request's ASGI scope (its headers); raises Unauthorized.
+MemoryFor = Callable[[MutableMapping[str, Any]], Memory]
 #: A FourfoldError as the response FastAPI's handler would send.
 ErrorResponse = Callable[[FourfoldError], Any]
 
@@ -99,14 +100,7 @@ class FastLane:
         if lane is None or scope.get("query_string") or scope.get("root_path"):
             await self.app(scope, receive, send)
             return
-        authorization = host = content_type = None
-        for key, value in scope["headers"]:
-            if key == b"authorization":
-                authorization = value.decode("latin-1")
-            elif key == b"host":
-                host = value.decode("latin-1")
-            elif key == b"content-type":
-                content_type = value
+        content_type = next((value for key, value in scope["headers"] if key == b"content-type"), None)
         chunks: list[bytes] = []
         while True:
             message = await receive()
@@ -118,11 +112,11 @@ class FastLane:
         raw = b"".join(chunks)
         body = _parsed(lane, raw) if _is_json(content_type) else None
         if body is None:  # FastAPI answers it, from the same bytes
-            await self.app(scope, _replay(raw, receive), send)
+            await self.app(scope, replay_body(raw, receive), send)
             return
         try:
             answer = await asyncio.get_running_loop().run_in_executor(
-                self.executor, self._run, lane, body, authorization, host)
+                self.executor, self._run, lane, body, scope)
         except FourfoldError as exc:
             await self.error_response(exc)(scope, receive, send)
             return
@@ -132,8 +126,8 @@ class FastLane:
             (b"content-length", str(len(payload)).encode("latin-1")), (b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": payload})
 
-    def _run(self, lane: Lane, body: BaseModel, authorization: str | None, host: str | None) -> Any:
-        memory = self.memory_for(authorization, host)
+    def _run(self, lane: Lane, body: BaseModel, scope: MutableMapping[str, Any]) -> Any:
+        memory = self.memory_for(scope)
         return lane.route(**{lane.body_name: body, lane.memory_name: memory})
 
 
@@ -148,16 +142,3 @@ def _parsed(lane: Lane, raw: bytes) -> BaseModel | None:
 def _is_json(content_type: bytes | None) -> bool:
     """`application/json`, with or without parameters (`; charset=utf-8`)."""
     return content_type is not None and content_type.split(b";", 1)[0].strip().lower() == b"application/json"
-
-
-def _replay(raw: bytes, receive: Any) -> Any:
-    sent = False
-
-    async def replay() -> Any:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": raw, "more_body": False}
-        return await receive()
-
-    return replay
