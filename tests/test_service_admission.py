@@ -48,6 +48,13 @@ def _urls(svc: Service) -> list[tuple[str, str, dict[str, Any]]]:
             for method, path, op in operations(svc)]
 
 
+def _appender(into: list[dict[str, Any]]) -> Any:
+    async def send(message: dict[str, Any]) -> None:
+        into.append(message)
+
+    return send
+
+
 def test_a_body_without_a_valid_key_is_never_read(svc: Service) -> None:
     """An unknown key (or none) is answered 401 from the headers alone: the app never asks
     the client for a byte of the body."""
@@ -58,15 +65,12 @@ def test_a_body_without_a_valid_key_is_never_read(svc: Service) -> None:
         async def receive() -> dict[str, Any]:
             raise AssertionError("the body was read before the key was checked")
 
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
         scope = {"type": "http", "method": "POST", "path": "/v1/memories", "raw_path": b"/v1/memories",
                  "query_string": b"", "root_path": "", "scheme": "http", "server": ("127.0.0.1", 80),
                  "client": ("127.0.0.1", 5), "http_version": "1.1", "asgi": {"version": "3.0"},
                  "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
                              (b"content-length", str(len(DEEP)).encode()), *headers]}
-        asyncio.run(svc.app(scope, receive, send))
+        asyncio.run(svc.app(scope, receive, _appender(sent)))
         assert sent[0]["status"] == 401
 
 
