@@ -226,27 +226,29 @@ def test_token_budget_refuses_when_system_alone_exceeds_it() -> None:
         TokenBudget(100)([system, TASK])
 
 
-def test_token_budget_keeps_the_exchange_in_progress_by_cutting_a_huge_tool_input() -> None:
-    # The agent's own budget; a write call whose input is a whole file (issue 20).
+def test_token_budget_raises_rather_than_cut_a_tool_call_larger_than_the_budget() -> None:
+    # A write call whose input is a whole file, in the newest turn: cutting the file would
+    # send the model a call it never made, and dropping the turn would lose what it must answer.
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "write",
+                                              "input": {"path": "r.md", "content": "x" * 50_000}}]}
     messages = [
         {"role": "user", "content": "Task: write the report file."},
         {"role": "assistant", "content": "Sure."},
         {"role": "user", "content": "Go ahead, write it now."},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "write",
-                                           "input": {"path": "r.md", "content": "x" * 50_000}}]},
+        call,
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
     ]
-    out = TokenBudget(12_000)(messages)
-    assert EstimateCounter().count(out) <= 12_000
-    assert out[0] == messages[0] and out[-1] == messages[-1]  # the task and the tool's answer
-    call = out[-2]["content"][0]
-    assert {k: call[k] for k in ("id", "name")} == {"id": "toolu_1", "name": "write"}
-    assert call["input"]["path"] == "r.md"
-    written = call["input"]["content"]
-    assert written.startswith("xxx") and written.endswith(TRUNCATION_MARKER.format(n=50_000 - written.index("…")))
+    task_at_marker = {"role": "user", "content": TRUNCATION_MARKER.format(n=len(messages[0]["content"]))}
+    smallest = EstimateCounter().count([task_at_marker, call, messages[-1]])  # "ok" is shorter than a marker
+    with pytest.raises(BudgetExceeded) as raised:
+        TokenBudget(12_000)(messages)
+    assert (raised.value.max_tokens, raised.value.smallest) == (12_000, smallest)
+    assert "max_tokens=12000" in str(raised.value) and f"counts {smallest} tokens" in str(raised.value)
+    out = TokenBudget(smallest)(messages)  # a budget that just holds the call: kept byte for byte
+    assert out[1:] == [call, messages[-1]] and out[0]["content"].endswith(" chars cut]")
 
 
-def test_token_budget_cuts_texts_before_it_cuts_a_tool_input() -> None:
+def test_token_budget_cuts_texts_and_keeps_a_tool_call_whole() -> None:
     # A long pasted spec, then a pending write call whose file fits the budget only if the
     # spec is shortened: the call stays verbatim (it is what the model did), the spec is cut.
     spec = {"role": "user", "content": "Task: write this spec to disk. " + "The spec says. " * 1000}

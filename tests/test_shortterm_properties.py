@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from fourfold.errors import BudgetExceeded, InvalidInput
 from fourfold.models.base import Message
 from fourfold.shortterm import (
+    SUMMARY_PREFIX,
     TRUNCATION_MARKER,
     EstimateCounter,
     ExtractiveSummarizer,
@@ -33,7 +34,6 @@ from fourfold.shortterm.messages import (
     tool_use_ids,
 )
 from fourfold.shortterm.strategies import Strategy, StrategyFn, cuts_of, render, run_strategy
-from fourfold.shortterm.truncation import shrink_to_fit
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MARKER_HEAD = TRUNCATION_MARKER.split("{")[0]
@@ -119,6 +119,21 @@ def conversations(draw: st.DrawFn, *, openai: bool | None = None) -> list[dict[s
     return messages
 
 
+@st.composite
+def file_writes(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A conversation whose newest turn writes a file, its result maybe still pending."""
+    messages = draw(conversations(openai=False))
+    if not messages or messages[-1]["role"] == "assistant":
+        messages.append({"role": "user", "content": draw(texts()) + " " + "spec " * draw(st.integers(0, 3000))})
+    file = "file " * draw(st.integers(100, 6000))
+    lead = [{"type": "text", "text": draw(texts())}] if draw(st.booleans()) else []
+    call = {"type": "tool_use", "id": "call_write", "name": "write", "input": {"path": "a.md", "content": file}}
+    messages.append({"role": "assistant", "content": [*lead, call]})
+    if draw(st.booleans()):
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_write", "content": draw(texts())}]})
+    return messages
+
+
 # --- the invariants -----------------------------------------------------------------------
 
 
@@ -127,12 +142,13 @@ def is_cut(message: Message) -> bool:
 
 
 def cut_from(out: Message, original: Message) -> bool:
-    """`out` is `original` with strings cut: same role and tool ids, and a marker."""
+    """`out` is `original` with texts cut: same role and result ids, a marker, calls whole."""
     return (
         is_cut(out)
         and out.get("role") == original.get("role")
         and tool_result_ids(out) == tool_result_ids(original)
-        and tool_use_ids(out) == tool_use_ids(original)
+        and tool_calls([out]) == tool_calls([original])
+        and out.get("tool_calls") == original.get("tool_calls")
     )
 
 
@@ -229,22 +245,60 @@ def newest_turn(messages: Sequence[Message]) -> list[Message]:
     return rest[starts[-1] :] if starts else rest
 
 
+def at_marker(text: str, keep: int = 0) -> str:
+    """`text` cut after `keep` characters to the truncation marker, unless that is no shorter."""
+    cut = text[:keep] + TRUNCATION_MARKER.format(n=len(text) - keep)
+    return cut if len(cut) < len(text) else text
+
+
+def block_at_marker(block: dict[str, Any], keep: int) -> dict[str, Any]:
+    """A text block or tool result at its marker; any other block (a tool call) whole."""
+    if block.get("type") == "text":
+        return {**block, "text": at_marker(block["text"], keep)}
+    inner = block.get("content")
+    if block.get("type") != "tool_result" or inner is None:
+        return block
+    if isinstance(inner, str):
+        return {**block, "content": at_marker(inner)}
+    return {**block, "content": [block_at_marker(b, 0) for b in inner]}
+
+
+def at_markers(message: Message) -> Message:
+    """`message` at its least: every text and tool result at its marker (a summary keeps its
+    label), tool calls whole."""
+    label = len(SUMMARY_PREFIX) if is_summary(message) else 0
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": at_marker(content, label)}
+    if not isinstance(content, list):
+        return message
+    return {**message, "content": [block_at_marker(b, label if i == 0 else 0) for i, b in enumerate(content)]}
+
+
 def shortest(messages: Sequence[Message]) -> list[Message]:
-    """The pinned messages and the newest turn with every string cut down to its marker."""
-    return shrink_to_fit([*pinned(messages), *newest_turn(messages)], lambda _: False)
+    """The smallest acceptable output: system messages, then the task and the newest turn at
+    their markers, tool calls whole. Written apart from the library, so it can disagree."""
+    system = [m for m in messages if m.get("role") == "system"]
+    return [*system, *(at_markers(m) for m in pinned(messages)[len(system) :] + newest_turn(messages))]
 
 
-def check_budget_refusal(messages: Sequence[Message], budget: int, prompt: str) -> None:
-    """BudgetExceeded only when even the shortest form of what must be kept is over budget."""
-    assert EstimateCounter().count(shortest(messages), system=prompt) > budget
+def check_budget_refusal(
+    messages: Sequence[Message], budget: int, prompt: str, refusal: BudgetExceeded
+) -> None:
+    """BudgetExceeded only when even the smallest acceptable output is over budget; it names
+    the budget and that output's size."""
+    smallest = EstimateCounter().count(shortest(messages), system=prompt)
+    assert smallest > budget
+    assert (refusal.max_tokens, refusal.smallest) == (budget, smallest)
+    assert f"max_tokens={budget}" in str(refusal) and f"counts {smallest} tokens" in str(refusal)
 
 
 def within_budget(messages: list[dict[str, Any]], budget: int, prompt: str) -> list[Message] | None:
     """TokenBudget's answer, or None when it refused (the refusal checked as due)."""
     try:
         return apply(TokenBudget(budget), messages, system=prompt)
-    except BudgetExceeded:
-        check_budget_refusal(messages, budget, prompt)
+    except BudgetExceeded as refusal:
+        check_budget_refusal(messages, budget, prompt, refusal)
         return None
 
 
@@ -280,17 +334,20 @@ def test_token_budget_fits_the_whole_request_and_keeps_conversations_valid(
 
 
 @SETTINGS
-@given(conversations(), st.integers(10, 3000), PROMPTS)
+@given(st.one_of(conversations(), file_writes()), st.integers(10, 3000), PROMPTS)
 def test_token_budget_keeps_the_newest_turn_or_raises(
     messages: list[dict[str, Any]], budget: int, prompt: str
 ) -> None:
     out = within_budget(messages, budget, prompt)
     if out is None:
         return
+    # It returned, so the smallest acceptable output fits: nothing forced a refusal.
+    assert EstimateCounter().count(shortest(messages), system=prompt) <= budget
     newest = newest_turn(messages)
     kept = out[len(out) - len(newest) :] if newest else []
     assert len(out) >= len(newest) + len(pinned(messages))
     assert all(a == b or cut_from(a, b) for a, b in zip(kept, newest, strict=True))
+    assert tool_calls(kept) == tool_calls(newest)  # the calls the model made, byte for byte
     assert [m for m in out if m.get("role") == "system"] == [
         m for m in messages if m.get("role") == "system"
     ]
@@ -316,48 +373,26 @@ def test_token_budget_drops_as_few_old_turns_as_fit_and_cuts_only_when_it_must(
         assert EstimateCounter().count(render(parts, earlier[-1]), system=prompt) > budget
 
 
-def with_calls_of(shortened: Sequence[Message], originals: Sequence[Message]) -> list[Message]:
-    """`shortened` with each tool_use block put back as it was in `originals` (same shapes)."""
-    out: list[Message] = []
-    for cut, original in zip(shortened, originals, strict=True):
-        content = cut.get("content")
-        if isinstance(content, list):
-            blocks = original["content"]
-            content = [b if b.get("type") != "tool_use" else blocks[i] for i, b in enumerate(content)]
-        out.append({**cut, "content": content})
-    return out
-
-
-@st.composite
-def file_writes(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """A conversation whose newest turn writes a file, its result maybe still pending."""
-    messages = draw(conversations(openai=False))
-    if not messages or messages[-1]["role"] == "assistant":
-        messages.append({"role": "user", "content": draw(texts()) + " " + "spec " * draw(st.integers(0, 3000))})
-    file = "file " * draw(st.integers(100, 6000))
-    lead = [{"type": "text", "text": draw(texts())}] if draw(st.booleans()) else []
-    call = {"type": "tool_use", "id": "call_write", "name": "write", "input": {"path": "a.md", "content": file}}
-    messages.append({"role": "assistant", "content": [*lead, call]})
-    if draw(st.booleans()):
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_write", "content": draw(texts())}]})
-    return messages
-
-
 @SETTINGS
-@given(st.one_of(conversations(openai=False), file_writes()), st.integers(0, 100), PROMPTS)
-def test_token_budget_keeps_tool_calls_verbatim_when_cutting_texts_makes_room(
+@given(st.one_of(conversations(openai=False), file_writes()), st.integers(-100, 100), PROMPTS)
+def test_token_budget_keeps_tool_calls_verbatim_or_raises(
     messages: list[dict[str, Any]], share: int, prompt: str
 ) -> None:
-    # A budget between the floor (every text at its marker, the calls whole) and the whole
-    # newest turn: texts must give way, tool inputs must not.
+    # Budgets around the floor (every text at its marker, the calls whole): under it the
+    # newest turn cannot fit and the call must raise; over it, texts give way, calls never.
     kept = [*pinned(messages), *newest_turn(messages)]
     counter = EstimateCounter()
-    floor = counter.count(with_calls_of(shortest(messages), kept), system=prompt)
-    budget = max(1, floor + share * max(counter.count(kept, system=prompt) - floor, 0) // 100)
-    out = apply(TokenBudget(budget), messages, system=prompt)
-    assert counter.count(out, system=prompt) <= budget
+    floor = counter.count(shortest(messages), system=prompt)
+    budget = max(1, floor + share * max(counter.count(kept, system=prompt) - floor, floor // 2) // 100)
+    try:
+        out = apply(TokenBudget(budget), messages, system=prompt)
+    except BudgetExceeded as refusal:
+        check_budget_refusal(messages, budget, prompt, refusal)
+        return
+    assert floor <= budget and counter.count(out, system=prompt) <= budget
     given_calls = tool_calls(messages)
     assert all(call in given_calls for call in tool_calls(out))
+    assert tool_calls(newest_turn(messages)) == tool_calls(out[len(out) - len(newest_turn(messages)) :])
 
 
 def tool_calls(messages: Sequence[Message]) -> list[Any]:
@@ -444,8 +479,8 @@ def test_compositions_keep_conversations_valid(
     pipeline = Pipeline(before_budget, TokenBudget(budget, counter))
     try:
         out = apply(pipeline, messages, system=prompt)
-    except BudgetExceeded:
-        check_budget_refusal(before_budget(messages, system=prompt), budget, prompt)
+    except BudgetExceeded as refusal:
+        check_budget_refusal(before_budget(messages, system=prompt), budget, prompt, refusal)
         return
     check_valid(messages, out, openai=is_openai(messages))
     assert counter.count(out, system=prompt) <= budget  # every step saw the system prompt

@@ -40,11 +40,17 @@ class BudgetExceeded(InvalidInput):
     """A token budget cannot hold what must be sent, even with long texts cut.
 
     What must be sent: the system prompt and messages, the first request and the newest
-    turn. Nothing is dropped silently instead: the caller decides (a larger budget, a
-    shorter system prompt, or a turn of its own choosing).
+    turn, with tool calls whole. Nothing is dropped silently instead: the caller decides (a
+    larger budget, a shorter system prompt, or a turn of its own choosing). `max_tokens` is
+    the budget and `smallest` the count of the smallest acceptable request (None if unknown).
     """
 
     code = "budget_exceeded"
+
+    def __init__(self, message: str, *, max_tokens: int | None = None, smallest: int | None = None) -> None:
+        super().__init__(message)
+        self.max_tokens = max_tokens
+        self.smallest = smallest
 
 
 class Forbidden(FourfoldError):

@@ -27,7 +27,7 @@ from fourfold.shortterm.messages import (
     valid_cuts,
 )
 from fourfold.shortterm.tokens import EstimateCounter, TokenCounter
-from fourfold.shortterm.truncation import TRUNCATION_MARKER, shrink_to_fit
+from fourfold.shortterm.truncation import TRUNCATION_MARKER, shortest, shrink_to_fit
 
 __all__ = [
     "TRUNCATION_MARKER",
@@ -192,13 +192,14 @@ class TokenBudget(Strategy):
       texts and tool results are cut, each ending in TRUNCATION_MARKER; ids, names and keys
       stay, so tool pairs stay valid. A summary message keeps its label (`is_summary` stays
       True). Every other message is verbatim;
-    - tool calls (tool_use blocks) stay verbatim whenever the texts and tool results, cut
-      down to their markers, make room; only when they cannot are string values inside a
-      tool input (a written file, say) cut too, with the same marker.
+    - tool calls (tool_use blocks, OpenAI tool_calls) are always verbatim: a call is the
+      record of what the model did, and a cut one reads as an action it never took.
 
-    Raises BudgetExceeded (an InvalidInput) when even the system messages, the task and
-    the newest turn, with every string above cut down to its marker, exceed `max_tokens`:
-    nothing is dropped silently instead.
+    Raises BudgetExceeded (an InvalidInput) when even the smallest acceptable request is
+    over `max_tokens`: the system messages, the task and the newest turn, every text and
+    tool result cut down to its marker, every tool call whole. The error names the budget
+    and that smallest size (`.max_tokens`, `.smallest`). Nothing is dropped or replaced
+    silently instead: the newest turn is what the model must answer.
     """
 
     def __init__(
@@ -233,14 +234,16 @@ class TokenBudget(Strategy):
 
     def _shortened(self, present: list[Message], prompt: str) -> list[Message]:
         """The pinned messages and the newest turn with long strings cut, or BudgetExceeded."""
-        out = shrink_to_fit(present, lambda m: self.fits(m, system=prompt))
-        if self.fits(out, system=prompt):
-            return out
-        least = self.counter.count(out, system=prompt)
-        raise BudgetExceeded(
-            f"max_tokens={self.max_tokens} cannot hold the system prompt and messages, the first "
-            f"request and the newest turn: they count {least} tokens with every string cut to its marker"
-        )
+        smallest = self.counter.count(shortest(present), system=prompt)
+        if smallest > self.max_tokens:
+            raise BudgetExceeded(
+                f"max_tokens={self.max_tokens} cannot hold the newest turn: the smallest acceptable "
+                f"request (system prompt and messages, the first request and the newest turn, every "
+                f"text and tool result cut to its marker, tool calls whole) counts {smallest} tokens",
+                max_tokens=self.max_tokens,
+                smallest=smallest,
+            )
+        return shrink_to_fit(present, lambda m: self.fits(m, system=prompt))
 
     def _tail_fit(
         self, messages: Sequence[Message], counter: EstimateCounter, prompt: str

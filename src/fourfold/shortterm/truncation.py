@@ -1,10 +1,11 @@
 """Shrinking messages in place of dropping them: long strings cut, with a visible marker.
 
 What may be cut: a string content, a text block, a tool_result's content (a string or its
-text blocks), and, only when cutting those to their markers cannot make room, any string
-value inside a tool_use input (a `write_file` call's file, say). Never a system message, a role, a block type, a tool id or name, or a key of a tool
-input, so a cut message keeps its shape and a tool call still pairs with its result. A
-summary message keeps its SUMMARY_PREFIX label, so `is_summary` still recognises it.
+text blocks). Never a system message, a role, a block type, or anything in a tool call
+(tool_use blocks, OpenAI tool_calls): a call's input is the record of what the model did, and
+a cut one reads as an action it never took. So a cut message keeps its shape and a tool call
+still pairs with its result. A summary message keeps its SUMMARY_PREFIX label, so
+`is_summary` still recognises it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from fourfold.models.base import Message
 from fourfold.shortterm.messages import SUMMARY_PREFIX, is_summary, is_system
 
-__all__ = ["TRUNCATION_MARKER", "cut_text", "shrink_to_fit", "text_paths"]
+__all__ = ["TRUNCATION_MARKER", "cut_text", "shortest", "shrink_to_fit", "text_paths"]
 
 #: Appended where `TokenBudget` cut a text; `{n}` is the number of characters removed. Short on
 #: purpose (about 5 tokens): every cut string pays for it, and under a tight budget a longer marker
@@ -44,8 +45,6 @@ def text_paths(message: Message) -> list[Path]:
             paths.append(("content", i, "text"))
         elif kind == "tool_result":
             paths += _result_paths(block.get("content"), ("content", i, "content"))
-        elif kind == "tool_use":
-            paths += _string_leaves(block.get("input"), ("content", i, "input"))
     return paths
 
 
@@ -59,17 +58,6 @@ def _result_paths(inner: Any, at: Path) -> list[Path]:
         for j, b in enumerate(inner)
         if isinstance(b, Mapping) and b.get("type") == "text"
     ]
-
-
-def _string_leaves(value: Any, at: Path) -> list[Path]:
-    """Paths to the strings inside a JSON-like value (a tool input)."""
-    if isinstance(value, str):
-        return [at]
-    if isinstance(value, Mapping):
-        return [p for k, v in value.items() for p in _string_leaves(v, (*at, k))]
-    if isinstance(value, list | tuple):
-        return [p for j, v in enumerate(value) for p in _string_leaves(v, (*at, j))]
-    return []
 
 
 def _get(value: Any, path: Path) -> Any:
@@ -107,36 +95,35 @@ Slot = tuple[int, Path]  # (message index, path in it)
 
 
 def shrink_to_fit(messages: Sequence[Message], fits: Fits) -> list[Message]:
-    """Cut strings to one common length, the largest that `fits`; tool inputs only if needed.
+    """Cut texts and tool results to one common length, the largest that `fits`.
 
-    First only the texts and tool results are cut, every one longer than the common length,
-    so the longest lose the most and short ones stay whole (no single text, a long task say,
-    is emptied while another keeps thousands of characters). Tool-call inputs stay verbatim
-    in this step: an input is the record of what the model did, and a cut one reads as an
-    action it never took. Only when the texts cut to their markers still do not fit is every
-    string, tool inputs included, cut to one common length. Returns the best it could do,
-    every cuttable string reduced to its marker at worst, which may still not fit: the caller
-    decides what then. System messages are never cut; nothing is mutated.
+    Every string longer than the common length is cut to it, so the longest lose the most
+    and short ones stay whole (no single text, a long task say, is emptied while another
+    keeps thousands of characters). Returns the best it could do, every cuttable string
+    reduced to its marker at worst (`shortest`), which may still not fit: the caller decides
+    what then. System messages and tool calls are never cut; nothing is mutated.
     """
     originals = list(messages)
-    texts = {
+    texts = _cuttable(originals)
+    if not texts or fits(originals):
+        return originals
+    found = _largest_fitting(originals, texts, fits)
+    return found if found is not None else _capped(originals, texts, 0)
+
+
+def shortest(messages: Sequence[Message]) -> list[Message]:
+    """`messages` with every cuttable string cut down to its marker: the least they can count."""
+    originals = list(messages)
+    return _capped(originals, _cuttable(originals), 0)
+
+
+def _cuttable(originals: list[Message]) -> dict[Slot, str]:
+    return {
         (i, p): str(_get(m, p))
         for i, m in enumerate(originals)
         if not is_system(m)
         for p in text_paths(m)
     }
-    if not texts or fits(originals):
-        return originals
-    prose = {slot: text for slot, text in texts.items() if not _in_tool_input(slot[1])}
-    for cuttable in (prose, texts) if len(prose) < len(texts) else (texts,):
-        found = _largest_fitting(originals, cuttable, fits)
-        if found is not None:
-            return found
-    return _capped(originals, texts, 0)
-
-
-def _in_tool_input(path: Path) -> bool:
-    return len(path) > 2 and path[2] == "input"
 
 
 def _largest_fitting(
