@@ -1,4 +1,4 @@
-"""Issue 16 item 8, in a real browser: the service's /docs page renders offline.
+"""In a real browser: the service's /docs page renders offline, under a content security policy.
 
 Headless Chromium loads Swagger UI from a running `fourfold serve` and must draw the API's
 operations from local files only; a request to any other host fails the test.
@@ -32,7 +32,9 @@ def test_swagger_ui_draws_every_route_from_local_files(browser: Any, live: LiveS
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     try:
-        page.goto(f"{live.url}/docs", wait_until="networkidle")
+        response = page.goto(f"{live.url}/docs", wait_until="networkidle")
+        assert response is not None
+        headers = response.headers
         page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)
         title = page.inner_text(".swagger-ui .info .title")
         routes = page.eval_on_selector_all(
@@ -45,4 +47,7 @@ def test_swagger_ui_draws_every_route_from_local_files(browser: Any, live: LiveS
     here = urlsplit(live.url).netloc
     assert {urlsplit(url).netloc for url in requested} == {here}, requested
     assert any(url.endswith("/openapi.json") for url in requested)
-    assert errors == []
+    assert errors == []  # a script the policy refused would be reported here
+    # the inspector's protection: nothing may frame the docs, and only their own scripts run
+    assert headers["x-frame-options"] == "DENY" and "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert "unsafe-inline" not in headers["content-security-policy"].split("script-src", 1)[1].split(";")[0]

@@ -78,19 +78,20 @@ def serve(
 def run_service(
     *, host: str, port: int, max_body: int = 8 * 1024 * 1024, log_level: str = "warning", query_model: str = "int8",
     store: str | None = None, allow_host: list[str] | None = None, review_cases: bool = False, workers: int = 1,
-    on_ready: Callable[[str], None] | None = None,
+    on_ready: Callable[[str], None] | None = None, run_secret: str | None = None,
 ) -> None:
     """Run the service until interrupted; `on_ready(url)` is called once it listens.
 
     With `workers` above 1, this process supervises that many service processes on the port
-    (`fourfold.service.workers`)."""
+    (`fourfold.service.workers`). `run_secret` closes the keyless door of a loopback service:
+    a request without a key must then carry it as its bearer key (`fourfold ui`)."""
     if store:
         state.store = _store_url(store)
     for module in ("fastapi", "uvicorn", "mcp"):  # the service mounts MCP at /mcp too
         require(module, "server", what="`fourfold serve`")
     options: dict[str, Any] = {
         "host": host, "port": port, "max_body": max_body, "log_level": log_level, "query_model": query_model,
-        "allow_host": allow_host or [], "review_cases": review_cases,
+        "allow_host": allow_host or [], "review_cases": review_cases, "run_secret": run_secret,
     }
     if workers != 1:
         _supervise(workers, options, on_ready)
@@ -101,6 +102,7 @@ def run_service(
 def _serve(
     *, host: str, port: int, max_body: int, log_level: str, query_model: str, allow_host: list[str],
     review_cases: bool, on_ready: Callable[[str], None] | None = None, sock: socket.socket | None = None,
+    run_secret: str | None = None,
 ) -> None:
     """One service process; a supervisor's worker serves on `sock`, a socket it listens on."""
     import uvicorn
@@ -115,7 +117,8 @@ def _serve(
     try:
         tenants.warm_up()  # /healthz answers once the models are loaded, not on the first requests
         app = create_app(tenants, keys, allow_anonymous=is_loopback(host), max_body_bytes=max_body, model=_model(),
-                         review_cases=review_cases, allowed_hosts=_browser_hosts(host, allow_host))
+                         review_cases=review_cases, allowed_hosts=_browser_hosts(host, allow_host),
+                         run_secret=run_secret)
         url = f"http://{_url_host(host)}:{port}"
         if sock is None:  # a worker's supervisor speaks for it
             typer.echo(f"fourfold serving {tenants.where} on {url} ({_auth_text(keys.has_keys(), url)})", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Annotated
 
@@ -36,12 +37,28 @@ def ui(
     if state.store is None and not (state.data_dir / MANIFEST).is_file():
         raise StoreUnavailable(f"no fourfold data dir at {state.data_dir.absolute()}: nothing has been stored there yet")
 
+    # Without keys, this run's secret is the key: other local users (and a proxy that calls
+    # the port on their behalf) reach 127.0.0.1 too, but not the address printed here. It
+    # travels in the URL's fragment, which the browser never sends; the page keeps it.
+    run_secret = secrets.token_urlsafe(24)
+
     def ready(url: str) -> None:
-        page = f"{url}/ui"
+        page = f"{url}/ui" + ("" if _has_keys() else f"#key={run_secret}")
         typer.echo(f"fourfold inspector: {page}  (Ctrl+C stops it)", err=True)
         if not no_browser:
             import webbrowser
 
             webbrowser.open(page)
 
-    run_service(host="127.0.0.1", port=port or free_port(), review_cases=review_cases, on_ready=ready)
+    run_service(host="127.0.0.1", port=port or free_port(), review_cases=review_cases, on_ready=ready,
+                run_secret=run_secret)
+
+
+def _has_keys() -> bool:
+    from fourfold.cli.service_commands import _keys
+
+    keys = _keys(create=True)
+    try:
+        return keys.has_keys()
+    finally:
+        keys.close()

@@ -9,6 +9,7 @@ bearer key; nothing here decides anything about memory.
 import asyncio
 import contextlib
 import functools
+import hmac
 import inspect
 import logging
 import threading
@@ -116,9 +117,11 @@ class Authenticator:
     host is required too, so a DNS-rebinding web page cannot use that open door.
     """
 
-    def __init__(self, keys: KeyStore, *, allow_anonymous: bool = False) -> None:
+    def __init__(self, keys: KeyStore, *, allow_anonymous: bool = False, run_secret: str | None = None) -> None:
         self.keys = keys
         self.allow_anonymous = allow_anonymous
+        #: With it, the keyless door opens only to a request that sends it as its bearer key.
+        self.run_secret = run_secret
 
     def tenant(self, authorization: str | None, host: str | None) -> tuple[str, Literal["key", "anonymous"]]:
         tenant, who = self.caller(authorization, host)
@@ -136,17 +139,30 @@ class Authenticator:
 
     def caller(self, authorization: str | None, host: str | None) -> tuple[str, str]:
         """(tenant, who): `who` is the key's public id, or ANONYMOUS without a key."""
+        unknown = Unauthorized("the API key is unknown or revoked")
+        secret_given = False
         if authorization:
             scheme, _, key = authorization.partition(" ")
             key = key.strip()
-            tenant = self.keys.authenticate(key) if scheme.lower() == "bearer" else None
-            who = key_id_of(key)
-            if tenant is None or who is None:
-                raise Unauthorized("the API key is unknown or revoked")
-            return tenant, who
-        if self.allow_anonymous and is_loopback(host) and not self.keys.has_keys():
+            if scheme.lower() != "bearer" or not key:
+                raise unknown
+            secret_given = self._is_run_secret(key)
+            if not secret_given:
+                tenant, who = self.keys.authenticate(key), key_id_of(key)
+                if tenant is None or who is None:
+                    raise unknown
+                return tenant, who
+        keyless = self.allow_anonymous and is_loopback(host) and not self.keys.has_keys()
+        if keyless and (self.run_secret is None or secret_given):
             return DEFAULT_TENANT, ANONYMOUS
+        if authorization:
+            raise unknown
+        if keyless:
+            raise Unauthorized("open the address `fourfold ui` printed: it carries this run's secret")
         raise Unauthorized("send an API key: Authorization: Bearer <key> (create one with `fourfold keys create`)")
+
+    def _is_run_secret(self, key: str) -> bool:
+        return self.run_secret is not None and hmac.compare_digest(key.encode(), self.run_secret.encode())
 
 
 def create_app(
@@ -161,6 +177,7 @@ def create_app(
     review_cases: bool = False,
     allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
     fast_lane: bool = True,
+    run_secret: str | None = None,
 ) -> FastAPI:
     """The service over `tenants`, authenticated by `keys`.
 
@@ -171,7 +188,7 @@ def create_app(
     the busiest JSON routes without FastAPI's request pipeline (`fourfold.service.fastlane`;
     off while FastAPI's own telemetry is on, whose spans need that pipeline).
     """
-    auth = Authenticator(keys, allow_anonymous=allow_anonymous)
+    auth = Authenticator(keys, allow_anonymous=allow_anonymous, run_secret=run_secret)
     mcp_server = _mcp_server(tenants) if mount_mcp else None
     requests = ThreadPoolExecutor(max_workers=worker_threads, thread_name_prefix="fourfold-request")
     telemetry = _telemetry()

@@ -91,6 +91,17 @@ export async function render() {
   }
 }
 
+// `fourfold ui` on a keyless data dir opens `/ui/#key=<this run's secret>`: the secret is kept
+// like a typed key (this tab only) and leaves the address bar at once. A fragment is never sent
+// to the server, so it is in no log.
+function takeKeyFromAddress() {
+  const given = /^#key=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (!given) return;
+  setApiKey(given[1]);
+  history.replaceState(null, "", `${location.pathname}${location.search}#/`);
+}
+
+takeKeyFromAddress();
 window.addEventListener("hashchange", async () => {
   await render();
   const heading = main.querySelector("h1");
