@@ -1,5 +1,5 @@
 """`memory.add(messages, scope=...)`: keep what a conversation says that is worth remembering,
-in every interface (issue 16, item 10)."""
+in every interface."""
 
 from __future__ import annotations
 

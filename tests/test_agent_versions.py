@@ -1,5 +1,5 @@
 """The support agent and memory versions: dated memories in the prompt, keyed preferences
-that replace each other, and the demo that shows it (issue 14, parts 4 and 7)."""
+that replace each other, and the demo that shows it."""
 
 from __future__ import annotations
 

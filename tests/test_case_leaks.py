@@ -1,4 +1,4 @@
-"""Issue 14: another customer never sees anything personal of someone else, even a surname or a
+"""Shared cases: another customer never sees anything personal of someone else, even a surname or a
 town that no list knows and that is an ordinary word ("sugar", "sandwich")."""
 
 from __future__ import annotations

@@ -253,7 +253,7 @@ ALICE_SHORT = ("Hi, I'm Alice Okonkwo, you can reach me at alice.okonkwo@example
 
 
 def test_the_first_short_ticket_teaches_bob_without_alices_details(mem: Memory) -> None:
-    # Issue 14: one customer's short ticket and a short outcome that does not repeat the problem.
+    # One customer's short ticket and a short outcome that does not repeat the problem.
     # The problem's words are ordinary vocabulary, so they travel with no other customer's help;
     # but "fails" is also a surname, which travels only once the desk's own texts use it.
     agent = SupportAgent(mem, OfflineModel())
@@ -302,7 +302,7 @@ def test_lowercase_names_and_towns_that_are_dictionary_words_stay_behind(
 
 
 def test_a_lowercase_name_and_town_of_alice_never_reach_bobs_prompt(mem: Memory) -> None:
-    """Issue 14 on a wording no position rule was written for, in a town other customers live
+    """Shared cases on a wording no position rule was written for, in a town other customers live
     in too: only the recogniser's lists keep "baker" and "reading" behind."""
     agent = SupportAgent(mem, OfflineModel())
     for who in ("carl", "dina", "ezra"):  # "reading" is their town too: customers' common ground

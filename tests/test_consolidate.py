@@ -1,4 +1,4 @@
-"""Consolidation on write (issue 14, part 3): restatements of a current memory do not pile up."""
+"""Consolidation on write: restatements of a current memory do not pile up."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Relevance of past episodes and documents: one calibrated scale, whatever the scope's size,
-and a floor that drops chatter (goal 4 of issue 19)."""
+and a floor that drops chatter."""
 
 from __future__ import annotations
 

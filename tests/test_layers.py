@@ -7,6 +7,11 @@ shared by every package and stay allowed. Likewise for attributes: a module reac
 attributes (`x._write(...)`) only of its own package's objects, so `semantic.docs` writes
 through `LongTermMemory.write_documents`, not `_write`. The memory layers never import the
 surfaces built on them (the service, the CLI, the agent).
+
+Storage sits below ranking: a store stores and reads, and imports neither the memory layers nor
+the ranker. The memory layers reach an engine only through the `Database` seam and the portable
+SQL store, and one engine's store does not build on another's. A surface asks the library for
+what it shows (a recall, an explanation): it builds no index and reads no scope out of a store.
 """
 
 from __future__ import annotations
@@ -77,6 +82,67 @@ def upward_imports(root: Path = ROOT) -> set[tuple[str, str]]:
             target = f"{module}.{name}" if name else module
             if any(target == s or target.startswith(f"{s}.") for s in SURFACES):
                 found.add((importer, target))
+    return found
+
+
+#: Storage, and what it must not import: the memory layers and the ranker (BM25 included).
+STORAGE = "fourfold.stores"
+RANKING = (*LAYERS, "fourfold.ranking", "fourfold.text.bm25")
+#: The engines' own modules; everything else in `fourfold.stores` is engine-neutral.
+ENGINES = {
+    "sqlite": ("fourfold.stores.sqlite",),
+    "postgres": ("fourfold.stores.postgres", "fourfold.stores.pgvector", "fourfold.stores._pgconn"),
+    "chroma": ("fourfold.stores.chroma",),
+}
+#: The index and ranking machinery a surface must leave to the library.
+INDEX_NAMES = frozenset({"ScopeIndex", "BM25Index", "BM25Table", "rank", "Background", "lexical_share"})
+
+
+def _targets(path: Path, name: str) -> Iterator[str]:
+    """Every fourfold module or module attribute the file imports, as a dotted name."""
+    for module, imported in _imports(path, name):
+        yield f"{module}.{imported}" if imported else module
+
+
+def _under(target: str, prefixes: tuple[str, ...] | str) -> bool:
+    prefixes = (prefixes,) if isinstance(prefixes, str) else prefixes
+    return any(target == p or target.startswith(f"{p}.") for p in prefixes)
+
+
+def storage_imports_ranking(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(store module, target) for each import of a memory layer or the ranker from storage."""
+    return {(importer, target) for importer, path in _modules(root).items() if _under(importer, STORAGE)
+            for target in _targets(path, importer) if _under(target, RANKING)}
+
+
+def engine_crossings(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(module, target) for each import of an engine's module from another engine or a memory layer."""
+    found = set()
+    for importer, path in _modules(root).items():
+        own = next((modules for modules in ENGINES.values() if _under(importer, modules)), None)
+        if own is None and not _under(importer, LAYERS):
+            continue
+        for target in _targets(path, importer):
+            for modules in ENGINES.values():
+                if modules is not own and _under(target, modules):
+                    found.add((importer, target))
+    return found
+
+
+def surface_index_work(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(surface module, what) for each index built or scope read by a surface: an import of the
+    index and ranking machinery, or a read of a scope through a store (`x.store.scan...`)."""
+    found = set()
+    for importer, path in _modules(root).items():
+        if not _under(importer, SURFACES):
+            continue
+        for module, name in _imports(path, importer):
+            if name in INDEX_NAMES or _under(module, "fourfold.longterm.retrieval"):
+                found.add((importer, f"{module}.{name}"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("scan")
+                    and isinstance(node.value, ast.Attribute) and node.value.attr == "store"):
+                found.add((importer, ast.unparse(node)))
     return found
 
 
@@ -152,6 +218,43 @@ def test_memory_layers_do_not_import_surfaces() -> None:
     assert upward_imports() == set()
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "pgvector builds a ScopeIndex to keep a large scope's features and returns the long-term "
+    "layer's Candidates; it needs a candidate-source interface that imports nothing from longterm"))
+def test_storage_imports_neither_the_memory_layers_nor_the_ranker() -> None:
+    assert storage_imports_ranking() == set()
+
+
+def test_engines_stay_apart_and_the_layers_reach_them_through_the_seam() -> None:
+    assert engine_crossings() == set()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "service.explain reads a whole scope through lt.store and builds its own ScopeIndex and "
+    "BM25 index to explain results; explaining should read the library's own hits"))
+def test_surfaces_build_no_index_and_read_no_scope_from_a_store() -> None:
+    assert surface_index_work() == set()
+
+
+def test_each_layer_leak_is_caught(tmp_path: Path) -> None:
+    _package(tmp_path, "stores", "from fourfold.longterm.retrieval import ScopeIndex\nimport fourfold.ranking\n")
+    assert storage_imports_ranking(tmp_path) == {
+        ("fourfold.stores.probe", "fourfold.longterm.retrieval.ScopeIndex"), ("fourfold.stores.probe", "fourfold.ranking")}
+    (tmp_path / "stores" / "pgvector.py").write_text("from fourfold.stores.sqlite import _COLUMNS, SQLiteVectorStore\n")
+    _package(tmp_path, "episodic", "from fourfold.stores.sqlite import chunked_ids\nfrom fourfold.stores.sql import scope_of\n")
+    assert engine_crossings(tmp_path) == {
+        ("fourfold.stores.pgvector", "fourfold.stores.sqlite._COLUMNS"),
+        ("fourfold.stores.pgvector", "fourfold.stores.sqlite.SQLiteVectorStore"),
+        ("fourfold.episodic.probe", "fourfold.stores.sqlite.chunked_ids"),
+    }
+    _package(tmp_path, "service", "from fourfold.longterm.retrieval import ScopeIndex\n"
+                                  "def explain(lt):\n    return lt.store.scan_versioned(None)\n")
+    assert surface_index_work(tmp_path) == {
+        ("fourfold.service.probe", "fourfold.longterm.retrieval.ScopeIndex"),
+        ("fourfold.service.probe", "lt.store.scan_versioned"),
+    }
+
+
 @pytest.mark.parametrize(
     ("source", "crossing"),
     [
@@ -191,7 +294,7 @@ def test_a_layer_importing_a_surface_is_caught(tmp_path: Path, source: str) -> N
 
 def _package(root: Path, layer: str, source: str) -> None:
     """A fake fourfold tree: the layer holding `probe.py`, and the packages it may name."""
-    for package in (layer, "longterm", "models", "service", "cli", "agent"):
+    for package in (layer, "longterm", "models", "service", "cli", "agent", "stores"):
         (root / package).mkdir(exist_ok=True)
         (root / package / "__init__.py").write_text("")
     (root / layer / "probe.py").write_text(source)

@@ -6,27 +6,16 @@ import hashlib
 import json
 import multiprocessing as mp
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-import fourfold
 from conftest import OpenMemory
 from engines import assert_erased
 from fourfold import EmbedderMismatch, InvalidInput, Memory, StoreCorrupt
 from fourfold.embeddings import HashEmbedder
 from fourfold.shortterm.threads import Thread
-
-
-def test_exported_names_are_exactly_the_public_api() -> None:
-    assert set(fourfold.__all__) == {
-        "BudgetExceeded", "DocHit", "DocSource", "EmbedderMismatch", "Episode", "Fact", "Forbidden", "FourfoldError", "Ingested", "InvalidInput", "LockTimeout",
-        "Memory", "MissingDependency", "ModelError", "NotFound", "Recalled", "Redaction", "Remembered",
-        "StoreCorrupt", "StoreUnavailable", "TooLarge", "__version__",
-    }
-    for name in fourfold.__all__:
-        assert getattr(fourfold, name) is not None
-    assert all(issubclass(getattr(fourfold, n), fourfold.FourfoldError) for n in fourfold.errors.__all__)
 
 
 def test_import_is_light() -> None:
@@ -157,7 +146,7 @@ def test_delete_source_removes_every_chunk_and_only_that_source(open_memory: Ope
         assert not path.is_file() or b"thirty days" not in path.read_bytes(), path
 
 
-# -- issue 16: readers do not create stores; scopes; erasing the wrong scope -------------------
+# -- readers do not create stores; scopes; erasing the wrong scope -----------------------------
 
 
 def test_open_without_create_refuses_a_missing_data_dir(open_memory: OpenMemory, tmp_path: Path) -> None:
@@ -266,3 +255,42 @@ def test_a_turn_lock_is_held_against_another_memory(open_memory: OpenMemory, mem
             pass
     with b.conversations.lock("c1").hold(timeout=1):  # released
         pass
+
+
+def test_recall_weights_and_the_index_cache_are_set_through_open(tmp_path: Path) -> None:
+    """`MemoryConfig(weights=..., max_cached_records=...)` reaches long-term memory: a named
+    speaker's weight moves its memory's evidence, and a cache of no records keeps only the scope
+    read last (the other is read again when asked for), where the default keeps both."""
+    from fourfold.config import MemoryConfig
+    from fourfold.longterm import Weights
+    from fourfold.stores import InMemoryVectorStore
+
+    class CountingStore(InMemoryVectorStore):
+        scans = 0
+
+        def scan(self, scope: str | None) -> list[Any]:
+            type(self).scans += 1
+            return super().scan(scope)
+
+    def evidence_and_scans(name: str, config: MemoryConfig) -> tuple[float, int]:
+        emb = HashEmbedder()
+        store = CountingStore(embedder_identity=emb.identity)
+        mem = Memory.open(tmp_path / name, embedder=emb, vector_store=store, config=config)
+        try:
+            mem.long_term.remember("the invoice came late", scope="c", metadata={"speaker": "alice"})
+            mem.long_term.remember("the parcel came late", scope="c", metadata={"speaker": "bob"})
+            mem.long_term.remember("the parcel came early", scope="d")
+            CountingStore.scans = 0
+            found = mem.long_term.explain("what did alice say", scope="c", k=2)
+            mem.long_term.recall("the parcel", scope="d")
+            mem.long_term.recall("what did alice say", scope="c", k=2)
+            return next(parts.evidence for hit, parts in found if "invoice" in hit.text), CountingStore.scans
+        finally:
+            mem.close()
+
+    default, default_scans = evidence_and_scans("default", MemoryConfig())
+    tuned, tuned_scans = evidence_and_scans("tuned", MemoryConfig(weights=Weights(speaker=2.0), max_cached_records=0))
+    assert tuned - default == pytest.approx(2.0 - Weights().speaker)
+    assert (default_scans, tuned_scans) == (2, 3)
+    with pytest.raises(InvalidInput, match="max_cached_records"):
+        Memory.open(tmp_path / "bad", embedder=HashEmbedder(), config=MemoryConfig(max_cached_records=-1))

@@ -1,4 +1,4 @@
-"""Issue 16's closing walk-through: what a fresh newcomer still tripped over, from the outside.
+"""A walk-through: what a fresh newcomer trips over, from the outside.
 
 The CLI runs in a subprocess and the service in its own process over HTTP, as a user meets them.
 """

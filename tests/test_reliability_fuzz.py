@@ -103,7 +103,7 @@ def test_public_api_never_raises_an_untyped_error(mem: Memory, target: str, a: A
         pass
 
 
-CLI_ACCEPTED = {"remember --meta malformed JSON value"}  # stored as a plain string (facts refuse broken JSON: issue 16)
+CLI_ACCEPTED = {"remember --meta malformed JSON value"}  # stored as a plain string (facts refuse broken JSON)
 
 
 @pytest.mark.parametrize("name,argv,stdin", rel.cli_cases(Path("DATA")), ids=[c[0] for c in rel.cli_cases(Path("DATA"))])

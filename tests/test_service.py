@@ -282,7 +282,7 @@ def test_shared_cases_stay_in_their_tenant(tmp_path: Path) -> None:
     try:
         service.call("acme", "POST", "/v1/agent/turn", {"customer_id": "alice", "message": "Invoice PDF fails with error 502"})
         res = service.call("acme", "POST", "/v1/agent/resolve",
-                           {"customer_id": "alice", "outcome": "Cleared the browser cache"}).json()  # issue 14: short
+                           {"customer_id": "alice", "outcome": "Cleared the browser cache"}).json()  # a short outcome
         assert res["case"]["scope"] == "shared:cases"
         ask = {"customer_id": "bob", "message": "invoice PDF error 502"}
         same = service.call("acme", "POST", "/v1/agent/turn", ask).json()

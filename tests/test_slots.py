@@ -1,4 +1,4 @@
-"""Preference slots (issue 14, part 3): what a preference is about, read without a model."""
+"""Preference slots: what a preference is about, read without a model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory versions in long-term memory (issue 14, part 2), over every vector-store backend."""
+"""Memory versions in long-term memory, over every vector-store backend."""
 
 from __future__ import annotations
 

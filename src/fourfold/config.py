@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from fourfold._manifest import COLLECTION
+
+if TYPE_CHECKING:
+    from fourfold.longterm.retrieval import Weights
 
 __all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "STORE_ENV", "MemoryConfig", "default_data_dir"]
 
@@ -36,3 +39,8 @@ class MemoryConfig:
     #: approximation of the bundled MiniLM (on ONNX Runtime), "exact" with the model itself.
     #: Stored vectors are always the exact model's (see `default_memory_embedder`).
     query_model: Literal["int8", "exact"] = "int8"
+    #: How recall weighs its signals (`fourfold.longterm.Weights`); None: the shipped weights.
+    weights: Weights | None = None
+    #: Records of recently read scopes kept indexed between reads; past it the least recently
+    #: read scopes are dropped and read again when next asked for (memory stays bounded).
+    max_cached_records: int = 50_000

@@ -83,6 +83,8 @@ class Memory(Closing):
         config = config or MemoryConfig()
         if not isinstance(config, MemoryConfig):
             raise InvalidInput(f"config must be a MemoryConfig, not {type(config).__name__}")
+        if config.max_cached_records < 0:
+            raise InvalidInput(f"max_cached_records must be 0 or more, not {config.max_cached_records}")
         if store not in (None, "sqlite", "chroma"):
             raise InvalidInput(f"store must be 'sqlite' or 'chroma', not {store!r}")
         if is_url(path):
@@ -119,7 +121,8 @@ class Memory(Closing):
         cls, data_dir: Path | None, db: Database, vector_store: VectorStore, embedder: Embedder,
         config: MemoryConfig, enricher: Enricher | None,
     ) -> Memory:
-        long_term = LongTermMemory(vector_store, embedder, max_chars=config.max_memory_chars, enricher=enricher)
+        long_term = LongTermMemory(vector_store, embedder, max_chars=config.max_memory_chars, weights=config.weights,
+                                   max_cached_records=config.max_cached_records, enricher=enricher)
         return cls(data_dir, long_term=long_term, episodes=EpisodeLog(db, embedder), facts=FactStore(db),
                    config=config, database=db)
 

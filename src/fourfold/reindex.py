@@ -27,7 +27,8 @@ from fourfold.embeddings.base import Embedder
 from fourfold.errors import InvalidInput, StoreUnavailable
 from fourfold.stores.database import Connection, Database, is_url
 from fourfold.stores.engine import open_database
-from fourfold.stores.sqlite import DATABASE, memories_version_name, scope_of
+from fourfold.stores.sql import memories_version_name, scope_of
+from fourfold.stores.sqlite import DATABASE
 from fourfold.stores.vector import embedding_text
 
 __all__ = ["Reindexed", "reindex"]

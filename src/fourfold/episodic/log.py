@@ -32,8 +32,8 @@ from fourfold.errors import EmbedderMismatch, InvalidInput, NotFound
 from fourfold.ranking import EPISODES, Background, Fusion, lexical_share, rank
 from fourfold.stores.database import Database, Lock
 from fourfold.stores.engine import open_database
-from fourfold.stores.sqlite import chunked_ids, scope_key
-from fourfold.stores.vector import GLOBAL_SCOPE_KEY, tokens_to_keep
+from fourfold.stores.sql import chunked_ids
+from fourfold.stores.vector import GLOBAL_SCOPE_KEY, scope_key, tokens_to_keep
 from fourfold.text import tokenize
 from fourfold.text.tokenize import tokenize_many
 from fourfold.types import Episode

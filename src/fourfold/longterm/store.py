@@ -439,7 +439,7 @@ class LongTermMemory:
 
         Each result's `score` is its relevance in [0, 1], on one scale for every query, scope
         and store size (`fourfold.ranking`); `min_score` drops results below it
-        (`fourfold.RELEVANCE_FLOOR` is the floor the support agent uses).
+        (`fourfold.ranking.RELEVANCE_FLOOR` is the floor the support agent uses).
 
         `where` filters on metadata and on the memory's dates, with operators ($in, $ne, $gt,
         $gte, $lt, $lte, $and, $or...; see `fourfold.longterm.where`).

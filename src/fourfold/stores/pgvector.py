@@ -35,7 +35,7 @@ from fourfold.errors import StoreUnavailable
 from fourfold.longterm.large import Candidates, Features
 from fourfold.longterm.retrieval import ScopeIndex
 from fourfold.stores.postgres import PostgresDatabase
-from fourfold.stores.sqlite import _COLUMNS, SQLiteVectorStore
+from fourfold.stores.sql import COLUMNS, SQLVectorStore
 from fourfold.stores.vector import VectorRecord, scope_key
 from fourfold.text import memory_date, time_words, tokenize
 from fourfold.text.bm25 import bm25_idf
@@ -73,7 +73,7 @@ _FEATURES = frozenset({"ann", "terms", "context", "length", "own_terms"})
 _TOTALS = {"total_length": "DOUBLE PRECISION", "total_ann": "DOUBLE PRECISION[]"}
 
 
-class PostgresVectorStore(SQLiteVectorStore):
+class PostgresVectorStore(SQLVectorStore):
     """Memories and document chunks in a `PostgresDatabase`; large scopes get ANN candidates."""
 
     def __init__(
@@ -359,7 +359,7 @@ class PostgresVectorStore(SQLiteVectorStore):
         while True:
             with self.db.write() as conn:
                 batch = self._records(conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND (created_at, seq) > (?, ?)"
+                    f"SELECT {COLUMNS} FROM memories WHERE scope = ? AND (created_at, seq) > (?, ?)"
                     " ORDER BY created_at, seq LIMIT ?", (key, *after, _PROMOTE_BATCH),
                 ).fetchall())
                 if not batch:  # done: from now on, writes index their own rows
@@ -535,9 +535,9 @@ class PostgresVectorStore(SQLiteVectorStore):
             return []
         rows = conn.execute(
             f"SELECT {_OUTER} FROM unnest(CAST(? AS text[])) AS c(cid) JOIN memories m0 ON m0.id = c.cid,"
-            f" LATERAL ((SELECT {_COLUMNS} FROM memories m WHERE m.scope = ?"
+            f" LATERAL ((SELECT {COLUMNS} FROM memories m WHERE m.scope = ?"
             " AND (m.created_at, m.seq) < (m0.created_at, m0.seq) ORDER BY m.created_at DESC, m.seq DESC LIMIT ?)"
-            f" UNION ALL (SELECT {_COLUMNS} FROM memories m WHERE m.scope = ?"
+            f" UNION ALL (SELECT {COLUMNS} FROM memories m WHERE m.scope = ?"
             " AND (m.created_at, m.seq) >= (m0.created_at, m0.seq) ORDER BY m.created_at, m.seq LIMIT ?)) AS w",
             (ids, key, span, key, span + 1),
         ).fetchall()
@@ -545,10 +545,10 @@ class PostgresVectorStore(SQLiteVectorStore):
         return self._records(unique)
 
 
-_OUTER = ", ".join(f"w.{column}" for column in _COLUMNS.split(", "))
-#: A record's columns but its own vector, which `_features` puts back where _COLUMNS has it.
-_VECTOR_AT = _COLUMNS.split(", ").index("embedding")
-_FEATURE_COLUMNS = ", ".join(c for c in _COLUMNS.split(", ") if c != "embedding")
+_OUTER = ", ".join(f"w.{column}" for column in COLUMNS.split(", "))
+#: A record's columns but its own vector, which `_features` puts back where COLUMNS has it.
+_VECTOR_AT = COLUMNS.split(", ").index("embedding")
+_FEATURE_COLUMNS = ", ".join(c for c in COLUMNS.split(", ") if c != "embedding")
 
 
 def _lexical(

@@ -1,4 +1,4 @@
-"""Issue 16, from the outside: what a newcomer does in the first hour, through the `fourfold` command.
+"""The `fourfold` command from the outside: what a newcomer does in the first hour.
 
 Every test runs the CLI in a subprocess, as a user would, and asserts what they would see.
 """
@@ -212,7 +212,7 @@ def test_chat_survives_mistakes_and_records_failures(cli: Run) -> None:
 
 
 def test_chat_a_first_short_ticket_teaches_the_next_customer(cli: Run) -> None:
-    # Issue 14: one customer, a short ticket, an outcome that does not repeat the problem.
+    # One customer, a short ticket, an outcome that does not repeat the problem.
     lines = ["My invoice PDF fails with error 502", "/resolve Cleared the browser cache", "/customer bob",
              "My invoice PDF fails with error 502, what can I do?", "/quit"]
     r = cli("chat", "alice", stdin="\n".join(lines) + "\n")

@@ -1,7 +1,8 @@
-"""Regression tests for the outside security review (issue 15), one section per finding.
+"""Untrusted input: secrets in documents, names and keys; strings that name files; MCP and
+service callers reaching past their scope; look-alike delimiters in the prompt; size limits.
 
-Findings 2, 4 and 9 (formats, false positives, the pre-filter) are in test_detect.py; the
-corpus through every channel is in test_reliability_secrets.py.
+Secret formats, false positives and the pre-filter are in test_detect.py; the corpus through
+every channel is in test_reliability_secrets.py.
 """
 
 from __future__ import annotations
