@@ -26,6 +26,7 @@ PUBLIC = {
     },
     "fourfold.episodic": {
         "EpisodeLog", "PENDING_SCOPE", "SHARED_SCOPE", "dense_text", "lexical_text", "render_episode", "render_episodes",
+        "render_ticket",
     },
     "fourfold.longterm": {"DOC_KIND", "Enricher", "LongTermMemory", "MemoryInput", "ModelEnricher", "Weights"},
     "fourfold.models": {
