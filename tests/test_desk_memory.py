@@ -84,3 +84,49 @@ def test_a_data_dir_written_before_shows_old_tickets_by_problem_and_outcome(befo
     assert "phone" not in system and "Please call me" not in system
     assert [m.key for m in reply.report.profile] == ["contact_channel"]
     assert "email me instead" in reply.report.profile[0].text
+
+
+def test_a_detected_preference_adopts_the_key_an_operator_set_for_its_kind(memory: Memory) -> None:
+    scope = customer_scope("bea")
+    operator = memory.long_term.remember("Reach Bea by phone", scope=scope, kind="preference", key="contact")
+    (detected,) = memory.add(["Actually text me on my mobile from now on."], scope=scope)
+    assert detected.supersedes == (operator.id,)
+    current = [m for m in memory.long_term.all(scope=scope) if m.key is not None]
+    assert [(m.key, m.text) for m in current] == [("contact", "User said: Actually text me on my mobile from now on.")]
+    assert [m.text for m in memory.long_term.profile(scope)] == [current[0].text]
+
+
+def test_a_user_key_of_a_kind_the_scope_holds_supersedes_it(memory: Memory) -> None:
+    scope = customer_scope("bea")
+    first = memory.long_term.remember("Prefers email", scope=scope, kind="preference", key="contact_channel")
+    second = memory.long_term.remember("Call her on the landline", scope=scope, key="preferred_contact")
+    assert second.supersedes == (first.id,)
+    assert [(m.key, m.text) for m in memory.long_term.profile(scope)] == [("contact_channel", "Call her on the landline")]
+    plan = memory.long_term.remember("Is on the annual plan", scope=scope, key="plan")  # another kind: both stay
+    assert not plan.supersedes and len(memory.long_term.profile(scope)) == 2
+
+
+def test_two_current_values_of_one_kind_from_before_become_one(before: Memory) -> None:
+    """A data dir written before keys met holds an operator's "contact" and a detected
+    "contact_channel", both current: the profile shows the newer, and the next write of that
+    kind ends both."""
+    scope = customer_scope("cy")
+    keyed = {m.key: m for m in before.long_term.all(scope=scope) if m.key is not None}
+    assert set(keyed) == {"contact", "contact_channel"}
+    assert [m.key for m in before.long_term.profile(scope)] == ["contact_channel"]
+    agent = SupportAgent(before, OfflineModel(), share_cases=False)
+    agent.turn("cy", "Please email me from now on. The parcel is late again.")
+    agent.resolve("cy", "Rebooked the courier.")
+    current = [m for m in before.long_term.all(scope=scope) if m.key is not None]
+    assert [(m.key, m.text) for m in current] == [("contact_channel", "Customer said: Please email me from now on.")]
+    system = agent.turn("cy", "Where is my parcel?", dry_run=True).report.system_prompt
+    assert "phone" not in system and "text me" not in system
+
+
+def test_an_operators_key_in_a_data_dir_from_before_is_adopted(before: Memory) -> None:
+    agent = SupportAgent(before, OfflineModel(), share_cases=False)
+    agent.turn("bea", "Actually text me on my mobile from now on. My parcel is late.")
+    agent.resolve("bea", "Rebooked the courier.")
+    profile = before.long_term.profile(customer_scope("bea"))
+    assert [(m.key, m.text) for m in profile] == [
+        ("contact", "Customer said: Actually text me on my mobile from now on."), ("plan", "Bea is on the annual plan")]

@@ -33,6 +33,11 @@ def fill(mem: Memory) -> None:
                            valid_from=1_700_000_000)
     mem.long_term.remember("Bea is on the annual plan", scope=customer_scope("bea"), kind="fact", key="plan",
                            valid_from=1_700_000_000)
+    # cy: an operator's key and a detected one for one kind, both current (as fourfold then kept them)
+    mem.long_term.remember("Reach Cy by phone", scope=customer_scope("cy"), kind="preference", key="contact",
+                           valid_from=1_700_000_000)
+    agent.turn("cy", "Actually text me on my mobile from now on. My parcel is late.")
+    agent.resolve("cy", "Rebooked the courier.")
     mem.facts.set("refund_window_days_annual", 60, description="Days to ask for a refund on an annual plan")
     mem.facts.set("refund_window_days_monthly", 14, description="Days to ask for a refund on a monthly plan")
     mem.facts.set("support_hours", "9-17 CET", description="When the desk answers")

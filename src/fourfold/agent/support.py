@@ -79,6 +79,8 @@ class OpenTicket:
 
 
 _TICKET = "ticket"
+#: The kind of the distiller's note of a resolved ticket ("Resolved: ... Fix: ...").
+RESOLUTION = "resolution"
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,8 +267,10 @@ class SupportAgent:
         floor = self.min_relevance
         profile = self.memory.long_term.profile(scope, max_tokens=self.profile_tokens) if self.profile_tokens else []
         shown = {m.id for m in profile}
-        recalled = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k, min_score=floor)
-        memories = [*profile, *(m for m in recalled if m.id not in shown)]
+        # A resolved ticket is shown from its episode's problem and fix: not again from the
+        # distiller's note of it, which a data dir of before wrote from the message as said.
+        recalled = self.memory.long_term.recall(user_msg, scope=scope, k=self.memory_k + self.episode_k, min_score=floor)
+        memories = [*profile, *[m for m in recalled if m.id not in shown and m.kind != RESOLUTION][:self.memory_k]]
         episodes = self.memory.episodes.similar_successes(
             user_msg, k=self.episode_k, scope=scope, include_unscoped=False, min_score=floor
         )

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from fourfold.errors import InvalidInput
+from fourfold.longterm.slots import key_kind
 from fourfold.types import Recalled
 
 __all__ = ["PROFILE_TOKENS", "fit_profile"]
@@ -25,15 +26,22 @@ _LINE_CHARS = 28
 
 
 def fit_profile(current: Sequence[Recalled], max_tokens: int) -> list[Recalled]:
-    """The keyed memories among `current` (current versions), the most recently set first while
-    they fit in `max_tokens`, then ordered by key."""
+    """The keyed memories among `current` (current versions), one per kind of key (the most
+    recently set: a data dir may hold an operator's key and a detected one for one thing, from
+    before keys met in one namespace), the most recently set first while they fit in
+    `max_tokens`, then ordered by key."""
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise InvalidInput(f"max_tokens must be a positive integer, got {max_tokens!r}")
     keyed = sorted((r for r in current if r.key is not None and r.valid_to is None),
                    key=lambda r: (-r.valid_from, r.key or ""))
     kept: list[Recalled] = []
+    kinds: set[str] = set()
     spent = 0
     for r in keyed:
+        kind = key_kind(r.key or "")
+        if kind in kinds:
+            continue
+        kinds.add(kind)
         cost = math.ceil((len(r.text) + _LINE_CHARS) / _CHARS_PER_TOKEN)
         if spent + cost > max_tokens:
             continue  # a shorter, older one may still fit

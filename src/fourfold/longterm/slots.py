@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from fourfold.text.preferences import PREFERENCE_KEYS, preference_key
 
-__all__ = ["Slot", "attribute_key", "derived_key", "slot_of"]
+__all__ = ["Slot", "attribute_key", "derived_key", "key_kind", "slot_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +140,13 @@ def attribute_key(text: str) -> str | None:
 def derived_key(text: str) -> str | None:
     """A stated preference's key: the kind a rule lists (`preference_key`), else its generic attribute."""
     return preference_key(text) or attribute_key(text)
+
+
+def key_kind(key: str) -> str:
+    """What a memory key is about: the kind `preference_key` lists that its name names
+    ("contact", "preferred_contact" -> contact_channel), else the key itself. Keys of one kind
+    name one value of a scope (`fourfold.longterm.namespace`)."""
+    return preference_key(key.replace("_", " ").replace("-", " ")) or key
 
 
 _CONTEXT_CUE = re.compile(r"\b(?:for|about|regarding|when it comes to)\b")

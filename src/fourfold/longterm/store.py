@@ -35,6 +35,7 @@ from fourfold.longterm.consolidate import (
 )
 from fourfold.longterm.enrich import Enricher
 from fourfold.longterm.large import CandidateStore, LargeScopes
+from fourfold.longterm.namespace import one_namespace
 from fourfold.longterm.profile import PROFILE_TOKENS, fit_profile
 from fourfold.longterm.retrieval import RecordFilter, ScopeIndex, Weights
 from fourfold.longterm.versions import (
@@ -248,6 +249,7 @@ class LongTermMemory:
         # Slow work (embedding, an enricher, a consolidating model) happens before the write
         # lock, for texts the scopes do not hold yet; a text held already brings its stored vector.
         known = self.store.versioned_many(ids)
+        writes = one_namespace(writes, known)  # before consolidation: a key it adopts is held already
         vectors = self._vectors(prepared, known)
         if consolidate is not None and lineage is None:
             held = {(r.scope, r.text) for records in known.values() for r in records}
@@ -264,7 +266,7 @@ class LongTermMemory:
         now = round(time.time(), 6)  # microseconds: what every store reads back exactly
         with self.store.writing() as ticket:
             known = self.store.versioned_many(ids)
-            done = plan(writes, known, now=now, new_id=_new_id)
+            done = plan(one_namespace(writes, known), known, now=now, new_id=_new_id)
             # What another process wrote or deleted since the first look is handled here.
             vectors.update(self._vectors([p for p in prepared if p.text not in vectors], known))
             added = [replace(r, embedding=vectors[r.text][0], extra=vectors[r.text][1]) for r in done.added]

@@ -182,6 +182,9 @@ class Write:
     content_id: str = ""  # the id an independent memory of this text gets when it is free
     follows: int | None = None  # consolidation: the batch's earlier write whose lineage it joins
     skip: bool = False  # consolidation: the lineage holds it already; store nothing
+    #: current versions of other lineages this write ends too (another key of its kind:
+    #: `fourfold.longterm.namespace`)
+    ends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,20 +250,28 @@ def plan(
             with_version(w.metadata, version, record_id=record_id, written_at=now), seq,
         )
         seq += 1
+        mine = {r.id for r in lineage}
+        others = [r for r in records if r.id in w.ends and is_current(r) and r.id not in mine]
         if before is not None:
-            ended = _replace_version(before, valid_to=valid_from)
-            out.changed[before.id] = ended
-            records[next(i for i, r in enumerate(records) if r.id == before.id)] = ended
-            # a record this batch adds is added with its final metadata, not changed after
-            for i, added in enumerate(out.added):
-                if added.id == before.id:
-                    out.added[i] = ended
-                    del out.changed[before.id]
+            _end(out, records, before, valid_from)
+        for other in others:  # a backdated write ends another key's version no earlier than it began
+            _end(out, records, other, max(valid_from, version_of(other).valid_from))
         records.append(record)
         out.added.append(record)
-        out.outcomes.append(Outcome(record_id, True, (before.id,) if before is not None else ()))
+        out.outcomes.append(Outcome(record_id, True, tuple(r.id for r in ([before] if before else []) + others)))
         lineages.append(version.lineage)
     return out
+
+
+def _end(out: Plan, records: list[VectorRecord], old: VectorRecord, valid_to: float) -> None:
+    """`old` ends at `valid_to`: changed in the store, or added so when this batch adds it."""
+    ended = _replace_version(old, valid_to=valid_to)
+    records[next(i for i, r in enumerate(records) if r.id == old.id)] = ended
+    for i, added in enumerate(out.added):
+        if added.id == old.id:  # a record this batch adds is added with its final metadata
+            out.added[i] = ended
+            return
+    out.changed[old.id] = ended
 
 
 def _lineage_of(w: Write, records: Sequence[VectorRecord]) -> list[VectorRecord]:
