@@ -88,7 +88,8 @@ def dense(desk: Desk, dataset: data.Dataset) -> Ranker:
 
 
 def bm25(dataset: data.Dataset) -> Ranker:
-    from fourfold.text import BM25Index, tokenize
+    from fourfold.ranking.bm25 import BM25Index
+    from fourfold.text import tokenize
 
     indexes: dict[str, BM25Index] = {}
     for c in dataset.customers:

@@ -15,8 +15,9 @@ import pytest
 from engines import assert_erased
 from fourfold.embeddings import HashEmbedder
 from fourfold.episodic import EpisodeLog, lexical_text
+from fourfold.ranking.bm25 import BM25Index
 from fourfold.stores.vector import tokens_to_keep
-from fourfold.text import BM25Index, tokenize
+from fourfold.text import tokenize
 from fourfold.types import Episode
 
 ITEMS = [

@@ -604,7 +604,8 @@ def test_a_searched_scope_still_uses_vectors_another_process_stores_later(path: 
 
 def test_episode_lexical_scores_are_okapi_bm25_over_the_searched_groups(log: EpisodeLog) -> None:
     from fourfold.episodic._index import lexical_text
-    from fourfold.text import BM25Index, tokenize
+    from fourfold.ranking.bm25 import BM25Index
+    from fourfold.text import tokenize
 
     texts = ["refund the damaged parcel", "parcel lost, refund issued twice", "vpn router reboot",
              "refund refund refund parcel", "password reset link"]

@@ -33,6 +33,10 @@ PUBLIC = {
         "AnthropicModel", "ChatModel", "ChatRequest", "ChatResponse", "MODEL_ENV", "Message", "ModelSpec", "OfflineModel",
         "OpenAICompatModel", "ScriptedModel", "ToolCall", "Usage", "default_model", "from_spec", "parse_spec",
     },
+    "fourfold.ranking": {
+        "EPISODES", "MEMORIES", "RELEVANCE_FLOOR", "BM25Index", "BM25Table", "Background", "Calibration",
+        "CollectionStats", "Fusion", "Parts", "evidence_of", "lexical_share", "rank", "relevance", "typicality",
+    },
     "fourfold.semantic": {"Chunk", "DocumentStore", "FactStore", "PolicyTool", "chunk_text"},
     "fourfold.service": {"ApiKey", "DEFAULT_TENANT", "KeyStore", "Tenants", "create_app"},
     "fourfold.shortterm": {
@@ -46,8 +50,8 @@ PUBLIC = {
     },
     "fourfold.testing": {"ErrorReply", "FakeLLMServer", "RecordedRequest", "ScriptedModel"},
     "fourfold.text": {
-        "BM25Index", "DATE_KEYS", "POLICIES", "Policy", "STOPWORDS", "detect", "is_chatter", "memory_date", "parse_date",
-        "redact", "time_words", "tokenize",
+        "DATE_KEYS", "POLICIES", "Policy", "STOPWORDS", "detect", "is_chatter", "memory_date", "parse_date", "redact",
+        "time_words", "tokenize",
     },
 }
 #: Names whose backend is an optional extra, checked only when it is installed.

@@ -87,7 +87,7 @@ def upward_imports(root: Path = ROOT) -> set[tuple[str, str]]:
 
 #: Storage, and what it must not import: the memory layers and the ranker (BM25 included).
 STORAGE = "fourfold.stores"
-RANKING = (*LAYERS, "fourfold.ranking", "fourfold.text.bm25")
+RANKING = (*LAYERS, "fourfold.ranking")
 #: The engines' own modules; everything else in `fourfold.stores` is engine-neutral.
 ENGINES = {
     "sqlite": ("fourfold.stores.sqlite",),

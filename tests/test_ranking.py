@@ -23,8 +23,9 @@ from fourfold.ranking import (
     relevance,
     typicality,
 )
+from fourfold.ranking.bm25 import BM25Index
 from fourfold.stores import InMemoryVectorStore
-from fourfold.text import BM25Index, tokenize
+from fourfold.text import tokenize
 
 
 def _lt() -> LongTermMemory:

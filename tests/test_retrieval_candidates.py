@@ -12,9 +12,8 @@ import pytest
 from fourfold import InvalidInput
 from fourfold.longterm.retrieval import ScopeIndex, Weights
 from fourfold.ranking import MEMORIES, lexical_share, rank, typicality
+from fourfold.ranking.bm25 import REST, BM25Index, BM25Table, CollectionStats
 from fourfold.stores.vector import VectorRecord
-from fourfold.text import BM25Index
-from fourfold.text.bm25 import REST, BM25Table, CollectionStats
 
 WORDS = ["refund", "parcel", "login", "router", "invoice", "courier", "printer", "warranty"]
 

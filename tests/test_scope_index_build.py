@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from fourfold.embeddings import HashEmbedder
 from fourfold.longterm import LongTermMemory, MemoryInput
-from fourfold.longterm._terms import ContextTerms, neighbour_lists
 from fourfold.longterm.retrieval import ScopeIndex, Weights, _neighbour_plan, _runs
+from fourfold.ranking.bm25 import BM25Index
+from fourfold.ranking.terms import ContextTerms, neighbour_lists
 from fourfold.stores.sqlite import SQLiteDatabase, SQLiteVectorStore
 from fourfold.stores.vector import NO_VECTOR, VectorRecord
-from fourfold.text import BM25Index, memory_date, time_words, tokenize
+from fourfold.text import memory_date, time_words, tokenize
 from fourfold.text.tokenize import tokenize_many
 
 EMBEDDER = HashEmbedder()

@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fourfold.text as text_pkg
 from fourfold.errors import InvalidInput
+from fourfold.ranking.bm25 import BM25Index
 from fourfold.text import (
     STOPWORDS,
-    BM25Index,
     is_chatter,
     memory_date,
     parse_date,
@@ -27,25 +26,6 @@ from secrets_corpus import PERSONAL as CORPUS_PERSONAL
 from secrets_corpus import SECRETS as CORPUS_SECRETS
 
 # -- tokenize -------------------------------------------------------------------------
-
-
-def test_text_package_exports_exactly_the_public_names() -> None:
-    assert sorted(text_pkg.__all__) == sorted(
-        [
-            "tokenize",
-            "STOPWORDS",
-            "BM25Index",
-            "redact",
-            "detect",
-            "Policy",
-            "POLICIES",
-            "is_chatter",
-            "DATE_KEYS",
-            "memory_date",
-            "parse_date",
-            "time_words",
-        ]
-    )
 
 
 def test_stopwords_are_a_full_lowercase_english_list() -> None:

@@ -18,9 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fourfold.embeddings import Vectors
+from fourfold.ranking.bm25 import K1, bm25_idf, bm25_term_scores
 from fourfold.stores.sql import scope_of
 from fourfold.stores.vector import kept_tokens
-from fourfold.text.bm25 import K1, bm25_idf, bm25_term_scores
 from fourfold.text.tokenize import TOKENS_TAG, tokenize_many
 from fourfold.types import Episode
 

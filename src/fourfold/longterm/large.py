@@ -17,8 +17,8 @@ import numpy as np
 
 from fourfold.embeddings.base import Vectors
 from fourfold.longterm.retrieval import ScopeIndex, Weights
+from fourfold.ranking.bm25 import CollectionStats
 from fourfold.stores.vector import VectorRecord
-from fourfold.text.bm25 import CollectionStats
 
 __all__ = ["DENSE", "LEXICAL", "CandidateStore", "Candidates", "LargeScopes", "ScopeStats"]
 

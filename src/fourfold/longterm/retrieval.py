@@ -26,17 +26,17 @@ import numpy as np
 import numpy.typing as npt
 
 from fourfold.embeddings.base import Vectors
-from fourfold.longterm._terms import (
+from fourfold.ranking import MEMORIES, Fusion, Parts, evidence_of, lexical_share, rank, typicality
+from fourfold.ranking.bm25 import BM25Index, BM25Table, CollectionStats
+from fourfold.ranking.terms import (
     ContextTerms,
     Ints,
     RunContext,
     Step,
     neighbour_lists,
 )
-from fourfold.ranking import MEMORIES, Fusion, Parts, evidence_of, lexical_share, rank, typicality
 from fourfold.stores.vector import DOC_KIND, VectorRecord, record_tokens
-from fourfold.text import BM25Index, memory_date, time_words, tokenize
-from fourfold.text.bm25 import BM25Table, CollectionStats
+from fourfold.text import memory_date, time_words, tokenize
 
 __all__ = ["THREAD_KEYS", "RecordFilter", "ScopeIndex", "Weights"]
 

@@ -53,9 +53,9 @@ from fourfold.longterm.versions import (
 )
 from fourfold.longterm.where import compile_where, fields_of
 from fourfold.ranking import Background, Parts
+from fourfold.ranking.bm25 import CollectionStats
 from fourfold.stores.vector import DOC_KIND, VectorRecord, VectorStore, WriteTicket, embedding_text
 from fourfold.text import is_chatter, redact
-from fourfold.text.bm25 import CollectionStats
 from fourfold.text.redact import redact_many
 from fourfold.types import Recalled, Redaction, Remembered
 

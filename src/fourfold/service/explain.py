@@ -32,7 +32,8 @@ from fourfold.ranking import (
     lexical_share,
     relevance,
 )
-from fourfold.text import BM25Index, memory_date, time_words, tokenize
+from fourfold.ranking.bm25 import BM25Index
+from fourfold.text import memory_date, time_words, tokenize
 from fourfold.types import Episode, Recalled
 
 __all__ = ["Explained", "Word", "explain_docs", "explain_recall", "explain_similar"]

@@ -34,11 +34,11 @@ from fourfold.embeddings.base import Vectors
 from fourfold.errors import StoreUnavailable
 from fourfold.longterm.large import Candidates, Features
 from fourfold.longterm.retrieval import ScopeIndex
+from fourfold.ranking.bm25 import bm25_idf
 from fourfold.stores.postgres import PostgresDatabase
 from fourfold.stores.sql import COLUMNS, SQLVectorStore
 from fourfold.stores.vector import VectorRecord, scope_key
 from fourfold.text import memory_date, time_words, tokenize
-from fourfold.text.bm25 import bm25_idf
 
 __all__ = ["LARGE_AT", "PostgresVectorStore"]
 

@@ -1,7 +1,6 @@
-"""Pure text utilities: tokenizing, BM25 ranking, dates, detecting secrets and personal details,
-chatter detection."""
+"""Pure text utilities: tokenizing, dates, detecting secrets and personal details, chatter
+detection. (BM25 lives with the ranker, in `fourfold.ranking`.)"""
 
-from fourfold.text.bm25 import BM25Index
 from fourfold.text.chatter import is_chatter
 from fourfold.text.dates import DATE_KEYS, memory_date, parse_date, time_words
 from fourfold.text.redact import POLICIES, Policy, detect, redact
@@ -11,7 +10,6 @@ __all__ = [
     "DATE_KEYS",
     "POLICIES",
     "STOPWORDS",
-    "BM25Index",
     "Policy",
     "detect",
     "is_chatter",

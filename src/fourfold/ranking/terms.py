@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fourfold.text.bm25 import K1, B, CollectionStats, bm25_idf, bm25_term_scores
+from fourfold.ranking.bm25 import K1, B, PositionalBM25
 
 __all__ = [
     "ContextTerms", "RunContext", "Step", "neighbour_lists", "run_neighbour_arrays",
@@ -124,7 +124,7 @@ def neighbour_lists(at: Ints, shares: Floats, counts: Ints) -> list[list[tuple[i
             zip(at.tolist(), shares.tolist(), counts.tolist(), strict=True)]
 
 
-class ContextTerms:
+class ContextTerms(PositionalBM25):
     """Okapi BM25 where record i holds its own tokens at weight 1 and each neighbour's at its share.
 
     A term's weight in a record is summed exactly as a map of the record's term weights sums
@@ -196,9 +196,6 @@ class ContextTerms:
         self._total = total
         self._cache: dict[str, dict[str, float]] = {}
 
-    def __len__(self) -> int:
-        return len(self._lengths)
-
     def token_lists(self) -> list[list[str]]:
         """The token lists this index was made of, each record's in its order."""
         words = list(self._vocab)  # a term's id is its place in the vocabulary
@@ -222,47 +219,9 @@ class ContextTerms:
             cached = self._cache[term] = dict(zip(map(str, holders.tolist()), weights.tolist(), strict=True))
         return cached
 
-    def length(self, i: int) -> float:
-        return float(self._lengths[i])
-
-    def idf(self, term: str, *, stats: CollectionStats | None = None) -> float:
-        """As `BM25Index.idf`: the term's inverse document frequency here, or in `stats`."""
+    def _df(self, term: str) -> int:
         t = self._vocab.get(term)
-        df: float = 0 if t is None else int(self._bounds[t + 1] - self._bounds[t])
-        if stats is None:
-            return bm25_idf(len(self._lengths), df)
-        return bm25_idf(stats.n_docs, max(stats.df.get(term, 0.0), df))
-
-    def best_possible(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> float:
-        """As `BM25Index.best_possible`: every term matched, saturated."""
-        return (self.k1 + 1.0) * sum(self.idf(term, stats=stats) for term in query_tokens)
-
-    def scores(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> dict[str, float]:
-        """As `BM25Index.scores`: every record sharing a term with the query, by str(position)."""
-        out = self.score_array(query_tokens, stats=stats)
-        hit = np.flatnonzero(out > 0)
-        return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))
-
-    def score_array(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> Floats:
-        """Every record's score (0 where `scores` has none), by position.
-
-        Each term's hits are scored in one step with the per-hit formula's operations in its
-        order, and a record adds its terms' scores in query order: the same floats.
-        """
-        n_docs = len(self._lengths)
-        if not n_docs or not self._total:
-            return np.zeros(n_docs, dtype=np.float64)
-        avgdl = self._total / n_docs if stats is None else stats.avgdl
-        k1, b = self.k1, self.b
-        out = np.zeros(n_docs, dtype=np.float64)
-        for term in query_tokens:  # a repeated query term counts once per occurrence
-            holders, tf = self._posting_arrays(term)
-            if not len(holders):
-                continue
-            idf = self.idf(term, stats=stats) if stats is not None else bm25_idf(n_docs, len(holders))
-            out[holders] += bm25_term_scores(idf, tf, self._lengths[holders], avgdl, k1=k1, b=b)
-        out[~(out > 0)] = 0.0  # as `scores` leaves them out
-        return out
+        return 0 if t is None else int(self._bounds[t + 1] - self._bounds[t])
 
 
 def _lent_by_slots(

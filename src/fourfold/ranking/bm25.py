@@ -13,7 +13,9 @@ import numpy.typing as npt
 
 from fourfold.errors import InvalidInput
 
-__all__ = ["REST", "BM25Index", "BM25Table", "CollectionStats", "bm25_idf", "bm25_term_scores"]
+__all__ = [
+    "REST", "BM25Index", "BM25Table", "CollectionStats", "PositionalBM25", "bm25_idf", "bm25_term_scores", "term_idf",
+]
 
 #: A term no query can hold (tokens never contain NUL): in `BM25Table.to_index` it carries the
 #: part of a document's length that its given weights leave out.
@@ -49,6 +51,14 @@ class CollectionStats:
     avgdl: float
     #: Documents holding each term (at least those of the index itself are counted).
     df: Mapping[str, float]
+
+
+def term_idf(n_docs: int, df: float, term: str, stats: CollectionStats | None) -> float:
+    """The idf of a term that `df` of `n_docs` documents hold; with `stats`, in their larger
+    collection (which holds at least these documents)."""
+    if stats is None:
+        return bm25_idf(n_docs, df)
+    return bm25_idf(stats.n_docs, max(stats.df.get(term, 0.0), df))
 
 
 class BM25Index:
@@ -146,10 +156,7 @@ class BM25Index:
 
     def idf(self, term: str, *, stats: CollectionStats | None = None) -> float:
         """The term's inverse document frequency (as high as it gets for a term no document has)."""
-        df: float = len(self._postings.get(term, ()))
-        if stats is None:
-            return bm25_idf(len(self._doc_len), df)
-        return bm25_idf(stats.n_docs, max(stats.df.get(term, 0.0), df))
+        return term_idf(len(self._doc_len), len(self._postings.get(term, ())), term, stats)
 
     def best_possible(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> float:
         """An upper bound of any document's score for this query: every term matched, saturated.
@@ -179,9 +186,11 @@ class BM25Index:
             if not posting:
                 continue
             idf = self.idf(term, stats=stats) if stats is not None else bm25_idf(n_docs, len(posting))
-            for doc_id, tf in posting.items():
-                norm = k1 * (1.0 - b + b * self._doc_len[doc_id] / avgdl)
-                out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+            n = len(posting)
+            tf = np.fromiter(posting.values(), dtype=np.float64, count=n)
+            lengths = np.fromiter(map(self._doc_len.__getitem__, posting), dtype=np.float64, count=n)
+            for doc_id, score in zip(posting, bm25_term_scores(idf, tf, lengths, avgdl, k1=k1, b=b).tolist(), strict=True):
+                out[doc_id] = out.get(doc_id, 0.0) + score
         return {doc_id: score for doc_id, score in out.items() if score > 0}
 
     def top(self, query_tokens: Sequence[str], k: int) -> list[tuple[str, float]]:
@@ -194,7 +203,70 @@ class BM25Index:
         return ranked
 
 
-class BM25Table:
+class PositionalBM25:
+    """Okapi BM25 over documents numbered 0 to n-1 whose postings are arrays: what `BM25Table`
+    and a scope's `ContextTerms` share. A subclass holds `k1`, `b`, the documents' `_lengths` and
+    their `_total` (summed in document order), and gives each term's postings and count."""
+
+    __slots__ = ()
+
+    k1: float
+    b: float
+    _lengths: npt.NDArray[np.float64]
+    _total: float
+
+    def _posting_arrays(self, term: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+        """The documents holding the term and its weights there."""
+        raise NotImplementedError
+
+    def _df(self, term: str) -> int:
+        """How many documents hold the term."""
+        return len(self._posting_arrays(term)[0])
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def length(self, i: int) -> float:
+        """Document i's length."""
+        return float(self._lengths[i])
+
+    def idf(self, term: str, *, stats: CollectionStats | None = None) -> float:
+        """As `BM25Index.idf`."""
+        return term_idf(len(self._lengths), self._df(term), term, stats)
+
+    def best_possible(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> float:
+        """As `BM25Index.best_possible`: every term matched, saturated."""
+        return (self.k1 + 1.0) * sum(self.idf(term, stats=stats) for term in query_tokens)
+
+    def score_array(
+        self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Every document's BM25 score (0 where `BM25Index.scores` has none), by position.
+
+        Each term's hits are scored in one step of the kernel, and a document adds its terms'
+        scores in query order: the same floats as `BM25Index.scores`."""
+        n_docs = len(self._lengths)
+        out = np.zeros(n_docs, dtype=np.float64)
+        if not n_docs or not self._total:
+            return out
+        avgdl = self._total / n_docs if stats is None else stats.avgdl
+        for term in query_tokens:  # a repeated query term counts once per occurrence
+            holders, tf = self._posting_arrays(term)
+            if not len(holders):
+                continue
+            idf = self.idf(term, stats=stats) if stats is not None else bm25_idf(n_docs, len(holders))
+            out[holders] += bm25_term_scores(idf, tf, self._lengths[holders], avgdl, k1=self.k1, b=self.b)
+        out[~(out > 0)] = 0.0  # as `BM25Index.scores` leaves them out
+        return out
+
+    def scores(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> dict[str, float]:
+        """As `BM25Index.scores`: every document sharing a term with the query, by str(position)."""
+        out = self.score_array(query_tokens, stats=stats)
+        hit = np.flatnonzero(out > 0)
+        return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))
+
+
+class BM25Table(PositionalBM25):
     """Okapi BM25 over a fixed set of documents given as term weights, held as one table.
 
     What `BM25Index` gives for documents `str(0)`, `str(1)`, ... added with `add_weighted`,
@@ -261,10 +333,7 @@ class BM25Table:
             total += length
         self._total = total
 
-    def __len__(self) -> int:
-        return len(self._lengths)
-
-    def _posting(self, term: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    def _posting_arrays(self, term: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
         """The documents holding the term (a positive weight) and its weights there."""
         t = self._vocab.get(term)
         if t is None:
@@ -273,48 +342,6 @@ class BM25Table:
         if holders is None:
             holders = self._holders[t] = np.flatnonzero(self._table[t] > 0)
         return holders, self._table[t, holders]
-
-    def length(self, i: int) -> float:
-        """Document i's length (the sum of its positive weights, the rest of `lengths` included)."""
-        return float(self._lengths[i])
-
-    def idf(self, term: str, *, stats: CollectionStats | None = None) -> float:
-        """As `BM25Index.idf`."""
-        df: float = len(self._posting(term)[0])
-        if stats is None:
-            return bm25_idf(len(self._lengths), df)
-        return bm25_idf(stats.n_docs, max(stats.df.get(term, 0.0), df))
-
-    def best_possible(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> float:
-        """As `BM25Index.best_possible`."""
-        return (self.k1 + 1.0) * sum(self.idf(term, stats=stats) for term in query_tokens)
-
-    def score_array(
-        self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None
-    ) -> npt.NDArray[np.float64]:
-        """Every document's BM25 score (0 where `BM25Index.scores` has none), by position.
-
-        Each term's hits are scored in one step with the per-hit formula's operations in its
-        order, and a document adds its terms' scores in query order: the same floats."""
-        n_docs = len(self._lengths)
-        out = np.zeros(n_docs, dtype=np.float64)
-        if not n_docs or not self._total:
-            return out
-        avgdl = self._total / n_docs if stats is None else stats.avgdl
-        k1, b = self.k1, self.b
-        for term in query_tokens:  # a repeated query term counts once per occurrence
-            holders, tf = self._posting(term)
-            if not len(holders):
-                continue
-            out[holders] += bm25_term_scores(self.idf(term, stats=stats), tf, self._lengths[holders], avgdl, k1=k1, b=b)
-        out[~(out > 0)] = 0.0
-        return out
-
-    def scores(self, query_tokens: Sequence[str], *, stats: CollectionStats | None = None) -> dict[str, float]:
-        """As `BM25Index.scores`: every document sharing a term with the query, by str(position)."""
-        out = self.score_array(query_tokens, stats=stats)
-        hit = np.flatnonzero(out > 0)
-        return dict(zip(map(str, hit.tolist()), out[hit].tolist(), strict=True))
 
     def to_index(self) -> BM25Index:
         """The same documents in a `BM25Index` (ids `str(i)`; with `lengths`, the rest of each
