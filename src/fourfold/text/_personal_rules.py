@@ -8,15 +8,13 @@ secrets, removed from everything stored, so this policy applies the secret rules
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
-from fourfold.text._rules import Rule, regex_rule
+from fourfold.text._rules import Rule, compile_re2, regex_rule
 from fourfold.text.names import GIVEN_NAMES, NOT_A_NAME
 
 __all__ = ["PERSONAL_RULES"]
 
-_I = re.IGNORECASE
 # Regions whose national formats are tried besides international (+...) numbers.
 _PHONE_REGIONS = ("US", "GB")
 # "Maria", "O'Sullivan", "Vasquez-Lindqvist", "McDonald", "d'Arcy" is left to the cues.
@@ -36,19 +34,26 @@ def _find_phones(text: str) -> Iterator[tuple[int, int]]:
 
 # Numbers written like a phone number even when no numbering plan knows them (unassigned
 # area codes, fictional ranges): 9-15 digits in groups, but not a date, a card or a version.
-_PHONE_SHAPE = re.compile(r"(?<![\w+.\-/])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,5}\)[ .\-]?|\d{2,5}[ .\-])\d{2,6}(?:[ .\-]\d{2,6}){0,3}(?![\w\-/]|\.\d)")
-_DATE_SHAPE = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}")
+# RE2 has no lookarounds: what may not stand before or after the number is checked on each match.
+_PHONE_SHAPE = compile_re2(r"(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,5}\)[ .\-]?|\d{2,5}[ .\-])\d{2,6}(?:[ .\-]\d{2,6}){0,3}")
+_DATE_SHAPE = compile_re2(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}")
 
 
 def _find_phone_shapes(text: str) -> Iterator[tuple[int, int]]:
     for match in _PHONE_SHAPE.finditer(text):
+        start, end = match.span()
+        before, after = text[start - 1 : start], text[end : end + 2]
+        if before and (before.isalnum() or before in "_+.-/"):
+            continue
+        if after[:1] and (after[0].isalnum() or after[0] in "_-/" or (after[0] == "." and after[1:2].isdigit())):
+            continue
         value = match.group()
         digits = sum(c.isdigit() for c in value)
         if 9 <= digits <= 15 and not _DATE_SHAPE.fullmatch(value):
-            yield match.span()
+            yield start, end
 
 
-_NAME_AFTER_CUE = re.compile(
+_NAME_AFTER_CUE = compile_re2(
     r"(?i:\b(?:my name is|name:|i am|i'm|this is|call(?:ed)?|spoke (?:to|with)|talked to|ask(?:ed)? for|"
     r"e-?mailed|texted|messaged|wrote to|replied to|rang|phoned|"
     r"hi|hello|hey|dear|thanks|thank you|mr\.?|mrs\.?|ms\.?|miss|dr\.?|customer|contact|cc|"
@@ -57,17 +62,20 @@ _NAME_AFTER_CUE = re.compile(
 )
 # "Thandiwe confirmed ...", "Oluwaseun Adeyemi here.": a capitalized word reporting something,
 # or introducing themselves, is a person, known name or not.
-_NAME_BEFORE_VERB = re.compile(
+_NAME_BEFORE_VERB = compile_re2(
     rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})\s+(?:confirmed|said|says|reported|wrote|asked|replied|agreed|"
     r"mentioned|emailed|phoned|told|explained|noticed|complained|tried|prefers|wants|needs)\b|"
     rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})\s+here[.,!:]"  # "Oluwaseun Adeyemi here."
 )
-_CAPITALIZED_RUN = re.compile(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}")
+_CAPITALIZED_RUN = compile_re2(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}")
+
+
+_WORD = compile_re2(r"\S+")
 
 
 def _name_span(text: str, start: int, end: int, *, need_given: bool) -> tuple[int, int] | None:
     """Trim a run of capitalized words to the words that look like a name."""
-    words = [(m.start() + start, m.end() + start) for m in re.finditer(r"\S+", text[start:end])]
+    words = [(m.start() + start, m.end() + start) for m in _WORD.finditer(text[start:end])]
     kept = []
     for i, (s, e) in enumerate(words):
         word = text[s:e]
@@ -119,17 +127,17 @@ _ADDRESSES = (
     ),
     regex_rule(
         "postal_address",
-        r"\b[A-ZÄÖÜ][a-zäöüß]+(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm)\s+\d{1,4}[a-z]?\b"
-        r"(?:,\s*\d{5}\s+[A-ZÄÖÜ][a-zäöüß]+)?",
-        triggers=("straße", "strasse", "str.", "weg ", "gasse", "platz", "allee", "ring ", "damm"), policy="personal",
+        r"(?:^|[^\pL\pN_])([A-ZÄÖÜ][a-zäöüß]+(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm)\s+\d{1,4}[a-z]?\b"
+        r"(?:,\s*\d{5}\s+[A-ZÄÖÜ][a-zäöüß]+)?)",
+        triggers=("straße", "strasse", "str.", "weg ", "gasse", "platz", "allee", "ring ", "damm"), group=1, policy="personal",
     ),
     regex_rule(
         "postal_address",
         r"\b\d{1,4}(?:\s?(?:bis|ter))?,?\s+(?:rue|avenue|boulevard|chemin|place|allée|impasse|quai)\s+"
-        r"(?:(?:de la|des|du|de|d'|l')\s?)?[A-Z][\w'’\-]+(?:\s+[A-Z][\w'’\-]+)*",
-        triggers=("rue ", "avenue ", "boulevard ", "chemin ", "place ", "allée ", "impasse ", "quai "), policy="personal", flags=0,
+        r"(?:(?:de la|des|du|de|d'|l')\s?)?[A-Z][\pL\pN_'’\-]+(?:\s+[A-Z][\pL\pN_'’\-]+)*",
+        triggers=("rue ", "avenue ", "boulevard ", "chemin ", "place ", "allée ", "impasse ", "quai "), policy="personal",
     ),
-    regex_rule("postal_address", r"\bP\.?\s?O\.?\s+Box\s+\d+", triggers=("box",), policy="personal", flags=_I),
+    regex_rule("postal_address", r"\bP\.?\s?O\.?\s+Box\s+\d+", triggers=("box",), policy="personal", ignore_case=True),
     regex_rule("postal_address", rf"\b{_UK_POSTCODE}\b", gate=r"[A-Z]\d", policy="personal"),
     regex_rule("postal_address", rf"\b(?:{_US_STATES})\s+\d{{5}}(?:-\d{{4}})?\b", gate=r"[A-Z]{2}\s+\d{5}", policy="personal"),
 )
@@ -141,29 +149,29 @@ _IDENTIFIERS = (
         r"\b(?:order|tracking|invoice|booking|reservation|confirmation|rma|reference|ref|receipt|shipment|parcel|transaction|txn)"
         rf"(?:\s*(?:number|no\.?|num|id|code))?\s*(?:is|was|:|=)?\s*{_ID}",
         triggers=("order", "tracking", "invoice", "booking", "reservation", "rma", "ref", "receipt", "shipment", "parcel", "transaction", "txn"),
-        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, flags=_I, policy="personal",
+        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, ignore_case=True, policy="personal",
     ),
     regex_rule(
         "account_number",
         r"\b(?:account|acct|customer|member(?:ship)?|policy|contract|subscription|loyalty|user|client)"
         rf"(?:\s*(?:number|no\.?|num|id))?\s*(?:is|was|:|=)?\s*{_ID}",
         triggers=("account", "acct", "customer", "member", "policy", "contract", "subscription", "loyalty", "user", "client"),
-        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, flags=_I, policy="personal",
+        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, ignore_case=True, policy="personal",
     ),
     regex_rule(
         "ticket_number",
         rf"\b(?:ticket|case|claim|incident|issue)(?:\s*(?:number|no\.?|num|id))?\s*(?:is|was|:|=)?\s*{_ID}",
         triggers=("ticket", "case", "claim", "incident", "issue"),
-        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, flags=_I, policy="personal",
+        group=1, check=lambda v: sum(c.isdigit() for c in v) >= 3, ignore_case=True, policy="personal",
     ),
     regex_rule(
         "order_number",
-        r"(?<![\w#])(?:(?:ORD|ORDER|INV|REF|RMA|PO|SO|BK|TRK)[\-#]?\d[\w\-]*|\#\d{4,}|[A-Z]-\d{4,})",
-        gate=r"\d{3}", policy="personal",
+        r"(?:^|[^\w#])((?:ORD|ORDER|INV|REF|RMA|PO|SO|BK|TRK)[\-#]?\d[\w\-]*|\#\d{4,}|[A-Z]-\d{4,})",
+        gate=r"\d{3}", group=1, policy="personal",
     ),
-    regex_rule("ticket_number", r"(?<![\w#])(?:TKT|TICKET|CASE|INC|SR)[\-#]?\d[\w\-]*", gate=r"\d", policy="personal"),
-    regex_rule("account_number", r"(?<![\w#])(?:ACC|ACCT|CUST|CID|MBR)[\-#]?\d[\w\-]*", gate=r"\d", policy="personal"),
-    regex_rule("card_number", r"\b(?:card|visa|mastercard|amex)\s+(?:ending|ends)\s+(?:in|with)\s+(\d{4})\b", triggers=("ending", "ends"), group=1, flags=_I, policy="personal"),
+    regex_rule("ticket_number", r"(?:^|[^\w#])((?:TKT|TICKET|CASE|INC|SR)[\-#]?\d[\w\-]*)", gate=r"\d", group=1, policy="personal"),
+    regex_rule("account_number", r"(?:^|[^\w#])((?:ACC|ACCT|CUST|CID|MBR)[\-#]?\d[\w\-]*)", gate=r"\d", group=1, policy="personal"),
+    regex_rule("card_number", r"\b(?:card|visa|mastercard|amex)\s+(?:ending|ends)\s+(?:in|with)\s+(\d{4})\b", triggers=("ending", "ends"), group=1, ignore_case=True, policy="personal"),
 )
 
 _CONTACT = r"(?:contact|call|e-?mail|text|phone|ring|message|write)"
@@ -180,21 +188,24 @@ _PREFERENCE_CUE = (
 )
 _PREFERENCES = (
     # To the clause's end: a "." inside a word (an email address, "v2.1") does not end it.
-    regex_rule("preference", _PREFERENCE_CUE + r"(?:[^.!?\n;]|[.!?](?=\w))*", gate=_PREFERENCE_CUE, policy="personal"),
+    regex_rule("preference", _PREFERENCE_CUE + r"(?:[^.!?\n;]|[.!?]\w)*", gate=_PREFERENCE_CUE, policy="personal"),
 )
+
+_PHONES_GATE = compile_re2(r"\d(?:\D{0,3}\d){6}")
+_SHAPES_GATE = compile_re2(r"\d[ .\-)]\(?\d")
 
 PERSONAL_RULES: tuple[Rule, ...] = (
     regex_rule("email", r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b", triggers=("@",), policy="personal"),
-    Rule("phone", _find_phones, "personal", gate=re.compile(r"\d(?:\D{0,3}\d){6}")),
-    Rule("phone", _find_phone_shapes, "personal", gate=re.compile(r"\d[ .\-)]\(?\d")),
+    Rule("phone", _find_phones, "personal", gate=_PHONES_GATE, patterns=(_PHONES_GATE,)),
+    Rule("phone", _find_phone_shapes, "personal", gate=_SHAPES_GATE, patterns=(_SHAPES_GATE, _PHONE_SHAPE, _DATE_SHAPE)),
     regex_rule(
         "phone",
         r"\b(?:call|phone|tel|telephone|mobile|cell|text|sms|whatsapp|fax)\b\D{0,12}?(\+?\d[\d\s().\-]{5,}\d)",
         triggers=("call", "phone", "tel", "mobile", "cell", "text", "sms", "whatsapp", "fax"),
-        group=1, flags=_I, policy="personal",
+        group=1, ignore_case=True, policy="personal",
     ),
     *_ADDRESSES,
     *_IDENTIFIERS,
-    Rule("name", _find_names, "personal"),
+    Rule("name", _find_names, "personal", patterns=(_NAME_AFTER_CUE, _NAME_BEFORE_VERB, _CAPITALIZED_RUN, _WORD)),
     *_PREFERENCES,
 )

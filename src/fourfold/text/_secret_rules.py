@@ -49,7 +49,7 @@ def _assigned_secret(value: str) -> bool:
 def _prefixed_tokens() -> tuple[Rule, ...]:
     """The tokens that start with a fixed, documented prefix: a table, in secret_tokens.toml."""
     table = tomllib.loads(resources.files(__package__).joinpath("secret_tokens.toml").read_text(encoding="utf-8"))
-    return tuple(regex_rule(t["kind"], t["pattern"], triggers=tuple(t["triggers"])) for t in table["token"])
+    return tuple(regex_rule(t["kind"], t["pattern"], triggers=tuple(t["triggers"]), flags=0) for t in table["token"])
 
 
 _PEM = regex_rule(
@@ -65,7 +65,7 @@ _PEM_TAIL = regex_rule(
     "private_key",
     r"(?:[A-Za-z0-9+/=]{16,}(?:\\n|\s)+)*[A-Za-z0-9+/=]*(?:\\n|\s)*"
     r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
-    triggers=("-----end",),
+    triggers=("-----end",), flags=0,
 )
 
 _URL_PASSWORD = regex_rule(
