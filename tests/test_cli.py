@@ -220,3 +220,9 @@ def test_profile_lists_the_current_keyed_memories_with_when_each_was_set(run) ->
     assert code == 0 and out.split() == ["contact_channel", "Prefers", "Signal", "(since", "2026-03-01", "00:00)"]
     code, out, _ = run("--json", "profile", "--scope", "c:1")
     assert code == 0 and [(r["key"], r["text"]) for r in json.loads(out)] == [("contact_channel", "Prefers Signal")]
+
+
+def test_facts_search_finds_a_policy_by_what_it_is_about(run) -> None:  # type: ignore[no-untyped-def]
+    run("facts", "set", "refund_window_days_annual", "60", "--description", "Days to ask for a refund on an annual plan")
+    code, out, _ = run("facts", "search", "Can I get my money back on the annual plan?")
+    assert code == 0 and out.strip() == "refund_window_days_annual = 60"

@@ -377,7 +377,8 @@ def test_the_stored_tool_description_reaches_the_model_in_chat(cli: Run, fake: F
     assert json.loads(cli("facts", "schema").stdout)["description"].startswith("Values of the Acme returns desk")
     r = cli("--model", f"openai-compatible:llama3.1@{fake.openai_url}", "chat", "ann", stdin="Refund window?\n")
     assert r.returncode == 0, r.stderr
-    (tool,) = fake.requests[0].body["tools"]
+    tool, search = fake.requests[0].body["tools"]  # the lookup, and the search over the facts
+    assert search["function"]["name"] == "search_policy"
     assert tool["function"]["description"] == "Values of the Acme returns desk; use it for refunds."
     assert tool["function"]["parameters"]["properties"]["key"]["description"].endswith(
         "refund_window_days: Days a customer has to ask for a refund.")

@@ -14,7 +14,8 @@ from conftest import OpenMemory
 from fourfold import Memory
 from fourfold.agent import DATA_CLOSE, DATA_OPEN, SupportAgent, customer_scope
 from fourfold.agent.prompt import SECTION_TITLES
-from fourfold.models import OfflineModel
+from fourfold.models import OfflineModel, ScriptedModel
+from fourfold.models.base import ChatResponse, ToolCall
 
 #: A desk's data dir as fourfold wrote it before episodes kept a problem and a fix
 #: (tests/data/make_desk_before_profile.py says what is in it).
@@ -130,3 +131,34 @@ def test_an_operators_key_in_a_data_dir_from_before_is_adopted(before: Memory) -
     profile = before.long_term.profile(customer_scope("bea"))
     assert [(m.key, m.text) for m in profile] == [
         ("contact", "Customer said: Actually text me on my mobile from now on."), ("plan", "Bea is on the annual plan")]
+
+
+# -- policies are found by what they are about -----------------------------------------------
+
+
+def test_a_question_finds_the_nearest_fact_keys_by_name_and_description(before: Memory) -> None:
+    assert [f.key for f in before.facts.search("Can I get my money back on the annual plan?")] == [
+        "refund_window_days_annual"]
+    assert before.facts.search("My label printer is offline") == []
+
+
+def test_a_configured_model_searches_the_policies_with_the_same_search(before: Memory) -> None:
+    model = ScriptedModel([
+        ChatResponse("", (ToolCall("t1", "search_policy", {"query": "money back on the annual plan"}),), "tool_use"),
+        "You have 60 days on the annual plan.",
+    ])
+    reply = SupportAgent(before, model, share_cases=False).turn("bea", "Can I get my money back?", dry_run=True)
+    assert [t["name"] for t in model.requests[0]["tools"]] == ["lookup_policy", "search_policy"]
+    assert [(t.name, t.result) for t in reply.report.tool_uses] == [
+        ("search_policy", "refund_window_days_annual: 60 (Days to ask for a refund on an annual plan)")]
+
+
+def test_the_offline_model_finds_the_policy_and_answers_from_what_it_recalled(before: Memory) -> None:
+    agent = SupportAgent(before, OfflineModel(), share_cases=False)
+    reply = agent.turn("bea", "Can I get my money back on the annual plan?", dry_run=True)
+    assert [t.name for t in reply.report.tool_uses] == ["search_policy"]
+    assert "refund_window_days_annual: 60" in reply.text
+    # nothing shares a word with the question: it answers from what the report says it recalled
+    other = agent.turn("bea", "The label printer is offline", dry_run=True)
+    assert other.report.memories and "no relevant memory" not in other.text
+    assert all(m.text in other.text for m in other.report.memories[:2])

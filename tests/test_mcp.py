@@ -21,7 +21,8 @@ from fourfold.service.testing import CLI_LAUNCHER, LiveService
 from fourfold.stores import InMemoryVectorStore
 
 TOOLS = {"remember", "recall", "remember_conversation", "list_memories", "profile", "update", "history", "forget",
-         "record_episode", "similar_successes", "lookup_policy", "ingest_doc", "search_docs"}
+         "record_episode", "similar_successes", "lookup_policy", "search_policy", "ingest_doc",
+         "search_docs"}
 
 
 @pytest.fixture

@@ -193,20 +193,24 @@ def test_offline_reads_the_delimited_data_block() -> None:
 
 
 def test_offline_never_quotes_placeholders_or_instructions() -> None:
-    # Every word here appears in the instructions, the delimiters or the "(none)" line.
+    # Every word here appears in the instructions, the delimiters or the "(none)" line: it
+    # answers from the memories it was given, never from those.
     reply = ask(
         "None? Which policy value does the lookup_policy tool use, agent?", system=DELIMITED_SYSTEM
     )
     assert reply.text == (
-        f"{OFFLINE_LABEL} I have no relevant memory or past ticket for that, so I cannot answer it offline."
+        f"{OFFLINE_LABEL} From memory: Prefers email over phone calls. Their invoices go to billing@example.com <finance>."
     )
 
 
-def test_offline_falls_back_without_relevant_context() -> None:
+def test_offline_answers_from_what_it_was_given_and_says_so_only_when_given_nothing() -> None:
+    """Its answer agrees with what was recalled: memories that share no word with the question
+    are still what the prompt holds, best first; "no relevant memory" only without any."""
     reply = ask("What's the weather like?", system=SUPPORT_SYSTEM, tools=[POLICY_TOOL])
-    assert reply.text.startswith(OFFLINE_LABEL)
-    assert "no relevant memory" in reply.text
+    assert reply.text == f"{OFFLINE_LABEL} From memory: Prefers email over phone calls. Is on the Pro plan. Uses the Android app."
     assert reply.tool_calls == ()
+    empty = ask("What's the weather like?", system="You are a support agent.\nKnown about this customer: []")
+    assert empty.text == f"{OFFLINE_LABEL} I have no relevant memory or past ticket for that, so I cannot answer it offline."
 
 
 def test_offline_ignores_the_instructions_in_the_prompt() -> None:

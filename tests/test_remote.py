@@ -382,3 +382,13 @@ def test_profile_parity(memory: Any) -> None:
     assert [r.key for r in lt.profile("c", max_tokens=12)] == ["contact_channel"]
     with pytest.raises(InvalidInput):
         lt.profile("c", max_tokens=0)
+
+
+def test_fact_search_parity(memory: Any) -> None:
+    memory.facts.set("refund_window_days_annual", 60, description="Days to ask for a refund on an annual plan")
+    memory.facts.set("support_hours", "9-17", description="When the desk answers")
+    (found,) = memory.facts.search("Can I get my money back on the annual plan?")
+    assert (found.key, found.value) == ("refund_window_days_annual", 60)
+    assert memory.facts.search("my label printer is offline") == []
+    assert [f.key for f in memory.facts.search("annual plan desk", k=2, min_score=0.0)] == [
+        "refund_window_days_annual", "support_hours"]

@@ -52,6 +52,7 @@ CASES: list[tuple[str, str, Any]] = [
     ("PUT", "/v1/facts/tool-description", {"description": "Policies of the desk."}),
     ("POST", "/v1/facts/lookup", {"key": "refund.window_days"}),
     ("POST", "/v1/facts/lookup", {"key": ["not", "a", "key"]}),
+    ("POST", "/v1/facts/search", {"query": "money back on the annual plan", "k": 2}),
     ("POST", "/v1/docs", {"text": "Refunds are paid within 14 days of the return.", "source": "policy.md"}),
     ("POST", "/v1/docs/search", {"query": "refund days", "k": 2}),
     ("POST", "/v1/agent/turn", {"customer_id": "42", "message": "My parcel never arrived."}),

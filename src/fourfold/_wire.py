@@ -468,6 +468,11 @@ class Facts:
             key = None  # not JSON: as unknown as a key can be
         return Call("POST", "/v1/facts/lookup", lambda d: str(d["text"]), {"key": key})
 
+    @like(FactStore.search)
+    def search(query: str, k: int, min_score: float) -> Call[builtins.list[Fact]]:
+        return Call("POST", "/v1/facts/search", lambda d: [_fact(f) for f in d["facts"]],
+                    {"query": query, "k": k, "min_score": min_score})
+
     @like(FactStore.delete)
     def delete(key: str, purge: bool) -> Call[None]:
         return Call("DELETE", f"/v1/facts/{_segment(key, 'key')}", _nothing, params={"purge": "true"} if purge else None)

@@ -123,7 +123,7 @@ class Memory(Closing):
     ) -> Memory:
         long_term = LongTermMemory(vector_store, embedder, max_chars=config.max_memory_chars, weights=config.weights,
                                    max_cached_records=config.max_cached_records, enricher=enricher)
-        return cls(data_dir, long_term=long_term, episodes=EpisodeLog(db, embedder), facts=FactStore(db),
+        return cls(data_dir, long_term=long_term, episodes=EpisodeLog(db, embedder), facts=FactStore(db, embedder=embedder),
                    config=config, database=db)
 
     @classmethod

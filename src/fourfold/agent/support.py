@@ -284,7 +284,7 @@ class SupportAgent:
     ) -> tuple[list[Mapping[str, Any]], list[ChatResponse], list[ToolUse]]:
         responses: list[ChatResponse] = []
         uses: list[ToolUse] = []
-        tools = [self.policy.schema()]
+        tools = self.policy.schemas()
         for _ in range(self.max_tool_rounds + 1):
             response = self.model.chat(messages, system=system, tools=tools, max_tokens=self.max_tokens)
             responses.append(response)
@@ -304,8 +304,8 @@ class SupportAgent:
         return messages, responses, uses
 
     def _run_tool(self, name: str, tool_input: Mapping[str, Any]) -> str:
-        if name == self.policy.name:
-            return self.policy.handle(tool_input)
+        if self.policy.handles(name):
+            return self.policy.run(name, tool_input)
         return f"error: unknown tool {name!r}"
 
     # -- write-back -----------------------------------------------------------------------

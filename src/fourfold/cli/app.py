@@ -404,6 +404,16 @@ def facts_list() -> None:
     _out(facts, "\n".join(f"{f.key} = {json.dumps(f.value, ensure_ascii=False)}" for f in facts) or "(none)")
 
 
+@facts_app.command("search")
+def facts_search(
+    query: str, k: Annotated[int, typer.Option("-k", "--k", help="At most this many.")] = 3,
+) -> None:
+    """The facts whose key name and description are nearest QUERY, best first."""
+    with _memory() as mem:
+        facts = mem.facts.search(query, k=k)
+    _out(facts, "\n".join(f"{f.key} = {json.dumps(f.value, ensure_ascii=False)}" for f in facts) or "(none)")
+
+
 @facts_app.command("schema")
 def facts_schema(
     openai: Annotated[bool, typer.Option("--openai", help="OpenAI function format.")] = False,

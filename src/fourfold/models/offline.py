@@ -8,11 +8,14 @@ It is not a language model and says so in every reply. It does three things, in 
    it appears verbatim, or when its words (split on "_", unit words like "mb" dropped,
    plurals folded) are mostly in the message: at least 60% of them and at least two
    (one for one-word values). "refund window" names `refund_window_days`; "support"
-   alone does not name `support_hours`.
+   alone does not name `support_hours`. Else, when the message asks a question and a tool
+   takes one free-text argument (a search, like `search_policy`'s `query`), it calls that
+   tool with the question; a search that found nothing ("NO MATCH...") is not reported.
 3. Otherwise it quotes, from the system prompt's data (sections such as "# Known about
    this customer" or "Similar resolved tickets: [...]"), the memory sentence, the
    episode and the documentation sentence that share the most words with the user's
-   message, or says it has no relevant context.
+   message. When none shares a word, it quotes the first memories it was given (what
+   was recalled, best first), and says it has no relevant context only when it was given none.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ _DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2}[^\]]{0,20})\]\s*")
 Kind = Literal["memory", "episode", "doc"]
 
 _NO_CONTEXT = "I have no relevant memory or past ticket for that, so I cannot answer it offline."
+#: How a search tool answers that it found nothing: not worth reporting.
+_NOTHING_FOUND = "NO MATCH"
 
 
 class OfflineModel(ChatModel):
@@ -75,9 +80,12 @@ class OfflineModel(ChatModel):
         messages, system, tools, max_tokens = request
         latest = _latest_user(messages)
         results = [b for b in blocks(latest) if b.get("type") == "tool_result"] if latest else []
-        if results:
-            text = _report_tool_results(messages, results)
-            context = _answer_from_context(system, _question_before_tools(messages))
+        found = [b for b in results if not block_text(b.get("content", "")).strip().startswith(_NOTHING_FOUND)]
+        if results and not found:  # only searches that found nothing: answer as without them
+            text = _answer_from_context(system, _question_before_tools(messages))
+        elif results:
+            text = _report_tool_results(messages, found)
+            context = _answer_from_context(system, _question_before_tools(messages), recalled=False)
             if not context.endswith(_NO_CONTEXT):
                 text += context.removeprefix(OFFLINE_LABEL)
         else:
@@ -147,7 +155,8 @@ def _report_tool_results(messages: Sequence[Message], results: list[Mapping[str,
         call = calls.get(str(result.get("tool_use_id")), {})
         name = str(call.get("name", "tool"))
         args = " ".join(str(v) for v in dict(call.get("input") or {}).values())
-        subject = f"{_subject(name)} {args}".strip()
+        # a key names what was looked up; a question (a search's) does not read as a name
+        subject = f"{_subject(name)} {args}".strip() if len(args.split()) <= 1 else _subject(name)
         value = block_text(result.get("content", "")).strip().rstrip(".")
         if result.get("is_error"):
             lines.append(f"{subject}: the lookup failed ({value}).")
@@ -184,6 +193,8 @@ def _choose_tool_call(
             if score > 0 and (best is None or score > best[0]):
                 best = (score, str(tool["name"]), argument, value)
     if best is None:
+        best = _search_call(tools, question)
+    if best is None:
         return None
     previous_calls = sum(
         1
@@ -195,6 +206,22 @@ def _choose_tool_call(
     return ToolCall(
         id=f"toolu_offline_{previous_calls + 1}", name=best[1], input={best[2]: best[3]}
     )
+
+
+def _search_call(tools: Sequence[Mapping[str, Any]], question: str) -> tuple[float, str, str, str] | None:
+    """A call of the first tool that takes one free-text argument (a search), with the
+    question, when the message asks one."""
+    if "?" not in question:
+        return None
+    for tool in tools:
+        schema = tool.get("input_schema") or {}
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        required = list(schema.get("required") or ())
+        if len(required) == 1 and set(properties) == set(required):
+            spec = properties[required[0]]
+            if isinstance(spec, Mapping) and spec.get("type") == "string" and "enum" not in spec:
+                return 0.0, str(tool["name"]), required[0], question.strip()
+    return None
 
 
 def _enum_argument(tool: Mapping[str, Any]) -> tuple[str, list[str]] | None:
@@ -227,8 +254,9 @@ def _key_score(value: str, question: str, asked: set[str]) -> float:
 # -- 3. answering from the system prompt's context -------------------------------------
 
 
-def _answer_from_context(system: str, question: str) -> str:
-    """Quote the memory, episode and documentation sentences that best overlap the question."""
+def _answer_from_context(system: str, question: str, *, recalled: bool = True) -> str:
+    """Quote the memory, episode and documentation sentences that best overlap the question;
+    with `recalled`, the first memories given when none does."""
     asked = content_words(question)
     best: dict[Kind, tuple[int, str]] = {}
     memories: list[tuple[int, int, str]] = []
@@ -243,6 +271,8 @@ def _answer_from_context(system: str, question: str) -> str:
             elif score and (kind not in best or score > best[kind][0]):
                 best[kind] = (score, piece)
     parts = [OFFLINE_LABEL]
+    if recalled and not memories and not best:  # nothing shares a word: what was recalled, best first
+        memories = [(0, i, item) for i, (kind, item) in enumerate(_context_items(system)) if kind == "memory"]
     if memories:  # the two best-matching memory sentences, best first
         parts.append("From memory: " + " ".join(_end(m) for _, _, m in sorted(memories)[:2]))
     if "episode" in best:

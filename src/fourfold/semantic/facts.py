@@ -12,13 +12,18 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from fourfold._lifecycle import Closing
+from fourfold._validate import check_k, check_text
+from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.errors import (
     InvalidInput,
     NotFound,
     StoreCorrupt,
     StoreUnavailable,
 )
+from fourfold.semantic.fact_search import SEARCH_FLOOR, nearest_facts
 from fourfold.semantic.keys import (
     MAX_KEY_CHARS,
     MAX_VALUE_BYTES,
@@ -81,8 +86,10 @@ class _Row(NamedTuple):
 class FactStore(Closing):
     """Key -> JSON value facts in one SQLite file, safe across threads and processes."""
 
-    def __init__(self, path: str | Path | Database, *, timeout: float = 30.0) -> None:
-        """A path (or a postgresql:// URL) opens a database of the store's own; a `Database` is shared."""
+    def __init__(self, path: str | Path | Database, *, timeout: float = 30.0, embedder: Embedder | None = None) -> None:
+        """A path (or a postgresql:// URL) opens a database of the store's own; a `Database` is shared.
+
+        `embedder` lets `search` match a question to a fact by meaning, not only by shared words."""
         self._owns = not isinstance(path, Database)
         self.db = open_database(path, timeout=timeout)
         self.path = self.db.where
@@ -92,6 +99,8 @@ class FactStore(Closing):
         self._cache: dict[str, _Row | None] = {}
         self._seen_version: int | None = None
         self._closed = False
+        self.embedder = embedder
+        self._vectors: dict[str, Vectors] = {}  # fact_text -> its vector, for `search`
 
     def __repr__(self) -> str:
         return f"FactStore({str(self.path)!r})"
@@ -133,6 +142,27 @@ class FactStore(Closing):
             return UNKNOWN
         row = self._row(key)
         return UNKNOWN if row is None else row.text
+
+    def search(self, query: str, *, k: int = 3, min_score: float = SEARCH_FLOOR) -> builtins.list[Fact]:
+        """The facts whose key name and description are nearest a question, best first ("money
+        back on the annual plan" finds `refund_window_days_annual`); those less than `min_score`
+        relevant are left out (`fourfold.semantic.fact_search`)."""
+        query, k = check_text(query, what="query"), check_k(k)
+        embed = self._embed if self.embedder is not None else None
+        return [fact for fact, _ in nearest_facts(query, self.list(), k=k, embed=embed, min_score=min_score)]
+
+    def _embed(self, texts: builtins.list[str]) -> Vectors:
+        """The query's vector and the facts' (cached by text), as rows, for `nearest_facts`."""
+        assert self.embedder is not None
+        query, *known = texts
+        found = {t: self._vectors.get(t) for t in known}  # read once: another thread may clear the cache
+        missing = [t for t, v in found.items() if v is None]
+        fresh = self.embedder.embed_many([query, *missing])
+        made = dict(zip(missing, fresh[1:], strict=True))
+        if len(self._vectors) + len(made) > _CACHE_LIMIT:
+            self._vectors.clear()
+        self._vectors.update(made)
+        return np.stack([fresh[0], *(made[t] if (v := found[t]) is None else v for t in known)])
 
     def delete(self, key: str, *, purge: bool = False) -> None:
         """Remove a fact, keeping its last value in the history; NotFound if unknown.

@@ -11,13 +11,29 @@ from typing import Any
 from fourfold.errors import InvalidInput
 from fourfold.protocols import FactsLike
 from fourfold.semantic.keys import UNKNOWN, check_tool_description, validate_key
+from fourfold.types import Fact
 
-__all__ = ["DEFAULT_DESCRIPTION", "PolicyTool", "openai_function_schema", "policy_tool_schema"]
+__all__ = [
+    "DEFAULT_DESCRIPTION",
+    "NO_MATCH",
+    "SEARCH_DESCRIPTION",
+    "PolicyTool",
+    "openai_function_schema",
+    "policy_search_schema",
+    "policy_tool_schema",
+]
 
 DEFAULT_DESCRIPTION = (
     "Return an authoritative company policy value. Always use this for refund windows, "
     "limits, and supported options instead of relying on memory."
 )
+SEARCH_DESCRIPTION = (
+    "Find the policy values that answer a question, by what they are about: pass the question in plain "
+    "words ('money back on the annual plan'). The answer lists the nearest policies, one a line, as "
+    "'key: value (what it is)', or NO MATCH. Use it when no key of lookup_policy plainly names what is asked."
+)
+#: What the search answers when no recorded policy is near the question.
+NO_MATCH = "NO MATCH — no recorded policy is about that"
 _KEY_DESCRIPTION = "Which policy value to return; one of the listed keys."
 _NO_KEYS_DESCRIPTION = "Which policy value to return."
 _NO_KEYS_NOTE = " No policies are recorded yet, so every lookup answers UNKNOWN."
@@ -59,6 +75,18 @@ def policy_tool_schema(
     }
 
 
+def policy_search_schema(*, name: str = "search_policy", description: str = SEARCH_DESCRIPTION) -> dict[str, Any]:
+    """An Anthropic tool-use schema for searching the facts by a question (`FactStore.search`)."""
+    _check_tool(name, description)
+    query = {"type": "string", "description": "The question, in plain words."}
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {"type": "object", "properties": {"query": query}, "required": ["query"],
+                         "additionalProperties": False},
+    }
+
+
 def openai_function_schema(anthropic_schema: Mapping[str, Any]) -> dict[str, Any]:
     """The same tool in OpenAI's function-calling shape (a deep copy, safe to mutate)."""
     try:
@@ -90,15 +118,45 @@ class PolicyTool:
         *,
         name: str = "lookup_policy",
         description: str | None = None,
+        search_name: str | None = "search_policy",
     ) -> None:
+        """`search_name` names the tool that finds policies by a question (None: not offered)."""
         _check_tool(name, DEFAULT_DESCRIPTION if description is None else description)
+        if search_name is not None:
+            _check_tool(search_name, SEARCH_DESCRIPTION)
+            if search_name == name:
+                raise InvalidInput("the lookup and the search tool need two names")
         self.facts = facts
         self.name = name
         self.description = description
+        self.search_name = search_name
 
     def schema(self) -> dict[str, Any]:
         """The Anthropic schema, re-reading the keys so new facts show up in the enum."""
         return self.facts.tool_schema(name=self.name, description=self.description)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Every tool offered: the lookup, and the search once there are policies to find."""
+        lookup = self.schema()
+        keyed = bool(lookup["input_schema"]["properties"]["key"].get("enum"))
+        return [lookup, policy_search_schema(name=self.search_name)] if keyed and self.search_name else [lookup]
+
+    def handles(self, name: str) -> bool:
+        """Whether a tool call of this name is one of this tool's."""
+        return name == self.name or (self.search_name is not None and name == self.search_name)
+
+    def run(self, name: str, tool_input: Mapping[str, Any] | str) -> str:
+        """Answer a call of the lookup (`handle`) or of the search: the nearest policies as
+        'key: value (description)' lines, or NO_MATCH."""
+        if name != self.search_name:
+            return self.handle(tool_input)
+        if isinstance(tool_input, str):
+            tool_input = _parse_arguments(tool_input)
+        query = tool_input.get("query") if isinstance(tool_input, Mapping) else None
+        if not isinstance(query, str) or not query.strip():
+            return NO_MATCH
+        found = self.facts.search(query[:_MAX_QUERY])
+        return "\n".join(_policy_line(f) for f in found) or NO_MATCH
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI function schema, with the current keys."""
@@ -114,6 +172,15 @@ class PolicyTool:
         if not isinstance(tool_input, Mapping):
             return UNKNOWN
         return self.facts.lookup(tool_input.get("key"))
+
+
+#: The longest question the search reads (a model's runaway argument is cut).
+_MAX_QUERY = 2000
+
+
+def _policy_line(fact: Fact) -> str:
+    value = fact.value if isinstance(fact.value, str) else json.dumps(fact.value, ensure_ascii=False)
+    return f"{fact.key}: {value}" + (f" ({fact.description.strip()})" if fact.description.strip() else "")
 
 
 def _parse_arguments(arguments: str) -> Any:

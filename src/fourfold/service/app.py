@@ -402,6 +402,12 @@ def create_app(
         """Store what the lookup_policy tool is for, in your words (null: the default)."""
         return s.ToolDescriptionOut(description=mem.facts.set_tool_description(body.description))
 
+    @api.post("/facts/search", tags=["facts"])
+    def search_facts(body: s.FactSearchIn, mem: Mem) -> s.FactsOut:
+        """The facts whose key name and description are nearest a question, best first."""
+        found = mem.facts.search(body.query, k=body.k, min_score=body.min_score)
+        return s.FactsOut.model_validate({"facts": [s.fact_out(f) for f in found]})
+
     @api.post("/facts/lookup", tags=["facts"])
     def lookup(body: s.LookupIn, mem: Mem) -> s.LookupOut:
         """A fact's value as text for a model, or exactly UNKNOWN (never an error)."""

@@ -35,6 +35,7 @@ from fourfold.service.schemas import (
     Where,
     doc_hit_out,
     episode_out,
+    fact_out,
     memory_out,
 )
 from fourfold.types import Remembered
@@ -252,6 +253,14 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
     def lookup_policy(key: Annotated[str, Field(description="Which policy value to return.")], ctx: Ctx) -> str:
         with _tool_errors():
             return mem(ctx).facts.lookup(key)
+
+    @tool
+    def search_policy(query: Query, ctx: Ctx) -> list[dict[str, Any]]:
+        """Find the authoritative policy values that answer a question, by what they are about:
+        pass the question in plain words ('money back on the annual plan'). Returns the nearest
+        facts (key, value, description), best first; none when no recorded policy is about it."""
+        with _tool_errors():
+            return [fact_out(f) for f in mem(ctx).facts.search(query)]
 
     @tool
     def ingest_doc(text: DocText, source: DocName, ctx: Ctx) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr
 
+from fourfold.semantic.fact_search import SEARCH_FLOOR
 from fourfold.serialize import to_json
 from fourfold.types import DocHit, Episode, Fact, Recalled, Redaction, Remembered
 
@@ -312,6 +313,12 @@ class HistoryEntry(BaseModel):
 
 class HistoryOut(BaseModel):
     history: list[HistoryEntry]
+
+
+class FactSearchIn(RequestBody):
+    query: Query
+    k: StrictInt = 3
+    min_score: float = Field(SEARCH_FLOOR, description="The least relevance a fact found has, in [0, 1].")
 
 
 class LookupIn(RequestBody):
