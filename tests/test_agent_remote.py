@@ -133,7 +133,7 @@ def test_agents_on_remote_memory_share_reviewed_de_identified_cases_within_their
         db = SQLiteDatabase(tmp_path / f"{name}.sqlite3")
         return SupportAgent(reviewing.memory(tenant, key), _offline(), conversations=ConversationStore(db))
 
-    alice_key = reviewing.keys.create("acme", label="alice's desk")[1]
+    alice_key = reviewing.keys.create("acme", label="alice's desk", role="operator")[1]
     alices, bobs, others = agent("acme", "a", alice_key), agent("acme", "b"), agent("globex", "c")
     alices.turn("alice", ALICE)
     case = alices.resolve("alice", OUTCOME).case
@@ -145,7 +145,7 @@ def test_agents_on_remote_memory_share_reviewed_de_identified_cases_within_their
     refused = _approve(reviewing, case.id, alice_key)  # the key that sent it cannot approve it
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
     assert bobs.turn("bob", BOB).report.cases == ()
-    operator = reviewing.keys.create("acme", label="operator")[1]
+    operator = reviewing.keys.create("acme", label="operator", role="operator")[1]
     assert _approve(reviewing, case.id, operator).json()["approved"]["id"] == case.id
 
     reply = bobs.turn("bob", BOB)

@@ -75,7 +75,9 @@ def test_without_review_the_route_refuses_and_nothing_is_shared(service: Service
 
 
 def test_a_sent_case_waits_and_its_own_key_cannot_approve_it(service: Service) -> None:
-    sender, operator = service.keys.create("acme")[1], service.keys.create("acme")[1]
+    # the sender is an operator too: what refuses it is that it sent the case
+    sender, operator = (service.keys.create("acme", role="operator")[1],
+                        service.keys.create("acme", role="operator")[1])
     answer = service.post("/v1/cases", CASE, sender)
     assert answer.status_code == 201
     case = answer.json()["case"]
@@ -132,3 +134,18 @@ def test_the_library_keeps_the_rule_for_any_caller(tmp_path: Path) -> None:
         assert own is not None and own.scope == SHARED_SCOPE
     finally:
         memory.close()
+
+
+def test_reviewing_cases_takes_an_operator_key(service: Service) -> None:
+    agent, operator = service.keys.create("acme")[1], service.keys.create("acme", role="operator")[1]
+    case = service.post("/v1/cases", CASE, agent).json()["case"]  # an agent may send one for review
+    for method, path in (("GET", "/v1/cases"), ("POST", f"/v1/cases/{case['id']}/review")):
+        refused = service.client.request(method, path, json={"approve": True} if method == "POST" else None,
+                                         headers={"Authorization": f"Bearer {agent}"})
+        assert refused.status_code == 403 and "operator" in refused.json()["error"]["message"]
+    assert service.client.get("/v1/cases", headers={"Authorization": f"Bearer {operator}"}).json()["pending"]
+    # nor may an agent erase a shared case, or the queue
+    for path in (f"/v1/episodes/{case['id']}", f"/v1/episodes?scope={PENDING_SCOPE}", f"/v1/scopes/{SHARED_SCOPE}"):
+        refused = service.client.delete(path, headers={"Authorization": f"Bearer {agent}"})
+        assert refused.status_code == 403, path
+    assert service.memory().episodes.episodes(scope=PENDING_SCOPE) != []

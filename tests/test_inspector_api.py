@@ -176,7 +176,7 @@ def test_a_browsers_keyless_write_needs_the_custom_header_or_fetch_metadata(clie
 
 def test_with_keys_the_page_sees_only_its_tenant(client: TestClient) -> None:
     keys: KeyStore = client.keys  # type: ignore[attr-defined]
-    acme, globex = keys.create("acme")[1], keys.create("globex")[1]
+    acme, globex = keys.create("acme", role="operator")[1], keys.create("globex")[1]
     ui = {"Origin": ORIGIN, "X-Fourfold-Request": "ui"}
     for key, scope in ((acme, "customer:acme-1"), (globex, "customer:globex-1")):
         client.post("/v1/memories", json={"text": "x", "scope": scope}, headers={**ui, "Authorization": f"Bearer {key}"})
@@ -408,11 +408,13 @@ def test_fourfold_ui_serves_on_loopback_and_opens_the_browser(open_memory: OpenM
         deadline = time.monotonic() + 60
         while not opened.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-        assert opened.read_text().strip() == f"http://127.0.0.1:{port}/ui"
+        address, _, secret = opened.read_text().strip().partition("#key=")
+        assert address == f"http://127.0.0.1:{port}/ui" and len(secret) >= 20  # this run's secret
         page = httpx.get(f"http://127.0.0.1:{port}/ui")
         assert page.status_code == 200 and page.headers["content-security-policy"] == CSP
-        scopes = httpx.get(f"http://127.0.0.1:{port}/v1/scopes").json()["scopes"]
-        assert [s["scope"] for s in scopes] == ["customer:ann"]
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/scopes").status_code == 401  # without it
+        scopes = httpx.get(f"http://127.0.0.1:{port}/v1/scopes", headers={"Authorization": f"Bearer {secret}"})
+        assert [s["scope"] for s in scopes.json()["scopes"]] == ["customer:ann"]
     finally:
         proc.terminate()
         proc.wait(15)

@@ -231,6 +231,18 @@ def test_mcp_at_slash_mcp_needs_a_key_and_keeps_tenants_apart(tmp_path: Path) ->
         assert [h["text"] for h in found] == ["Acme likes invoices in PDF"]
         assert json.dumps(found)
 
+        # MCP keeps the keys' roles: an agent's key may not add documents every agent reads
+        agent_key = live.create_key("acme", role="agent")
+
+        async def ingest(key: str) -> Any:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
+            async with http, Client(streamable_http_client(f"{live.url}/mcp", http_client=http)) as client:
+                return await client.call_tool("ingest_doc", {"text": "Refunds take 5 days.", "source": "r.md"})
+
+        refused = anyio.run(ingest, agent_key)
+        assert refused.is_error and "operator" in refused.content[0].text
+        assert not anyio.run(ingest, live.keys["acme"][0]).is_error
+
 
 def test_versions_through_mcp_stay_within_the_server_scope(memory: Memory) -> None:
     async def main() -> None:

@@ -53,14 +53,16 @@ class Served:
 
     def memory(self, tenant: str = "acme", key: str | None = None) -> RemoteMemory:
         client = TestClient(self.client.app)
-        return RemoteMemory("http://testserver", api_key=key or self.keys.create(tenant)[1], client=client)
+        return RemoteMemory("http://testserver", api_key=key or self.keys.create(tenant, role="operator")[1],
+                            client=client)
 
     def async_memory(self, tenant: str = "acme") -> Any:
         """An `AsyncRemoteMemory` on the app (in-process, over ASGI), seen through `Blocking`."""
         client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.client.app), base_url="http://testserver")
         loop = asyncio.new_event_loop()
         self.loops.append(loop)
-        return Blocking(AsyncRemoteMemory("http://testserver", api_key=self.keys.create(tenant)[1], client=client), loop)
+        return Blocking(AsyncRemoteMemory("http://testserver", api_key=self.keys.create(tenant, role="operator")[1],
+                                            client=client), loop)
 
     def close(self) -> None:
         for loop in self.loops:

@@ -19,7 +19,7 @@ from fourfold.models import ScriptedModel
 from fourfold.models.base import ChatResponse, ToolCall
 from fourfold.semantic.facts import UNKNOWN
 from fourfold.service.app import create_app
-from fourfold.service.keys import KeyStore
+from fourfold.service.keys import KeyStore, Role
 from fourfold.service.tenancy import Tenants
 from fourfold.stores import InMemoryVectorStore
 
@@ -40,9 +40,11 @@ class Service:
         self.client = TestClient(self.app, raise_server_exceptions=False)
         self._by_tenant: dict[str, str] = {}
 
-    def key(self, tenant: str) -> str:
+    def key(self, tenant: str, *, role: Role = "operator") -> str:
+        """The key `call` uses for `tenant`, made on first use with `role` (by default an
+        operator's: one that may do what every route but key management does)."""
         if tenant not in self._by_tenant:
-            self._by_tenant[tenant] = self.keys.create(tenant)[1]
+            self._by_tenant[tenant] = self.keys.create(tenant, role=role)[1]
         return self._by_tenant[tenant]
 
     def as_(self, tenant: str) -> dict[str, str]:

@@ -102,7 +102,7 @@ class Pair:
     def __init__(self, root: Path) -> None:
         self.tenants = Tenants(root, embedder=HashEmbedder())
         self.keys = KeyStore(root / "fourfold.sqlite3")
-        self.key = {t: self.keys.create(t)[1] for t in ("laned", "plain")}
+        self.key = {t: self.keys.create(t, role="operator")[1] for t in ("laned", "plain")}
         common: dict[str, Any] = {"model": OfflineModel(), "mount_mcp": False}
         self.laned = create_app(self.tenants, self.keys, **common)
         self.plain = create_app(self.tenants, self.keys, fast_lane=False, **common)

@@ -277,16 +277,20 @@ def mcp(
 def keys_create(
     tenant: Annotated[str, typer.Option(help="The tenant the key belongs to (its own namespace).")],
     label: Annotated[str, typer.Option(help="A note to recognise the key by.")] = "",
+    role: Annotated[str, typer.Option(
+        help="agent: its customers' memories and turns; operator: also facts, documents and reviewing "
+        "shared cases; admin: also the tenant's keys.")] = "agent",
 ) -> None:
     """Create a key and print it once: only its digest is stored."""
+    from fourfold.service.keys import check_role
     from fourfold.stores.sqlite import DATABASE
 
     fresh = state.store is None and not (state.data_dir / DATABASE).exists()
     with _closing(_keys(create=True)) as keys:
-        record, secret = keys.create(tenant, label=label)
+        record, secret = keys.create(tenant, label=label, role=check_role(role))
     if fresh:
         _say_created()
-    _out({"id": record.id, "tenant": record.tenant, "key": secret}, secret)
+    _out({"id": record.id, "tenant": record.tenant, "role": record.role, "key": secret}, secret)
 
 
 @keys_app.command("list")
@@ -356,7 +360,7 @@ def _url_host(host: str) -> str:
 
 
 def _key_dict(k: ApiKey) -> dict[str, object]:
-    return {"id": k.id, "tenant": k.tenant, "label": k.label, "created_at": k.created_at,
+    return {"id": k.id, "tenant": k.tenant, "role": k.role, "label": k.label, "created_at": k.created_at,
             "revoked_at": k.revoked_at, "active": k.active}
 
 
@@ -364,4 +368,4 @@ def _key_line(k: ApiKey) -> str:
     when = _stamp(k.created_at)
     state_text = "active" if k.active else "revoked"
     label = f"  {k.label}" if k.label else ""
-    return f"{k.id}  {k.tenant:<20} {state_text:<8} {when}{label}"
+    return f"{k.id}  {k.tenant:<20} {k.role:<8} {state_text:<8} {when}{label}"

@@ -30,8 +30,8 @@ CALLER = "fourfold.caller"
 MAX_JSON_DEPTH = 64
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
-#: (authorization, host) -> (tenant, who); raises Unauthorized.
-Authenticate = Callable[[str | None, str | None], tuple[str, str]]
+#: (authorization, host) -> the caller, kept in the scope; raises Unauthorized.
+Authenticate = Callable[[str | None, str | None], object]
 #: An error as the ASGI response the service sends for it.
 Respond = Callable[[FourfoldError], Any]
 

@@ -9,7 +9,6 @@ bearer key; nothing here decides anything about memory.
 import asyncio
 import contextlib
 import functools
-import hmac
 import inspect
 import logging
 import threading
@@ -27,20 +26,22 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fourfold import __version__
+from fourfold.episodic import PENDING_SCOPE, SHARED_SCOPE
 from fourfold.errors import FourfoldError, InvalidInput
 from fourfold.longterm.profile import PROFILE_TOKENS
 from fourfold.memory import Memory
 from fourfold.models.base import ChatModel
 from fourfold.service import schemas as s
-from fourfold.service.admission import CALLER, Admission
+from fourfold.service.admission import Admission
+from fourfold.service.auth import Authenticator, Caller, check, needs, role_of
 from fourfold.service.batching import GroupCommit
 from fourfold.service.cases import install_case_routes
 from fourfold.service.errors import Unauthorized, one_line, status_for
 from fourfold.service.fastlane import FastLane, lanes_for
-from fourfold.service.hosts import is_loopback
-from fourfold.service.keys import ANONYMOUS, KeyStore, key_id_of
+from fourfold.service.key_routes import install_key_routes
+from fourfold.service.keys import KeyStore, Role
 from fourfold.service.swagger import install_swagger_ui
-from fourfold.service.tenancy import DEFAULT_TENANT, Tenants
+from fourfold.service.tenancy import Tenants
 from fourfold.service.ui import LOOPBACK_HOSTS, install_inspector
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_WORKER_THREADS", "Authenticator", "create_app"]
@@ -65,20 +66,35 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 Scope = Annotated[str | None, Query(description="The scope; omit it for your unscoped space.")]
+#: What a route that changes what every customer's agent reads needs (facts, documents).
+OPERATOR = needs("operator")
 
 
 def _tenant_memory(request: Request) -> Memory:
-    """The caller's tenant's memory (the inspector's dependency; /v1 routes get it through `_Caller`)."""
-    auth: Authenticator = request.app.state.auth
-    tenant = auth.of_scope(request.scope)[0]
+    """The caller's tenant's memory, once its key is known to have the role the route needs
+    (the inspector's dependency; /v1 routes get it through `_Caller`)."""
     tenants: Tenants = request.app.state.tenants
-    return tenants.get(tenant)
+    return tenants.get(check(_caller_of(request), role_of(request.scope.get("route"))).tenant)
+
+
+def _caller_of(request: Request) -> Caller:
+    """Who sends the request (raises Unauthorized)."""
+    auth: Authenticator = request.app.state.auth
+    return auth.of_scope(request.scope)
+
+
+Who = Annotated[Caller, Depends(_caller_of)]
+
+
+def _shared_needs_operator(caller: Caller, scope: str | None) -> None:
+    """Erasing shared cases (read by every customer's agent) takes an operator's key."""
+    if scope is not None and scope.strip() in (SHARED_SCOPE, PENDING_SCOPE):
+        check(caller, "operator")
 
 
 def _caller_id(request: Request) -> str:
     """Who sends the request: its key's public id, or ANONYMOUS (raises Unauthorized)."""
-    auth: Authenticator = request.app.state.auth
-    return auth.of_scope(request.scope)[1]
+    return _caller_of(request).who
 
 
 class _Caller:
@@ -109,62 +125,6 @@ Mem = Annotated[Memory, Depends(_caller)]
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 
-class Authenticator:
-    """Maps an `Authorization` header to a tenant, or raises `Unauthorized`.
-
-    Without any key ever created, and only when the service allows it (loopback binds),
-    requests without a key act as the `default` tenant; a request that names a loopback
-    host is required too, so a DNS-rebinding web page cannot use that open door.
-    """
-
-    def __init__(self, keys: KeyStore, *, allow_anonymous: bool = False, run_secret: str | None = None) -> None:
-        self.keys = keys
-        self.allow_anonymous = allow_anonymous
-        #: With it, the keyless door opens only to a request that sends it as its bearer key.
-        self.run_secret = run_secret
-
-    def tenant(self, authorization: str | None, host: str | None) -> tuple[str, Literal["key", "anonymous"]]:
-        tenant, who = self.caller(authorization, host)
-        return tenant, "anonymous" if who == ANONYMOUS else "key"
-
-    def of_scope(self, scope: MutableMapping[str, Any]) -> tuple[str, str]:
-        """`caller` of an ASGI request: the one `Admission` found, else from its headers."""
-        found = scope.get(CALLER)
-        if found is not None:
-            return found  # type: ignore[no-any-return]
-        headers = {k: v for k, v in scope.get("headers", []) if k in (b"authorization", b"host")}
-        authorization, host = (headers[k].decode("latin-1") if k in headers else None
-                               for k in (b"authorization", b"host"))
-        return self.caller(authorization, host)
-
-    def caller(self, authorization: str | None, host: str | None) -> tuple[str, str]:
-        """(tenant, who): `who` is the key's public id, or ANONYMOUS without a key."""
-        unknown = Unauthorized("the API key is unknown or revoked")
-        secret_given = False
-        if authorization:
-            scheme, _, key = authorization.partition(" ")
-            key = key.strip()
-            if scheme.lower() != "bearer" or not key:
-                raise unknown
-            secret_given = self._is_run_secret(key)
-            if not secret_given:
-                tenant, who = self.keys.authenticate(key), key_id_of(key)
-                if tenant is None or who is None:
-                    raise unknown
-                return tenant, who
-        keyless = self.allow_anonymous and is_loopback(host) and not self.keys.has_keys()
-        if keyless and (self.run_secret is None or secret_given):
-            return DEFAULT_TENANT, ANONYMOUS
-        if authorization:
-            raise unknown
-        if keyless:
-            raise Unauthorized("open the address `fourfold ui` printed: it carries this run's secret")
-        raise Unauthorized("send an API key: Authorization: Bearer <key> (create one with `fourfold keys create`)")
-
-    def _is_run_secret(self, key: str) -> bool:
-        return self.run_secret is not None and hmac.compare_digest(key.encode(), self.run_secret.encode())
-
-
 def create_app(
     tenants: Tenants,
     keys: KeyStore,
@@ -189,7 +149,7 @@ def create_app(
     off while FastAPI's own telemetry is on, whose spans need that pipeline).
     """
     auth = Authenticator(keys, allow_anonymous=allow_anonymous, run_secret=run_secret)
-    mcp_server = _mcp_server(tenants) if mount_mcp else None
+    mcp_server = _mcp_server(tenants, auth) if mount_mcp else None
     requests = ThreadPoolExecutor(max_workers=worker_threads, thread_name_prefix="fourfold-request")
     telemetry = _telemetry()
 
@@ -321,8 +281,9 @@ def create_app(
         return s.DeletedOut(deleted=memory_id)
 
     @api.delete("/scopes/{scope:path}", tags=["memories"])
-    def forget_scope(scope: str, mem: Mem) -> s.ScopeCounts:
+    def forget_scope(scope: str, mem: Mem, caller: Who) -> s.ScopeCounts:
         """Erase one scope (a customer) from every store: memories, episodes, conversation."""
+        _shared_needs_operator(caller, scope)
         return s.ScopeCounts.model_validate(mem.forget_scope(scope))
 
     # -- episodes --------------------------------------------------------------------------
@@ -359,19 +320,22 @@ def create_app(
         return s.EpisodeOut.model_validate(s.episode_out(mem.episodes.get(episode_id)))
 
     @api.delete("/episodes/{episode_id}", tags=["episodes"])
-    def forget_episode(episode_id: str, mem: Mem) -> s.DeletedOut:
-        """Erase one episode, from disk too."""
+    def forget_episode(episode_id: str, mem: Mem, caller: Who) -> s.DeletedOut:
+        """Erase one episode, from disk too; a shared case takes an operator's key."""
+        _shared_needs_operator(caller, mem.episodes.get(episode_id).scope)
         mem.episodes.forget(episode_id)
         return s.DeletedOut(deleted=episode_id)
 
     @api.delete("/episodes", tags=["episodes"])
     def forget_episodes(
-        mem: Mem, scope: Annotated[str | None, Query(description="Erase this scope's episodes and the shared cases derived from it.")] = None,
+        mem: Mem, caller: Who,
+        scope: Annotated[str | None, Query(description="Erase this scope's episodes and the shared cases derived from it.")] = None,
         unscoped: Annotated[bool, Query(description="Erase the unscoped episodes instead.")] = False,
     ) -> s.DeletedCount:
         """Erase the episodes of one scope (and the cases derived from it), or the unscoped ones."""
         if unscoped == (scope is not None):
             raise InvalidInput("give either scope=<scope> or unscoped=true")
+        _shared_needs_operator(caller, scope)
         return s.DeletedCount(deleted=mem.episodes.forget_unscoped() if unscoped else mem.episodes.forget_scope(scope or ""))
 
     # -- facts -----------------------------------------------------------------------------
@@ -397,7 +361,7 @@ def create_app(
         """What the lookup_policy tool tells the model it is for."""
         return s.ToolDescriptionOut(description=mem.facts.tool_description())
 
-    @api.put("/facts/tool-description", tags=["facts"])
+    @api.put("/facts/tool-description", tags=["facts"], openapi_extra=OPERATOR)
     def set_tool_description(body: s.ToolDescriptionIn, mem: Mem) -> s.ToolDescriptionOut:
         """Store what the lookup_policy tool is for, in your words (null: the default)."""
         return s.ToolDescriptionOut(description=mem.facts.set_tool_description(body.description))
@@ -424,12 +388,12 @@ def create_app(
     def get_fact(key: str, mem: Mem) -> s.FactOut:
         return s.FactOut.model_validate(s.fact_out(mem.facts.get(key)))
 
-    @api.put("/facts/{key:path}", tags=["facts"])
+    @api.put("/facts/{key:path}", tags=["facts"], openapi_extra=OPERATOR)
     def set_fact(key: str, body: s.FactIn, mem: Mem) -> s.FactOut:
         """Set a fact, keeping the previous value in its history."""
         return s.FactOut.model_validate(s.fact_out(mem.facts.set(key, body.value, description=body.description)))
 
-    @api.delete("/facts/{key:path}", tags=["facts"])
+    @api.delete("/facts/{key:path}", tags=["facts"], openapi_extra=OPERATOR)
     def delete_fact(key: str, mem: Mem, purge: bool = False) -> s.DeletedOut:
         """Delete a fact (its history is kept); `purge=true` erases its whole history too."""
         mem.facts.delete(key, purge=purge)
@@ -437,7 +401,7 @@ def create_app(
 
     # -- documents -------------------------------------------------------------------------
 
-    @api.post("/docs", status_code=201, tags=["docs"])
+    @api.post("/docs", status_code=201, tags=["docs"], openapi_extra=OPERATOR)
     def ingest_doc(body: s.DocIn, mem: Mem) -> s.IngestOut:
         """Chunk a document's text into the store (idempotent per source and content)."""
         ids = mem.docs.ingest_text(body.text, source=body.source, scope=body.scope)
@@ -453,7 +417,7 @@ def create_app(
     def doc_sources(mem: Mem, scope: Scope = None) -> s.SourcesOut:
         return s.SourcesOut(sources=mem.docs.sources(scope=scope))
 
-    @api.delete("/docs/sources/{source:path}", tags=["docs"])
+    @api.delete("/docs/sources/{source:path}", tags=["docs"], openapi_extra=OPERATOR)
     def delete_doc(source: str, mem: Mem, scope: Scope = None) -> s.DeletedCount:
         """Remove every chunk of one document."""
         return s.DeletedCount(deleted=mem.docs.delete_source(source, scope=scope))
@@ -485,11 +449,12 @@ def create_app(
 
     # the shared case base, for agents on RemoteMemory: what they send waits for review
     install_case_routes(api, _caller, agents.cases, caller_id=_caller_id, review=review_cases)
+    install_key_routes(api, _caller_of, keys)
     app.include_router(api)
     if fast_lane and not _traced(telemetry):  # added first: the body limit and the browser guard stay in front of it
 
         def memory_for(scope: MutableMapping[str, Any]) -> Memory:
-            return tenants.get(auth.of_scope(scope)[0])
+            return tenants.get(check(auth.of_scope(scope), role_of(scope.get("route"))).tenant)
 
         app.add_middleware(FastLane, lanes=lanes_for(api.routes, Mem), memory_for=memory_for,
                            error_response=_library_error, executor=requests)
@@ -646,7 +611,7 @@ class _Agents:
 # -- MCP over streamable HTTP ------------------------------------------------------------
 
 
-def _mcp_server(tenants: Tenants) -> Any:
+def _mcp_server(tenants: Tenants, auth: Authenticator) -> Any:
     from fourfold.service.mcp import build_mcp_server
 
     def memory_for(request: Any) -> Memory:
@@ -655,7 +620,10 @@ def _mcp_server(tenants: Tenants) -> Any:
             raise Unauthorized("no tenant on this MCP request")
         return tenants.get(tenant)
 
-    return build_mcp_server(memory_for)
+    def authorize(request: Any, role: Role) -> None:
+        check(auth.of_scope(request.scope), role)
+
+    return build_mcp_server(memory_for, authorize=authorize)
 
 
 class _McpEndpoint:
@@ -676,7 +644,7 @@ class _McpEndpoint:
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         try:
-            tenant = self._auth.of_scope(scope)[0]
+            tenant = self._auth.of_scope(scope).tenant
         except Unauthorized as exc:
             await _error_response(exc)(scope, receive, send)
             return

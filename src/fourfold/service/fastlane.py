@@ -46,6 +46,8 @@ class Lane:
     """One route in the lane: its function, body model, answer's type and status."""
 
     route: Callable[..., Any]
+    #: FastAPI's route, which names the role it needs (`fourfold.service.auth.role_of`).
+    api_route: APIRoute
     body: type[BaseModel]
     body_name: str
     memory_name: str
@@ -72,7 +74,7 @@ def lanes_for(routes: list[Any], memory_type: Any) -> dict[tuple[str, str], Lane
         if len(params) != 2 or len(bodies) != 1 or len(memories) != 1:
             continue
         table[(method, route.path)] = Lane(
-            route=function, body=params[bodies[0]].annotation, body_name=bodies[0], memory_name=memories[0],
+            route=function, api_route=route, body=params[bodies[0]].annotation, body_name=bodies[0], memory_name=memories[0],
             answer=TypeAdapter(route.response_model), status=route.status_code or 200,
         )
     return table
@@ -127,6 +129,7 @@ class FastLane:
         await send({"type": "http.response.body", "body": payload})
 
     def _run(self, lane: Lane, body: BaseModel, scope: MutableMapping[str, Any]) -> Any:
+        scope["route"] = lane.api_route  # as FastAPI's routing sets it
         memory = self.memory_for(scope)
         return lane.route(**{lane.body_name: body, lane.memory_name: memory})
 

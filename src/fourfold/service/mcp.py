@@ -19,6 +19,7 @@ from fourfold.errors import FourfoldError, InvalidInput, NotFound
 from fourfold.memory import Memory
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION, policy_tool_schema
 from fourfold.service.errors import one_line
+from fourfold.service.keys import Role
 from fourfold.service.schemas import (
     Actions,
     DocName,
@@ -44,6 +45,8 @@ __all__ = ["INSTRUCTIONS", "MemoryFor", "bounded_scope", "build_mcp_server"]
 
 #: Picks the memory of a call from its HTTP request (None over stdio).
 MemoryFor = Callable[[Any], Memory]
+#: Refuses (Forbidden) a request whose caller may not do what `role` may; None over stdio.
+Authorize = Callable[[Any, Role], None]
 
 INSTRUCTIONS = (
     "fourfold is your long-term memory. Before answering, `recall` what you know about the "
@@ -107,8 +110,12 @@ _POLICY_PROTOCOL = (
 _POLICY_DESCRIPTION = DEFAULT_DESCRIPTION + _POLICY_PROTOCOL
 
 
-def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPServer[Any]:
-    """The fourfold MCP server; `scope` is the default scope of every tool call and bounds it."""
+def build_mcp_server(
+    memory_for: MemoryFor, *, scope: str | None = None, authorize: Authorize | None = None
+) -> MCPServer[Any]:
+    """The fourfold MCP server; `scope` is the default scope of every tool call and bounds it.
+    `authorize` checks the caller's role where a tool needs more than an agent's (the service's
+    keys; over stdio the user is the machine's own)."""
     server = _FourfoldMCP(memory_for, name="fourfold", instructions=INSTRUCTIONS, log_level="WARNING")
     server_scope = scope
 
@@ -267,6 +274,8 @@ def build_mcp_server(memory_for: MemoryFor, *, scope: str | None = None) -> MCPS
         """Add a document (a manual page, a policy, a wiki article) to the searchable
         documentation. It is split into chunks; ingesting the same text again changes nothing."""
         with _tool_errors():
+            if authorize is not None:  # documents are read by every customer's agent
+                authorize(ctx.request_context.request, "operator")
             ids = mem(ctx).docs.ingest_text(text, source=source, scope=scope)
         return {"chunks": len(ids), "ids": ids}
 

@@ -50,7 +50,7 @@ def free_port() -> int:
 class LiveService:
     """`fourfold serve` in a subprocess on a free loopback port; ready when /healthz answers.
 
-    `keys` maps tenant -> how many keys to create first (with the CLI, as a user would);
+    `keys` maps tenant -> how many operator keys to create first (with the CLI, as a user would);
     the secrets end up in `self.keys[tenant]`. With `store` (a postgresql:// URL) the service
     and its keys live in that database; replicas are several LiveServices on one store, and
     only the first needs to create keys.
@@ -83,9 +83,10 @@ class LiveService:
         """The `fourfold serve` process (None before it starts)."""
         return self._process.pid if self._process is not None else None
 
-    def create_key(self, tenant: str) -> str:
+    def create_key(self, tenant: str, *, role: str = "operator") -> str:
+        """A key of `tenant`, made with the CLI (an operator's unless `role` says otherwise)."""
         out = subprocess.run(
-            cli_command(*self._where(), "keys", "create", "--tenant", tenant),
+            cli_command(*self._where(), "keys", "create", "--tenant", tenant, "--role", role),
             check=True, capture_output=True, text=True, timeout=60,
         )
         key = out.stdout.strip().splitlines()[-1]

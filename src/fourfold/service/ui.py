@@ -41,6 +41,7 @@ from fourfold.memory import Memory
 from fourfold.serialize import to_json
 from fourfold.service import explain as ex
 from fourfold.service import schemas as s
+from fourfold.service.auth import needs
 from fourfold.shortterm import is_summary
 
 __all__ = ["CSP", "CSRF_HEADER", "LOOPBACK_HOSTS", "BrowserGuard", "install_inspector"]
@@ -288,14 +289,14 @@ def _api(memory_for: MemoryFor, agent_for: AgentFor, review_cases: bool,
                     "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
                     "messages_sent": r.messages_sent, "model_calls": r.model_calls}}
 
-    @api.get("/cases", tags=["inspector"])
+    @api.get("/cases", tags=["inspector"], openapi_extra=needs("operator"))
     def cases(mem: Mem) -> dict[str, Any]:
         """The de-identified cases every customer may see, and those waiting for review."""
         base = CaseBase(mem)
         return {"review": review_cases, "shared": [s.episode_out(e) for e in base.shared()],
                 "pending": [s.episode_out(e) for e in base.pending()]}
 
-    @api.post("/cases/{case_id}/review", tags=["inspector"])
+    @api.post("/cases/{case_id}/review", tags=["inspector"], openapi_extra=needs("operator"))
     def review(case_id: str, body: CaseReviewIn, mem: Mem, who: Who) -> dict[str, Any]:
         """Approve (share) or reject (erase) a case waiting for review; a case sent through the API
         is approved by another key than the one that sent it (403 otherwise)."""

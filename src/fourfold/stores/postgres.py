@@ -101,6 +101,8 @@ _SCHEMA = (
     *EPISODE_INDEXES,
     "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, digest TEXT NOT NULL,"
     " label TEXT NOT NULL DEFAULT '', created_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION)",
+    # A key's role; the keys of before could do all an operator does, and keep that role.
+    "ALTER TABLE keys ADD COLUMN IF NOT EXISTS role TEXT NOT NULL DEFAULT 'operator'",
     "CREATE TABLE IF NOT EXISTS threads (scope TEXT PRIMARY KEY, payload TEXT NOT NULL,"
     " updated_at DOUBLE PRECISION NOT NULL)",
 )

@@ -74,7 +74,8 @@ _SCHEMA = (
     *EPISODE_INDEXES,
     # API keys of a served data dir: only an HMAC of each key, with the salt in meta.
     "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, digest TEXT NOT NULL,"
-    " label TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, revoked_at REAL)",
+    " label TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, revoked_at REAL,"
+    " role TEXT NOT NULL DEFAULT 'operator')",
     "CREATE TABLE IF NOT EXISTS threads (scope TEXT PRIMARY KEY, payload TEXT NOT NULL, updated_at REAL NOT NULL)",
 )
 
@@ -313,6 +314,9 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         # Additive, as `tokens`: the episodes of before keep NULL (they recorded no problem or fix).
         conn.execute("ALTER TABLE episodes ADD COLUMN problem TEXT")
         conn.execute("ALTER TABLE episodes ADD COLUMN fix TEXT")
+    if "keys" in tables and "role" not in {r[1] for r in conn.execute("PRAGMA table_info(keys)")}:
+        # A key's role; the keys of before could do all an operator does, and keep that role.
+        conn.execute("ALTER TABLE keys ADD COLUMN role TEXT NOT NULL DEFAULT 'operator'")
     if version is None:
         conn.execute("INSERT INTO meta (name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
