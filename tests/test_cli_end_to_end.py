@@ -112,7 +112,8 @@ def test_scopes_lists_counts_and_forget_scope_erases(cli: Run) -> None:
     cli("remember", "Has two dogs", "--scope", "customer:42")
     cli("episodes", "record", "--goal", "late parcel", "--outcome", "re-shipped", "--scope", "customer:42")
     r = cli("--json", "scopes")
-    assert json.loads(r.stdout) == {"customer:42": {"memories": 2, "docs": 0, "episodes": 1, "conversations": 0}}
+    assert json.loads(r.stdout) == {"customer:42": {"memories": 2, "old_versions": 0, "docs": 0, "episodes": 1,
+                                                     "conversations": 0}}
     assert cli("scopes").stdout.strip() == "customer:42  2 memories, 1 episodes"
     r = cli("forget-scope", "customer:42")  # not a terminal: no question asked
     assert r.returncode == 0 and r.stdout.strip() == "2 memories, 1 episodes, 0 cases, 0 conversations removed from customer:42"

@@ -196,7 +196,7 @@ def test_scopes_count_memories_episodes_and_conversations(client: TestClient) ->
                                       "scope": "customer:ann"})
     client.post("/v1/agent/turn", json={"customer_id": "ann", "message": "Hello, my invoice fails"})
     assert client.get("/v1/scopes").json() == {"scopes": [
-        {"scope": "customer:ann", "memories": 1, "docs": 0, "episodes": 1, "conversations": 1}]}
+        {"scope": "customer:ann", "memories": 1, "old_versions": 0, "docs": 0, "episodes": 1, "conversations": 1}]}
 
 
 def test_the_conversation_is_shown_as_last_sent_with_summaries_marked(client: TestClient) -> None:

@@ -170,9 +170,12 @@ def test_scopes_count_and_forget_scope_can_refuse_unknown_scopes(memory: Memory)
     memory.long_term.remember("Prefers email", scope="customer:alice")
     memory.docs.ingest_text("# Plan\n\nAlice is on the gold plan.", source="plan.md", scope="customer:alice")
     memory.episodes.record(goal="late parcel", actions=[], outcome="re-shipped", success=True, scope="customer:bob")
+    memory.long_term.remember("Prefers phone", scope="customer:bob", key="contact")
+    memory.long_term.remember("Prefers email", scope="customer:bob", key="contact")
     assert memory.scopes() == {
-        "customer:alice": {"memories": 1, "docs": 1, "episodes": 0, "conversations": 0},
-        "customer:bob": {"memories": 0, "docs": 0, "episodes": 1, "conversations": 0},
+        "customer:alice": {"memories": 1, "old_versions": 0, "docs": 1, "episodes": 0, "conversations": 0},
+        # a listing of the scope shows its one current memory; the old version is counted apart
+        "customer:bob": {"memories": 1, "old_versions": 1, "docs": 0, "episodes": 1, "conversations": 0},
     }
     with pytest.raises(NotFound, match="did you mean 'customer:alice'"):
         memory.forget_scope("alice", missing_ok=False)

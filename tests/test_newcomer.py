@@ -141,3 +141,92 @@ def test_bench_help_shows_the_benchmarks_own_options(tmp_path: Path) -> None:
     r = _fourfold("bench", "locomo", "--help", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("usage: locomo.py") and "--data DATA" in r.stdout
+
+
+# -- the second hour: a support lead's own help-desk data through the CLI -----------------------
+
+
+def _desk(tmp_path: Path) -> Path:
+    """A data dir as the newcomer had it: a customer with a changed preference, and a document."""
+    data = tmp_path / "data"
+    for args in (["remember", "Prefers phone", "--scope", "customer:acme", "--kind", "preference", "--key", "contact"],
+                 ["remember", "Prefers email, never phone", "--scope", "customer:acme", "--kind", "preference",
+                  "--key", "contact"],
+                 ["remember", "Reached through the acme portal", "--scope", "customer:acme"]):
+        assert _fourfold("--data-dir", str(data), *args, cwd=tmp_path).returncode == 0
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "billing.md").write_text("# Billing\n\nInvoices are sent on the first of the month.\n")
+    assert _fourfold("--data-dir", str(data), "docs", "ingest", str(tmp_path / "kb"), cwd=tmp_path).returncode == 0
+    return data
+
+
+def test_a_missing_or_mistyped_scope_is_hinted_at(tmp_path: Path) -> None:
+    data = str(_desk(tmp_path))
+    for command in (["recall", "reach"], ["list"]):  # the memories are all under a scope
+        r = _fourfold("--data-dir", data, *command, cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout.strip() in ("(nothing)", "(none)")
+        assert r.stderr == ("hint: no memories without a scope; memories are stored under customer:acme "
+                            "(pass --scope; `fourfold scopes` lists them)\n")
+    r = _fourfold("--data-dir", data, "recall", "reach", "--scope", "customer:acm", cwd=tmp_path)
+    assert r.stdout.strip() == "(nothing)"
+    assert r.stderr == "hint: nothing is stored under scope 'customer:acm'; did you mean 'customer:acme'?\n"
+    r = _fourfold("--data-dir", data, "recall", "reach", "--scope", "customer:acme", cwd=tmp_path)
+    assert r.stderr == "" and "acme portal" in r.stdout  # a scope that answers needs no hint
+
+
+def test_recall_all_versions_marks_the_old_ones(tmp_path: Path) -> None:
+    data = str(_desk(tmp_path))
+    for command in (["recall", "phone", "--scope", "customer:acme", "--all-versions"],
+                    ["list", "--scope", "customer:acme", "--all-versions"]):
+        lines = _fourfold("--data-dir", data, *command, cwd=tmp_path).stdout.splitlines()
+        old = [line for line in lines if "Prefers phone" in line]
+        current = [line for line in lines if "Prefers email" in line]
+        assert len(old) == 1 and re.search(r"; old version, replaced \d{4}-\d\d-\d\d \d\d:\d\d\)$", old[0]), lines
+        assert len(current) == 1 and "old version" not in current[0]
+
+
+def test_counts_agree_and_a_second_import_adds_nothing(tmp_path: Path) -> None:
+    data = str(_desk(tmp_path))
+    # the scopes table counts what a listing of the scope shows; old versions apart
+    assert _fourfold("--data-dir", data, "scopes", cwd=tmp_path).stdout == "customer:acme  2 memories, 1 old versions\n"
+    listed = _fourfold("--data-dir", data, "list", "--scope", "customer:acme", cwd=tmp_path).stdout.splitlines()
+    assert len(listed) == 2
+    dump = str(tmp_path / "desk.jsonl")
+    r = _fourfold("--data-dir", data, "export", dump, cwd=tmp_path)
+    assert r.stdout == f"exported to {dump}: 2 memories, 1 old versions, 1 doc chunks\n"
+    fresh = str(tmp_path / "copy")
+    assert _fourfold("--data-dir", fresh, "import", dump, cwd=tmp_path).stdout == (
+        f"imported from {dump}: 2 memories, 1 old versions, 1 doc chunks\n")
+    assert _fourfold("--data-dir", fresh, "import", dump, cwd=tmp_path).stdout == (
+        f"imported from {dump}: nothing new (4 already there)\n")
+
+
+def test_facts_history_is_a_command_like_the_rest_route(tmp_path: Path) -> None:
+    for value in ("30", "45"):
+        assert _fourfold("facts", "set", "refund_window_days", value, cwd=tmp_path).returncode == 0
+    r = _fourfold("facts", "history", "refund_window_days", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    first, now = r.stdout.splitlines()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d  30", first) and now == "now               45"
+    r = _fourfold("--json", "facts", "history", "refund_window_days", cwd=tmp_path)
+    assert json.loads(r.stdout)["current"] == 45 and [h["value"] for h in json.loads(r.stdout)["history"]] == [30]
+    r = _fourfold("facts", "history", "refund_window", cwd=tmp_path)
+    assert r.returncode == 3 and r.stderr == "error: no fact 'refund_window'; did you mean 'refund_window_days'?\n"
+
+
+def test_docs_delete_suggests_the_source_name_with_its_suffix(tmp_path: Path) -> None:
+    data = str(_desk(tmp_path))
+    r = _fourfold("--data-dir", data, "docs", "delete", "billing", cwd=tmp_path)
+    assert r.returncode == 3 and r.stderr == "error: no document with source 'billing'; did you mean 'billing.md'?\n"
+    assert _fourfold("--data-dir", data, "docs", "delete", "billing.md", cwd=tmp_path).returncode == 0
+
+
+def test_a_key_for_an_empty_tenant_says_where_the_cli_data_is(tmp_path: Path) -> None:
+    data = str(_desk(tmp_path))
+    r = _fourfold("--data-dir", data, "keys", "create", "--tenant", "acme-desk", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("ffk_")
+    assert r.stderr == (f"warning: tenant 'acme-desk' is empty; what the CLI stored in {data} (1 scopes, 1 documents) "
+                        "is tenant 'default', which this key cannot read: to serve that data, create a key with "
+                        "--tenant default\n")
+    r = _fourfold("--data-dir", data, "keys", "create", "--tenant", "default", cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == ""

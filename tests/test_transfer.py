@@ -72,8 +72,12 @@ def test_an_export_read_into_a_new_data_dir_gives_back_the_same_data(open_memory
                                                  "thread"}
     second = open_memory(tmp_path / "b")
     counts = import_memory(second, out.getvalue().splitlines())
-    assert (counts.memories, counts.episodes, counts.facts, counts.fact_history, counts.threads) == (9, 2, 2, 1, 1)
+    # 5 current memories, 3 versions they replaced and a document chunk: as `scopes` counts them
+    assert (counts.memories, counts.old_versions, counts.doc_chunks) == (5, 3, 1)
+    assert (counts.episodes, counts.facts, counts.fact_history, counts.threads, counts.unchanged) == (2, 2, 1, 1, 0)
     assert _dump(second) == dump
+    again = import_memory(second, out.getvalue().splitlines())  # nothing new: nothing counted as imported
+    assert again.as_dict() == {**dict.fromkeys(again.as_dict(), 0), "unchanged": 9 + 2 + 2 + 1 + 1}
     history = second.long_term.history(second.long_term.recall("language", scope="customer:alice", k=1)[0].id)
     assert [(h.text, h.valid_from, h.valid_to, h.key) for h in history] == [
         ("Speaks French", 1_000, 2_000, "language"), ("Speaks Dutch", 2_000, 3_000, "language"),
@@ -172,8 +176,8 @@ def test_a_data_dir_of_fourfold_0_1_is_refused_in_one_line_then_migrated(open_me
         open_memory(root)
     assert "\n" not in str(err.value)
     counts = migrate_legacy(root)
-    assert (counts.memories, counts.episodes, counts.facts, counts.fact_history, counts.threads, counts.keys) == (
-        6, 2, 3, 1, 1, 1)
+    assert (counts.memories, counts.doc_chunks, counts.episodes, counts.facts, counts.fact_history, counts.threads,
+            counts.keys) == (5, 1, 2, 3, 1, 1, 1)
     with open_memory(root) as mem:
         assert mem.long_term.recall("email phone", scope="customer:alice", k=1)[0].text == "Prefers email over phone"
         assert [d.source for d in mem.docs.search("returns thirty days")] == ["returns.md"]
@@ -194,13 +198,14 @@ def test_a_data_dir_of_fourfold_0_1_is_refused_in_one_line_then_migrated(open_me
 def test_the_export_import_and_migrate_commands(open_memory: OpenMemory, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _legacy(tmp_path)
     assert main(["--data-dir", str(root), "--json", "migrate"]) == 0
-    assert json.loads(capsys.readouterr().out)["memories"] == 6
+    assert json.loads(capsys.readouterr().out)["memories"] == 5
     dump = tmp_path / "dump.jsonl"
     assert main(["--data-dir", str(root), "--embedder", "hash", "export", str(dump)]) == 0
     assert "exported to" in capsys.readouterr().out
     assert oct(dump.stat().st_mode & 0o777) == oct(0o600)
     assert main(["--data-dir", str(tmp_path / "new"), "--embedder", "hash", "--json", "import", str(dump)]) == 0
-    assert json.loads(capsys.readouterr().out)["memories"] == 5
+    imported = json.loads(capsys.readouterr().out)
+    assert (imported["memories"], imported["doc_chunks"]) == (4, 1)
     mem = open_memory(tmp_path / "new")
     assert mem.long_term.recall("email phone", scope="customer:alice", k=1)[0].text == "Prefers email over phone"
     assert mem.long_term.all(scope="customer:bob")[0].text == "Ships to the Lyon warehouse"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fourfold._files import private_dir
+from fourfold._hints import did_you_mean
 from fourfold._lifecycle import Closing
 from fourfold._manifest import MANIFEST, VECTORS, StoreKind, check_manifest, store_kind
 from fourfold._validate import check_scope
@@ -159,16 +160,21 @@ class Memory(Closing):
         return connect(url, api_key=api_key, timeout=timeout)
 
     def scopes(self) -> dict[str, dict[str, int]]:
-        """Every scope holding anything, with its counts of memories, documents, episodes, conversations."""
+        """Every scope holding anything, with its counts: current memories, their old versions
+        (kept in each memory's history until the scope is erased), document chunks, episodes
+        and conversations. `memories` is what a scope's listing shows."""
         found: dict[str, dict[str, int]] = {}
 
         def counts(scope: str) -> dict[str, int]:
-            return found.setdefault(scope, {"memories": 0, "docs": 0, "episodes": 0, "conversations": 0})
+            return found.setdefault(
+                scope, {"memories": 0, "old_versions": 0, "docs": 0, "episodes": 0, "conversations": 0}
+            )
 
         for scope in self.long_term.store.scopes():
             if scope is not None:
-                # every version: what erasing the scope would remove
-                counts(scope)["memories"] = len(self.long_term.all(scope=scope, include_superseded=True))
+                every = len(self.long_term.all(scope=scope, include_superseded=True))
+                counts(scope)["memories"] = current = len(self.long_term.all(scope=scope))
+                counts(scope)["old_versions"] = every - current
                 counts(scope)["docs"] = len(self.long_term.all(scope=scope, kinds=(DOC_KIND,)))
         for episode in self.episodes.episodes():
             if episode.scope is not None:
@@ -216,7 +222,7 @@ class Memory(Closing):
         if not missing_ok:
             known = self.scopes()
             if checked not in known:
-                raise NotFound(f"nothing is stored under scope {checked!r}{_did_you_mean(checked, known)}")
+                raise NotFound(f"nothing is stored under scope {checked!r}{did_you_mean(checked, known)}")
         memories = self.long_term.forget_scope(checked)
         cases = self.episodes.forget_derived(checked)
         episodes = self.episodes.forget_scope(checked)
@@ -272,15 +278,6 @@ def _data_dir(path: object, *, create: bool) -> Path:
     if not data_dir.is_dir():
         raise InvalidInput(f"{data_dir} is not a directory")
     return data_dir
-
-
-def _did_you_mean(scope: str, known: Iterable[str]) -> str:
-    """A hint naming the scopes that end with `scope` (customer:alice for alice) or look alike."""
-    import difflib
-
-    names = list(known)
-    likely = [n for n in names if n.rpartition(":")[2] == scope] or difflib.get_close_matches(scope, names, n=3)
-    return f"; did you mean {' or '.join(repr(n) for n in likely)}?" if likely else ""
 
 
 def _chroma_store(data_dir: Path, embedder: Embedder, chroma_url: str | None, config: MemoryConfig) -> Any:

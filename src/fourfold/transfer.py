@@ -26,10 +26,11 @@ from fourfold._validate import json_object
 from fourfold.embeddings.base import Embedder, Vectors
 from fourfold.episodic.codec import decode_line
 from fourfold.errors import EmbedderMismatch, InvalidInput, StoreCorrupt
+from fourfold.longterm.versions import is_current
 from fourfold.semantic.facts import FactRow
 from fourfold.semantic.tools import DEFAULT_DESCRIPTION
 from fourfold.shortterm.threads import thread_from_payload, thread_payload
-from fourfold.stores.vector import VectorRecord, embedding_text
+from fourfold.stores.vector import DOC_KIND, VectorRecord, embedding_text
 from fourfold.types import Episode
 
 if TYPE_CHECKING:
@@ -46,15 +47,23 @@ _BATCH = 500
 
 @dataclass(slots=True)
 class Counts:
-    """How many items of each kind were written (or read)."""
+    """How many items of each kind were written (or read).
+
+    `memories` are current memories, `old_versions` the versions a newer one replaced, and
+    `doc_chunks` the chunks of ingested documents, as `Memory.scopes` counts them. An import
+    counts only what it added; `unchanged` is what the target held already.
+    """
 
     memories: int = 0
+    old_versions: int = 0
+    doc_chunks: int = 0
     episodes: int = 0
     facts: int = 0
     fact_history: int = 0
     threads: int = 0
     keys: int = 0
     skipped: int = 0
+    unchanged: int = 0
 
     def add(self, other: Counts) -> None:
         for f in fields(self):
@@ -62,6 +71,16 @@ class Counts:
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def tally(self, records: Iterable[VectorRecord]) -> None:
+        """Count long-term records as memories, old versions or document chunks."""
+        for record in records:
+            if record.kind == DOC_KIND:
+                self.doc_chunks += 1
+            elif is_current(record):
+                self.memories += 1
+            else:
+                self.old_versions += 1
 
 
 # -- export -------------------------------------------------------------------------------------
@@ -76,9 +95,10 @@ def export_memory(memory: Memory, out: IO[str]) -> Counts:
     store = memory.long_term.store
     scopes = sorted(store.scopes(), key=lambda s: (s is not None, s or ""))
     for scope in scopes:
-        for record in sorted(store.scan(scope), key=lambda r: (r.created_at, r.seq, r.id)):
+        records = sorted(store.scan(scope), key=lambda r: (r.created_at, r.seq, r.id))
+        for record in records:
             _line(out, _memory_item(record))
-            counts.memories += 1
+        counts.tally(records)
     episodes = memory.episodes.episodes()
     vectors = memory.episodes.stored_vectors([ep.id for ep in episodes])
     sources = memory.episodes.sources([ep.id for ep in episodes])
@@ -213,8 +233,12 @@ class _Writer:
             elif kind == "tool_description":
                 self.memory.facts.set_tool_description(str(item["description"]))
             elif kind == "thread":
-                self.memory.conversations.save(thread_from_payload(item))
-                self.counts.threads += 1
+                thread = thread_from_payload(item)
+                if self.memory.conversations.load(thread.scope) == thread:
+                    self.counts.unchanged += 1
+                else:
+                    self.memory.conversations.save(thread)
+                    self.counts.threads += 1
             else:
                 self.counts.skipped += 1
         except (KeyError, TypeError, ValueError) as exc:
@@ -229,18 +253,25 @@ class _Writer:
         if self.records:
             store = self.memory.long_term.store
             with store.writing():
-                fresh = [r for r in self.records if r.id not in store.existing([r.id for r in self.records])]
+                there = store.existing([r.id for r in self.records])
+                fresh = [r for r in self.records if r.id not in there]
                 store.add(fresh)
-            self.counts.memories += len(self.records)
+            self.counts.tally(fresh)
+            self.counts.unchanged += len(self.records) - len(fresh)
             self.records = []
         if self.episodes:
+            there = self.memory.episodes.existing([ep.id for ep in self.episodes])
             self.memory.episodes.insert(self.episodes, vectors=self.vectors, derived_from=self.sources)
-            self.counts.episodes += len(self.episodes)
+            self.counts.episodes += len(self.episodes) - len(there)
+            self.counts.unchanged += len(there)
             self.episodes, self.vectors, self.sources = [], {}, {}
         if self.current or self.history:
+            held_current, held_history = (set(rows) for rows in self.memory.facts.dump())
             self.memory.facts.restore(self.current, self.history)
-            self.counts.facts += len(self.current)
-            self.counts.fact_history += len(self.history)
+            for rows, held, kind in ((self.current, held_current, "facts"), (self.history, held_history, "fact_history")):
+                new = sum(row not in held for row in rows)
+                setattr(self.counts, kind, getattr(self.counts, kind) + new)
+                self.counts.unchanged += len(rows) - new
             self.current, self.history = [], []
 
 
@@ -334,7 +365,7 @@ def _migrate_home(home: Path, chroma: Any, embedder: Embedder, *, keys: bool) ->
             for scope in chroma.scopes():
                 records = chroma.scan(scope)
                 store.add(records)
-                counts.memories += len(records)
+                counts.tally(records)
         log = EpisodeLog(db, embedder)
         episodes, counts.skipped = _legacy_episodes(home / LegacyFile.EPISODES)
         for start in range(0, len(episodes), _BATCH):

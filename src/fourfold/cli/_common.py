@@ -25,9 +25,10 @@ if TYPE_CHECKING:
     from fourfold.longterm.store import LongTermMemory
     from fourfold.memory import Memory
     from fourfold.models.base import ChatModel
+    from fourfold.types import Recalled
 
 __all__ = ["AllVersionsOption", "AsOfOption", "KindsOption", "ScopeFilterOption", "State", "WhereOption", "_embedder", "_memory", "_model", "_out", "_say_created", "_selected", "_store_url",
-           "_when", "_where", "state"]
+           "_version", "_when", "_where", "state"]
 
 T = TypeVar("T")
 
@@ -50,8 +51,34 @@ def _selected(
     from fourfold.longterm.where import parse_where
 
     with _memory() as mem:
-        return read(mem.long_term, {"scope": scope, "kinds": kind or None, "where": parse_where(where),
-                                    "as_of": _when(as_of, "--as-of"), "include_superseded": all_versions})
+        found = read(mem.long_term, {"scope": scope, "kinds": kind or None, "where": parse_where(where),
+                                     "as_of": _when(as_of, "--as-of"), "include_superseded": all_versions})
+        if not found:
+            _hint_scope(mem, scope)
+    return found
+
+
+def _hint_scope(mem: Memory, scope: str | None) -> None:
+    """On standard error: the scope asked for holds no memories, and which scopes do."""
+    from fourfold._hints import did_you_mean
+    from fourfold._validate import check_scope
+
+    asked = check_scope(scope)
+    if mem.long_term.all(scope=asked, include_superseded=True):
+        return  # the scope holds memories: the filters or the query found none
+    named = [name for name, counts in mem.scopes().items() if counts["memories"] or counts["old_versions"]]
+    if asked is not None:
+        tail = did_you_mean(asked, named) or "; `fourfold scopes` lists the scopes"
+        typer.echo(f"hint: nothing is stored under scope {asked!r}{tail}", err=True)
+    elif named:
+        shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+        typer.echo(f"hint: no memories without a scope; memories are stored under {shown} "
+                   "(pass --scope; `fourfold scopes` lists them)", err=True)
+
+
+def _version(memory: Recalled) -> str:
+    """How a listing marks an old version of a memory: when a newer one replaced it."""
+    return "" if memory.valid_to is None else f"; old version, replaced {_stamp(memory.valid_to)}"
 
 
 @dataclass

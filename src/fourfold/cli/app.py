@@ -25,6 +25,7 @@ from fourfold.cli._common import (
     _selected,
     _stamp,
     _store_url,
+    _version,
     _when,
     state,
 )
@@ -249,7 +250,7 @@ def recall(
 ) -> None:
     """The memories most relevant to QUERY."""
     hits = _selected(lambda lt, selection: lt.recall(query, k=k, **selection), scope, kind, where, as_of, all_versions)
-    _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id})" for h in hits) or "(nothing)")
+    _out(hits, "\n".join(f"{h.score:6.2f}  [{h.kind}] {h.text}  ({h.id}{_version(h)})" for h in hits) or "(nothing)")
 
 
 @app.command()
@@ -275,7 +276,7 @@ def forget_scope(
         if not yes and sys.stdin.isatty():
             counts = mem.scopes().get(scope)
             if counts is not None:  # unknown scopes fall through to the library's NotFound
-                what = ", ".join(f"{v} {k}" for k, v in counts.items() if v) or "nothing"
+                what = _counted(counts) or "nothing"
                 typer.confirm(f"Erase scope {scope} ({what}) from {state.data_dir}? This cannot be undone", abort=True)
         counts = mem.forget_scope(scope, missing_ok=False)
     _out(counts, ", ".join(f"{v} {k}" for k, v in counts.items()) + f" removed from {scope}")
@@ -286,8 +287,13 @@ def scopes() -> None:
     """Every scope (customer) with what it holds: memories, documents, episodes, conversations."""
     with _memory() as mem:
         found = mem.scopes()
-    lines = [f"{scope}  " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) for scope, counts in found.items()]
+    lines = [f"{scope}  {_counted(counts)}" for scope, counts in found.items()]
     _out(found, "\n".join(lines) or "(no scopes)")
+
+
+def _counted(counts: dict[str, int]) -> str:
+    """"2 memories, 1 old versions, 3 docs": the counts that are not zero."""
+    return ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if v)
 
 
 # -- episodes ---------------------------------------------------------------------------
@@ -385,6 +391,29 @@ def facts_get(key: str) -> None:
     with _memory() as mem:
         fact = mem.facts.get(key)
     _out(fact, json.dumps(fact.value, ensure_ascii=False) if not isinstance(fact.value, str) else fact.value)
+
+
+@facts_app.command("history")
+def facts_history(key: str) -> None:
+    """A fact's earlier values, oldest first, with when each was replaced, then its current value
+    (exit code 3 if the key never held one)."""
+    from fourfold._hints import did_you_mean
+    from fourfold.errors import NotFound
+
+    with _memory() as mem:
+        earlier = mem.facts.history(key)
+        current = {f.key: f for f in mem.facts.list()}
+    now = current.get(key)
+    if not earlier and now is None:
+        raise NotFound(f"no fact {key!r}{did_you_mean(key, current, short=lambda k: k)}")
+    rows = [{"value": value, "replaced_at": when} for value, when in earlier]
+    lines = [f"{_stamp(when):<16}  {_shown(value)}" for value, when in earlier]
+    lines.append(f"{'now':<16}  {_shown(now.value)}" if now is not None else f"{'now':<16}  (deleted)")
+    _out({"key": key, "current": None if now is None else now.value, "history": rows}, "\n".join(lines))
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 @facts_app.command("delete")

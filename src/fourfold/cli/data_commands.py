@@ -82,7 +82,9 @@ def _report(counts: dict[str, int], done: str | None) -> None:
 
     from fourfold.cli._common import state
 
-    summary = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items() if n)
+    summary = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items() if n and kind != "unchanged")
+    if counts.get("unchanged"):  # an import of what was there already adds nothing
+        summary = f"{summary or 'nothing new'} ({counts['unchanged']} already there)"
     text = json.dumps(counts) if state.as_json else f"{done or 'exported'}: {summary or 'nothing'}"
     typer.echo(text, err=done is None)
 

@@ -13,6 +13,7 @@ from fourfold.cli._common import (
     _out,
     _selected,
     _stamp,
+    _version,
 )
 
 __all__ = ["register"]
@@ -27,7 +28,7 @@ def list_memories(
 ) -> None:
     """Every current memory of a scope, oldest first (documents only with --kind doc)."""
     found = _selected(lambda lt, selection: lt.all(**selection), scope, kind, where, as_of, all_versions)
-    lines = [f"{_stamp(r.created_at)}  [{r.kind}] {r.text}  ({r.id})" for r in found]
+    lines = [f"{_stamp(r.created_at)}  [{r.kind}] {r.text}  ({r.id}{_version(r)})" for r in found]
     _out(found, "\n".join(lines) or "(none)")
 
 

@@ -7,6 +7,7 @@ stays fast and works without them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -206,7 +207,6 @@ def serve_worker(options: dict[str, Any]) -> None:
     import os
     import socket
     import sys
-    from pathlib import Path
 
     from fourfold.errors import FourfoldError
     from fourfold.service.workers import say_serving
@@ -290,7 +290,38 @@ def keys_create(
         record, secret = keys.create(tenant, label=label, role=check_role(role))
     if fresh:
         _say_created()
+    else:
+        _say_where_the_data_is(record.tenant)
     _out({"id": record.id, "tenant": record.tenant, "role": record.role, "key": secret}, secret)
+
+
+def _say_where_the_data_is(tenant: str) -> None:
+    """On standard error, when the data dir itself (tenant `default`, what the CLI reads and
+    writes) holds data and the key is for another tenant: that the key will not see it."""
+    from fourfold.service.tenancy import DEFAULT_TENANT
+
+    if tenant == DEFAULT_TENANT or state.store is not None:
+        return
+    cli_data = _holdings(state.data_dir)
+    if cli_data is None:
+        return
+    own = _holdings(state.data_dir / "tenants" / tenant)
+    said = (f"tenant {tenant!r} holds {own}; " if own else f"warning: tenant {tenant!r} is empty; ") + (
+        f"what the CLI stored in {state.data_dir} ({cli_data}) is tenant {DEFAULT_TENANT!r}, which this key "
+        f"cannot read: to serve that data, create a key with --tenant {DEFAULT_TENANT}")
+    typer.echo(said, err=True)
+
+
+def _holdings(data_dir: Path) -> str | None:
+    """What a tenant's data dir holds, in a few words ("2 scopes, 3 facts"); None when nothing."""
+    from fourfold.memory import Memory
+
+    if not (data_dir / MANIFEST).exists():
+        return None
+    with Memory.open(data_dir, embedder=_embedder(), create=False) as mem:
+        held = {"scopes": len(mem.scopes()), "facts": len(mem.facts.list()),
+                "unscoped memories": len(mem.long_term.all()), "documents": len(mem.docs.list())}
+    return ", ".join(f"{n} {what}" for what, n in held.items() if n) or None
 
 
 @keys_app.command("list")

@@ -185,6 +185,11 @@ class EpisodeLog:
                 ).fetchall())
         return found
 
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """Which of these ids the log holds (an import counts what it adds)."""
+        with self.db.read() as conn:
+            return {row[0] for row in self._by_id(conn, "id", ids)}
+
     def stored_vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
         """The stored vectors (of this embedder) of these episodes, by id; others are absent."""
         found: dict[str, Vectors] = {}

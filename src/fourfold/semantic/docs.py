@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from fourfold._hints import did_you_mean, source_stem
 from fourfold._validate import check_k, check_scope, check_text
 from fourfold.errors import InvalidInput, NotFound, TooLarge
 from fourfold.longterm.store import DOC_KIND, LongTermMemory, MemoryInput
@@ -173,9 +174,11 @@ class DocumentStore:
 
     def delete_source(self, source: str, *, scope: str | None = None) -> int:
         """Remove every chunk of one source; returns how many."""
-        doomed = [r.id for r in self._lt.all(scope=scope, kinds=(DOC_KIND,)) if r.metadata.get("source") == source]
+        chunks = self._lt.all(scope=scope, kinds=(DOC_KIND,))
+        doomed = [r.id for r in chunks if r.metadata.get("source") == source]
         if not doomed:
-            raise NotFound(f"no document with source {source!r}")
+            known = sorted({str(r.metadata.get("source", "")) for r in chunks})
+            raise NotFound(f"no document with source {source!r}{did_you_mean(source, known, short=source_stem)}")
         self._lt.forget_many(doomed)
         return len(doomed)
 
