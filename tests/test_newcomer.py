@@ -230,3 +230,14 @@ def test_a_key_for_an_empty_tenant_says_where_the_cli_data_is(tmp_path: Path) ->
                         "--tenant default\n")
     r = _fourfold("--data-dir", data, "keys", "create", "--tenant", "default", cwd=tmp_path)
     assert r.returncode == 0 and r.stderr == ""
+
+
+def test_every_locomo_recall_quoted_is_one_the_results_report() -> None:
+    """README, docs and the CLI reference (its help) quote the benchmark results they cite, not older runs."""
+    reported = set(re.findall(r"0\.\d{3}", (ROOT / "benchmarks" / "results" / "locomo-dev.md").read_text()))
+    quoted: dict[str, set[str]] = {}
+    for page in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for found in re.finditer(r"R@10\b.{0,60}?(0\.\d{3})(?: (?:instead of|against|to) (0\.\d{3}))?", text):
+            quoted.setdefault(page.name, set()).update(n for n in found.groups() if n)
+    assert quoted and all(numbers <= reported for numbers in quoted.values()), (quoted, reported)
