@@ -252,7 +252,7 @@ def test_a_thread_stored_with_the_ticket_as_top_level_fields_is_still_resolved(m
         conn.execute("INSERT INTO threads (scope, payload, updated_at) VALUES (?, ?, 0)",
                      ("customer:ann", json.dumps(old)))
     agent = SupportAgent(mem, OfflineModel())
-    assert agent.open_ticket("ann") == OpenTicket("Invoice fails", ("lookup_policy(x) -> UNKNOWN",))
+    assert agent.open_ticket("ann") == OpenTicket("Invoice fails", ("lookup_policy(x) -> UNKNOWN",), ("Invoice fails",))
     res = agent.resolve("ann", "Cleared the cache.")
     assert (res.episode.goal, res.episode.actions) == ("Invoice fails", ("lookup_policy(x) -> UNKNOWN",))
     assert agent.open_ticket("ann") == OpenTicket()

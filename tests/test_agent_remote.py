@@ -49,7 +49,8 @@ def test_the_agent_runs_turns_and_a_resolve_against_the_service(served: Served, 
     assert [m.text for m in reply.report.memories] == ["Prefers email over phone"]
     assert model.requests[0]["tools"][0]["input_schema"]["properties"]["key"]["enum"] == ["refund_window_days"]
     assert agent.open_ticket("ann") == OpenTicket("How long is the refund window? Email me please.",
-                                                  ('lookup_policy(refund_window_days) -> 30',))
+                                                  ('lookup_policy(refund_window_days) -> 30',),
+                                                  ("How long is the refund window? Email me please.",))
 
     res = agent.resolve("ann", "Refund issued to the card on file.")
     assert agent.open_ticket("ann") == OpenTicket()

@@ -216,10 +216,14 @@ def test_profile_lists_the_current_keyed_memories_with_when_each_was_set(run) ->
     run("remember", "Prefers phone calls", "--scope", "c:1", "--key", "contact_channel", "--valid-from", "2026-01-01")
     run("remember", "Prefers Signal", "--scope", "c:1", "--key", "contact_channel", "--valid-from", "2026-03-01")
     run("remember", "Owns a label printer", "--scope", "c:1")
+    run("remember", "Likes the dark theme", "--scope", "c:1", "--kind", "preference", "--valid-from", "2026-02-01")
     code, out, _ = run("profile", "--scope", "c:1")
-    assert code == 0 and out.split() == ["contact_channel", "Prefers", "Signal", "(since", "2026-03-01", "00:00)"]
+    assert code == 0 and [line.split() for line in out.splitlines()] == [
+        ["contact_channel", "Prefers", "Signal", "(since", "2026-03-01", "00:00)"],
+        ["preference", "Likes", "the", "dark", "theme", "(since", "2026-02-01", "00:00)"]]
     code, out, _ = run("--json", "profile", "--scope", "c:1")
-    assert code == 0 and [(r["key"], r["text"]) for r in json.loads(out)] == [("contact_channel", "Prefers Signal")]
+    assert code == 0 and [(r["key"], r["text"]) for r in json.loads(out)] == [
+        ("contact_channel", "Prefers Signal"), (None, "Likes the dark theme")]
 
 
 def test_facts_search_finds_a_policy_by_what_it_is_about(run) -> None:  # type: ignore[no-untyped-def]

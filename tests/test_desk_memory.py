@@ -162,3 +162,16 @@ def test_the_offline_model_finds_the_policy_and_answers_from_what_it_recalled(be
     other = agent.turn("bea", "The label printer is offline", dry_run=True)
     assert other.report.memories and "no relevant memory" not in other.text
     assert all(m.text in other.text for m in other.report.memories[:2])
+
+
+def test_the_problem_is_found_in_any_message_of_the_ticket_and_a_preference_is_never_it(memory: Memory) -> None:
+    agent = SupportAgent(memory, OfflineModel(), share_cases=False)
+    agent.turn("dan", "Good morning! Please text me, never email.")
+    agent.turn("dan", "the thermostat shows no temperature")
+    done = agent.resolve("dan", "Replaced the thermostat battery.")
+    assert done.episode.problem == "the thermostat shows no temperature"
+    agent.turn("eve", "Hi! Please text me from now on.")
+    only = agent.resolve("eve", "Noted the contact preference.")
+    assert only.episode.problem == ""
+    system = agent.turn("eve", "Did you note the contact preference?", dry_run=True).report.system_prompt
+    assert any(t.endswith("] Previously: Noted the contact preference.") for t in sections(system)[SECTION_TITLES[1]])

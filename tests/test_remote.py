@@ -376,10 +376,12 @@ def test_profile_parity(memory: Any) -> None:
     lt.remember("Prefers Signal", scope="c", kind="preference", key="contact_channel", valid_from=2_000)
     lt.remember("Is on the annual plan", scope="c", kind="fact", key="plan", valid_from=1_500)
     lt.remember("Owns a label printer", scope="c")
+    lt.remember("Likes the dark theme", scope="c", kind="preference", valid_from=500)  # a standing preference, no key
     lt.remember("Speaks Dutch", scope="other", key="language")
     profile = lt.profile("c")
     assert [(r.key, r.text, r.valid_from, r.valid_to) for r in profile] == [
-        ("contact_channel", "Prefers Signal", 2_000, None), ("plan", "Is on the annual plan", 1_500, None)]
+        ("contact_channel", "Prefers Signal", 2_000, None), ("plan", "Is on the annual plan", 1_500, None),
+        (None, "Likes the dark theme", 500, None)]
     # within the bound, the most recently set first
     assert [r.key for r in lt.profile("c", max_tokens=12)] == ["contact_channel"]
     with pytest.raises(InvalidInput):

@@ -53,7 +53,8 @@ def customer_scope(customer_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class OpenTicket:
-    """The ticket a customer's turns have opened: its goal (the first message) and the tool actions.
+    """The ticket a customer's turns have opened: its goal (the first message), the tool actions,
+    and what the customer said in it (`said`, every message: the problem may come after a greeting).
 
     The agent keeps it beside the customer's thread, in `Thread.extras["ticket"]`, so a turn in
     one process and the resolve in another see the same ticket.
@@ -61,6 +62,7 @@ class OpenTicket:
 
     goal: str = ""
     actions: tuple[str, ...] = ()
+    said: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, thread: Thread) -> OpenTicket:
@@ -68,13 +70,15 @@ class OpenTicket:
         raw = thread.extras.get(_TICKET)
         if not isinstance(raw, Mapping):
             return cls()
-        return cls(str(raw.get("goal") or ""), tuple(str(a) for a in raw.get("actions") or ()))
+        goal = str(raw.get("goal") or "")
+        said = tuple(str(m) for m in raw.get("said") or ()) or ((goal,) if goal else ())  # one kept before `said`
+        return cls(goal, tuple(str(a) for a in raw.get("actions") or ()), said)
 
     def kept_in(self, thread: Thread) -> Thread:
         """The thread with this ticket kept in its extras (removed when the ticket is empty)."""
         extras = {k: v for k, v in thread.extras.items() if k != _TICKET}
         if self.goal or self.actions:
-            extras[_TICKET] = {"goal": self.goal, "actions": list(self.actions)}
+            extras[_TICKET] = {"goal": self.goal, "actions": list(self.actions), "said": list(self.said)}
         return replace(thread, extras=extras)
 
 
@@ -235,7 +239,7 @@ class SupportAgent:
             messages, responses, tool_uses = self._tool_loop(messages, system)
             actions = tuple(f"{t.name}({_args(t.input)}) -> {t.result}" for t in tool_uses)
             ticket = OpenTicket.of(thread)
-            ticket = OpenTicket(ticket.goal or user_msg, ticket.actions + actions)
+            ticket = OpenTicket(ticket.goal or user_msg, ticket.actions + actions, (*ticket.said, user_msg))
             if not dry_run:
                 self.conversations.save(ticket.kept_in(replace(thread, messages=tuple(messages))))
         report = TurnReport(
@@ -323,7 +327,7 @@ class SupportAgent:
                 raise InvalidInput(f"customer {customer_id!r} has no open ticket to resolve")
             # A later prompt shows the problem and the fix, never the message as said: its greeting,
             # contact details and preferences (which may change) are not what the ticket was about.
-            problem = problem_sentence(ticket.goal)
+            problem = problem_sentence("\n".join(ticket.said) or ticket.goal)
             episode = self.memory.episodes.record(
                 goal=ticket.goal, actions=list(ticket.actions), outcome=outcome,
                 success=success, scope=scope, tags=("support",), problem=problem, fix=outcome,

@@ -232,10 +232,12 @@ def history(memory_id: str) -> None:
 
 @app.command()
 def profile(scope: Annotated[str, typer.Option(help="Whose profile, e.g. customer:42.")]) -> None:
-    """A scope's current keyed memories, one per key, with when each was set."""
+    """What every prompt for a scope carries: its current keyed memories, one per key, and its
+    preferences, with when each was set."""
     with _memory() as mem:
         found = mem.long_term.profile(scope)
-    _out(found, "\n".join(f"{r.key:<20}  {r.text}  (since {_stamp(r.valid_from)})" for r in found) or "(no keyed memories)")
+    _out(found, "\n".join(f"{r.key or r.kind:<20}  {r.text}  (since {_stamp(r.valid_from)})" for r in found)
+         or "(no keyed memories or preferences)")
 
 
 @app.command()

@@ -52,7 +52,8 @@ def render_ticket(ep: Episode) -> str:
     shows the problem sentence of its goal (`problem_sentence`), and one without a fix its outcome."""
     problem = ep.problem or problem_sentence(ep.goal)
     label = "Previously" if ep.success else "Previously (failed)"
-    return f"{label}: {_one_line(problem, MAX_FIELD_CHARS)} -> {_one_line(ep.fix or ep.outcome, MAX_FIELD_CHARS)}"
+    fix = _one_line(ep.fix or ep.outcome, MAX_FIELD_CHARS)
+    return f"{label}: {_one_line(problem, MAX_FIELD_CHARS)} -> {fix}" if problem else f"{label}: {fix}"
 
 
 def render_episodes(eps: Sequence[Episode]) -> str:

@@ -412,9 +412,10 @@ class LongTermMemory:
         return [_recalled(r, 1.0) for r in records]
 
     def profile(self, scope: str, *, max_tokens: int = PROFILE_TOKENS) -> list[Recalled]:
-        """The scope's profile: its current keyed memories, one per key, each with when it was
-        set (`valid_from`), ordered by key; the most recently set first while they fit in
-        `max_tokens` (estimated). What a prompt for that scope carries whatever the question."""
+        """The scope's profile: its current keyed memories, one per key, and its preferences
+        without a key, each with when it was set (`valid_from`); the most recently set first
+        while they fit in `max_tokens` (estimated). What a prompt for that scope carries
+        whatever the question (`fourfold.longterm.profile`)."""
         return fit_profile(self.all(scope=scope), max_tokens)
 
     # -- reading --------------------------------------------------------------------------

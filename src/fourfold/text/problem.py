@@ -16,15 +16,14 @@ __all__ = ["problem_sentence"]
 
 
 def problem_sentence(message: str) -> str:
-    """The sentence of `message` that states the problem: the first that is not a greeting and
-    carries no personal detail (a name, a contact, a stated preference), else the first that
-    states no preference, else the first that is not a greeting, else the message itself.
+    """The sentence of `message` (a ticket's messages, one a line) that states the problem: the
+    first that is not a greeting and carries no personal detail (a name, a contact, a stated
+    preference), else the first that states no preference; "" when every sentence greets or
+    states a preference (a preference is the customer's standing wish, not the problem).
     """
-    sentences = [s.strip() for s in SENTENCE_BREAK.split(message.strip()) if s.strip()]
-    said = [s for s in sentences if not is_chatter(s)]
-    found = [(s, {r.kind for r in detect(s, policy="personal")}) for s in said]
+    sentences = [s.strip() for line in message.splitlines() for s in SENTENCE_BREAK.split(line) if s.strip()]
+    found = [(s, {r.kind for r in detect(s, policy="personal")}) for s in sentences if not is_chatter(s)]
     plain = next((s for s, kinds in found if not kinds), None)
     if plain is not None:
         return plain
-    unstated = next((s for s, kinds in found if "preference" not in kinds), None)
-    return unstated or (said[0] if said else message.strip())
+    return next((s for s, kinds in found if "preference" not in kinds), "")

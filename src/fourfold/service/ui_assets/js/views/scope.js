@@ -38,11 +38,12 @@ export async function scopeView(main, params, ctx) {
 // What every prompt for this scope carries, whatever the question: its current keyed memories.
 function profileSection(entries) {
   const rows = entries.map((m) => h("tr", { "data-id": m.id },
-    h("th", { scope: "row" }, h("code", {}, m.key)), h("td", {}, m.text), h("td", { class: "muted" }, when(m.valid_from))));
+    h("th", { scope: "row" }, m.key ? h("code", {}, m.key) : h("span", { class: "muted" }, m.kind)), h("td", {}, m.text),
+    h("td", { class: "muted" }, when(m.valid_from))));
   return section(`Profile (${entries.length})`, entries.length
     ? h("table", { class: "profile", "aria-label": "Profile: current keyed memories" },
       h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", {}, "Value"), h("th", {}, "Set"))), h("tbody", {}, rows))
-    : h("p", { class: "muted" }, "No keyed memories: nothing is in every prompt."));
+    : h("p", { class: "muted" }, "No keyed memories or preferences: nothing is in every prompt."));
 }
 
 // A scope may hold thousands of memories: each is a block whose layout the browser skips while
