@@ -1,4 +1,4 @@
-"""Private files (finding 5 of the security review): 0700 directories, 0600 files, any umask."""
+"""Private files: 0700 directories, 0600 files, any umask; a folder the user made keeps its mode."""
 
 from __future__ import annotations
 
@@ -24,14 +24,20 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_private_dir_is_0700_with_its_new_parents_and_narrows_an_existing_one(tmp_path: Path) -> None:
+def test_private_dir_is_0700_with_its_new_parents_and_leaves_an_existing_one_as_it_is(
+    open_memory: OpenMemory, tmp_path: Path
+) -> None:
     before = _mode(tmp_path)
     made = private_dir(tmp_path / "a" / "b")
     assert _mode(made) == _mode(tmp_path / "a") == 0o700  # the new parent too
     assert _mode(tmp_path) == before  # an existing parent is not ours to narrow
-    existing = tmp_path / "open"
-    existing.mkdir(mode=0o755)
-    assert _mode(private_dir(existing)) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o775)  # a folder a team shares, given as --data-dir
+    assert _mode(private_dir(shared)) == 0o775
+    with open_memory(shared) as mem:  # what fourfold writes into it is private all the same
+        mem.long_term.remember("Prefers email", scope="c1")
+    assert _mode(shared) == 0o775 and _open_modes(shared)[1:] == []
 
 
 def test_private_file_is_0600_from_creation_and_narrows_an_existing_one(tmp_path: Path) -> None:

@@ -15,9 +15,10 @@ FILE_MODE = 0o600
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:
-    """Create `path` and its missing parents as 0700; an existing `path` is narrowed to 0700.
+    """Create `path` and its missing parents as 0700; a folder that exists keeps its mode.
 
-    Parents that already exist keep their mode (a home directory is not ours to narrow).
+    A folder the user made (a data dir given with `--data-dir`, a home directory) is not ours to
+    narrow: what fourfold writes into it is private on its own (files 0600, folders 0700).
     """
     directory = Path(path)
     missing = []
@@ -26,7 +27,7 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
             break
         missing.append(folder)
     directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)  # the mode is masked by umask...
-    for folder in [*missing, directory]:
+    for folder in missing:
         os.chmod(folder, DIR_MODE)  # ...so set it outright
     return directory
 

@@ -42,6 +42,8 @@ def check_scope(scope: object) -> str | None:
         raise InvalidInput(f"scope must be a string or None, not {type(scope).__name__}")
     if not scope.strip() or len(scope) > _MAX_SCOPE or not scope.isprintable():
         raise InvalidInput(f"scope must be 1-{_MAX_SCOPE} printable characters, got {scope[:40]!r}")
+    if scope != scope.strip():  # "shared:cases " would read as the shared scope wherever it is shown
+        raise InvalidInput(f"scope must not start or end with spaces, got {scope[:40]!r}")
     return check_identifier(scope, what="scope")
 
 
@@ -118,8 +120,8 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     if not metadata:
         return {}
     for key in metadata:
-        if not isinstance(key, str) or not key:
-            raise InvalidInput(f"metadata keys must be non-empty strings, got {_show(key)}")
+        if not isinstance(key, str) or not key or not key.isprintable():
+            raise InvalidInput(f"metadata keys must be non-empty printable strings, got {_show(key)}")
         check_identifier(key, what="metadata key")
     try:
         encoded = json.dumps(metadata, allow_nan=False, ensure_ascii=False)

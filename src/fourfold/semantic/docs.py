@@ -116,6 +116,9 @@ class DocumentStore:
         text = check_document(text)
         if not isinstance(source, str) or not source.strip():
             raise InvalidInput("give a source name for text documents (source='refund-policy.md')")
+        if not source.isprintable() or source != source.strip():
+            raise InvalidInput("a document's source name is printable, without control characters or "
+                               "surrounding spaces (it names the document in every listing)")
         scope = check_scope(scope)
         chunks = chunk_text(redact(text)[0], max_chars=self.max_chars, overlap=self.overlap)
         if len(chunks) > MAX_DOC_CHUNKS:
@@ -204,10 +207,11 @@ def find_documents(paths: Iterable[str | os.PathLike[str]]) -> builtins.list[tup
         elif path.exists():
             found[path] = path.name
         elif glob.has_magic(str(given)):
-            matches = sorted(Path(m) for m in glob.glob(str(given), recursive=True) if Path(m).is_file())
+            base = _glob_base(str(given))
+            matches = sorted(Path(m) for m in glob.glob(str(given), recursive=True)
+                             if Path(m).is_file() and Path(m).resolve().is_relative_to(base.resolve()))
             if not matches:
                 raise NotFound(f"no file matches {str(given)!r}")
-            base = _glob_base(str(given))
             found.update((m, m.relative_to(base).as_posix()) for m in matches)
         else:
             raise NotFound(f"no such file or folder: {path}")
@@ -237,12 +241,16 @@ def _refuse_shared_names(found: dict[Path, str]) -> None:
 
 
 def _folder_documents(folder: Path, *, limit: int) -> builtins.list[Path]:
-    """The text files under a folder, hidden ones skipped; TooLarge past `limit` (a wrong folder)."""
+    """The text files under a folder, hidden ones skipped, and links that lead out of the
+    folder too (a link to /etc/passwd is not the folder's document); TooLarge past `limit` (a
+    wrong folder)."""
     found: builtins.list[Path] = []
+    inside = folder.resolve()
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
+            if (not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES
+                    and (Path(root) / name).resolve().is_relative_to(inside)):
                 found.append(Path(root) / name)
                 if len(found) > limit:
                     raise TooLarge(f"{folder} holds more than {MAX_FILES:,} documents: ingest its subfolders one by one")
