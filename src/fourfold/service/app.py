@@ -254,8 +254,9 @@ def create_app(
         mem: Mem, scope: Annotated[str, Query()],
         max_tokens: Annotated[int, Query(description="The bound, in estimated tokens.")] = PROFILE_TOKENS,
     ) -> s.MemoriesOut:
-        """A scope's profile: its current keyed memories, one per key, each with when it was set
-        (valid_from), within a token bound; what a prompt for that scope carries whatever the question."""
+        """A scope's profile: its current keyed memories, one per key, and its preferences, each
+        with when it was set (valid_from), within a token bound; what a prompt for that scope
+        carries whatever the question."""
         return s.MemoriesOut.model_validate({"results": [s.memory_out(r) for r in mem.long_term.profile(
             scope, max_tokens=max_tokens)]})
 
