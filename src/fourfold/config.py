@@ -11,6 +11,7 @@ from fourfold._manifest import COLLECTION
 
 if TYPE_CHECKING:
     from fourfold.longterm.retrieval import Weights
+    from fourfold.longterm.versions import Clock
 
 __all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "STORE_ENV", "MemoryConfig", "default_data_dir"]
 
@@ -44,3 +45,6 @@ class MemoryConfig:
     #: Records of recently read scopes kept indexed between reads; past it the least recently
     #: read scopes are dropped and read again when next asked for (memory stays bounded).
     max_cached_records: int = 50_000
+    #: Where write times come from (`fourfold.longterm.versions.Clock`); None: the wall clock.
+    #: A clock that steps back never dates a write before its scope's newest one.
+    clock: Clock | None = None

@@ -123,7 +123,8 @@ class Memory(Closing):
         config: MemoryConfig, enricher: Enricher | None,
     ) -> Memory:
         long_term = LongTermMemory(vector_store, embedder, max_chars=config.max_memory_chars, weights=config.weights,
-                                   max_cached_records=config.max_cached_records, enricher=enricher)
+                                   max_cached_records=config.max_cached_records, enricher=enricher,
+                                   clock=config.clock)
         return cls(data_dir, long_term=long_term, episodes=EpisodeLog(db, embedder), facts=FactStore(db, embedder=embedder),
                    config=config, database=db)
 

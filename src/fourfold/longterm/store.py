@@ -6,7 +6,6 @@ import copy
 import hashlib
 import logging
 import threading
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -40,12 +39,15 @@ from fourfold.longterm.profile import PROFILE_TOKENS, fit_profile
 from fourfold.longterm.retrieval import RecordFilter, ScopeIndex, Weights
 from fourfold.longterm.versions import (
     VERSION_KEY,
+    Clock,
+    SystemClock,
     When,
     Write,
     as_timestamp,
     check_key,
     history_order,
     is_current,
+    next_time,
     plan,
     user_metadata,
     validity,
@@ -97,8 +99,11 @@ class LongTermMemory:
         max_cached_records: int = 50_000,
         enricher: Enricher | None = None,
         consolidator: Consolidator | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
+        #: Where write times come from; a write never takes one before its scope's newest.
+        self.clock: Clock = clock or SystemClock()
         #: Write-time enrichment (an LLM extracting facts to index); None, the default, is offline.
         self.enricher = enricher
         #: Judges new memories against similar current ones on every write (None: never).
@@ -190,7 +195,7 @@ class LongTermMemory:
         current = user_metadata(record.metadata)
         item = MemoryInput(
             text, record.scope, kind or record.kind, current if metadata is None else metadata,
-            version_of(record).key, time.time() if valid_from is None else valid_from,
+            version_of(record).key, valid_from,
         )
         return self._write_versions([self._prepare(item)], lineage=version_of(record).lineage)[0]
 
@@ -242,7 +247,9 @@ class LongTermMemory:
         """Write memories as versions (`fourfold.longterm.versions.plan`), in one locked write."""
         if not prepared:
             return []
-        writes = [Write(p.text, p.scope, p.kind, p.metadata, p.key, lineage, p.valid_from, p.id) for p in prepared]
+        # An update without a valid_from holds from the write on, not from the memory's own date.
+        writes = [Write(p.text, p.scope, p.kind, p.metadata, p.key, lineage, p.valid_from, lineage is not None, p.id)
+                  for p in prepared]
         ids: dict[str | None, list[str]] = {}
         for p in prepared:
             ids.setdefault(p.scope, []).extend((p.id, lineage) if lineage else (p.id,))
@@ -263,9 +270,9 @@ class LongTermMemory:
             for w in writes:
                 if w.lineage is not None:
                     ids[w.scope].append(w.lineage)  # the memory it updates, for the plan to see
-        now = round(time.time(), 6)  # microseconds: what every store reads back exactly
         with self.store.writing() as ticket:
             known = self.store.versioned_many(ids)
+            now = self._write_times(ids)
             done = plan(one_namespace(writes, known), known, now=now, new_id=_new_id)
             # What another process wrote or deleted since the first look is handled here.
             vectors.update(self._vectors([p for p in prepared if p.text not in vectors], known))
@@ -314,16 +321,14 @@ class LongTermMemory:
         # wait only for the store; ids already stored are neither enriched nor embedded.
         known = self.store.existing(ids)
         done = self._embed_new([p for p in unique if p.id not in known])
-        # Microseconds: Chroma keeps ~6 decimals of a float, and cached indexes updated in
-        # place must hold exactly what a rescan reads back.
-        now = round(time.time(), 6)
         with self.store.writing() as ticket:
+            now = self._write_times({p.scope for p in unique})
             already = self.store.existing(ids)
             # What another process deleted since the first look must be embedded after all.
             done.update(self._embed_new([p for p in unique if p.id not in already and p.id not in done]))
             # seq keeps the batch's order: recall reads neighbouring memories from it.
             fresh = [
-                VectorRecord(p.id, p.text, done[p.id][0], p.scope, p.kind, now, p.metadata, seq, done[p.id][1])
+                VectorRecord(p.id, p.text, done[p.id][0], p.scope, p.kind, now[p.scope], p.metadata, seq, done[p.id][1])
                 for seq, p in enumerate(unique)
                 if p.id not in already
             ]
@@ -331,6 +336,16 @@ class LongTermMemory:
         self._refresh_indexes(ticket, {p.scope for p in prepared}, added=fresh)
         new_ids = {r.id for r in fresh}
         return [Remembered(p.id, p.text, p.redactions, p.id in new_ids) for p in prepared]
+
+    def _write_times(self, scopes: Iterable[str | None]) -> dict[str | None, float]:
+        """Inside a write block: each scope's write time, after its newest (`next_time`).
+
+        Microseconds: Chroma keeps ~6 decimals of a float, and cached indexes updated in
+        place must hold exactly what a rescan reads back.
+        """
+        wanted = list(dict.fromkeys(scopes))
+        now, last = self.clock.now(), self.store.last_written(wanted)
+        return {scope: next_time(now, last.get(scope)) for scope in wanted}
 
     def _embed_new(self, items: Sequence[Prepared]) -> dict[str, tuple[Vectors, tuple[str, ...]]]:
         """Enrich and embed memories to be written: id -> (vector, facts read out of it)."""

@@ -10,10 +10,11 @@ time, still current. Only this module reads or writes the entry.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,9 +24,12 @@ from fourfold.stores.vector import VERSION_KEY, VectorRecord
 from fourfold.text import memory_date
 
 __all__ = [
+    "TICK",
     "VERSION_KEY",
+    "Clock",
     "Outcome",
     "Plan",
+    "SystemClock",
     "Version",
     "When",
     "Write",
@@ -33,6 +37,7 @@ __all__ = [
     "check_key",
     "history_order",
     "is_current",
+    "next_time",
     "place",
     "plan",
     "user_metadata",
@@ -40,6 +45,36 @@ __all__ = [
     "version_of",
     "with_version",
 ]
+
+
+class Clock(Protocol):
+    """Where write times come from: unix seconds, which may step backwards (NTP, a resumed VM)."""
+
+    def now(self) -> float: ...
+
+
+class SystemClock:
+    """The wall clock (`time.time`)."""
+
+    def now(self) -> float:
+        return time.time()
+
+
+#: The least step between two write times of one scope: a microsecond, the resolution
+#: every store reads back exactly.
+TICK = 1e-6
+
+
+def next_time(now: float, last: float | None) -> float:
+    """A scope's next write time: `max(now, last + TICK)`, in microseconds.
+
+    A wall clock that steps back would otherwise give a new version a `valid_from` before
+    the one it supersedes (placing it in the past, superseding nothing) and let a new
+    memory appear in `as_of` answers already given. Write times so never go back within a
+    scope; once the clock catches up, they follow it again.
+    """
+    at = round(now, 6)
+    return at if last is None else max(at, round(last + TICK, 6))
 
 
 #: The longest key a memory may have.
@@ -179,6 +214,7 @@ class Write:
     key: str | None = None
     lineage: str | None = None  # `update`: the lineage to add a version to
     valid_from: float | None = None  # None: the memory's own date, or the write time
+    valid_now: bool = False  # with valid_from None: the write time, never the memory's own date
     content_id: str = ""  # the id an independent memory of this text gets when it is free
     follows: int | None = None  # consolidation: the batch's earlier write whose lineage it joins
     skip: bool = False  # consolidation: the lineage holds it already; store nothing
@@ -206,7 +242,11 @@ class Plan:
 
 
 def plan(
-    writes: Sequence[Write], known: Mapping[str | None, Sequence[VectorRecord]], *, now: float, new_id: Any
+    writes: Sequence[Write],
+    known: Mapping[str | None, Sequence[VectorRecord]],
+    *,
+    now: Mapping[str | None, float],
+    new_id: Any,
 ) -> Plan:
     """Decide what a batch of writes does, given each scope's `VectorStore.versioned` records.
 
@@ -215,7 +255,8 @@ def plan(
     scope holds already to that memory's lineage (so new kind or metadata are applied as a new
     version, and the text of a superseded version comes back as a new current one). A write
     identical to the current version (text, kind and metadata) stores nothing. New records
-    carry an empty embedding: the caller fills in the vectors.
+    carry an empty embedding: the caller fills in the vectors. `now` is each written
+    scope's write time (`next_time`).
     """
     scopes: dict[str | None, list[VectorRecord]] = {s: list(rs) for s, rs in known.items()}
     out = Plan([], {}, [])
@@ -233,7 +274,11 @@ def plan(
             out.outcomes.append(Outcome(current.id, False))
             lineages.append(version_of(current).lineage)
             continue
-        valid_from = w.valid_from if w.valid_from is not None else default_valid_from(w.metadata, now)
+        written_at = now[w.scope]
+        if w.valid_from is not None:
+            valid_from = w.valid_from
+        else:
+            valid_from = written_at if w.valid_now else default_valid_from(w.metadata, written_at)
         before, valid_to = place(history, valid_from)
         taken = {r.id for r in records}
         record_id = w.content_id if not history and w.key is None and w.content_id and w.content_id not in taken \
@@ -246,8 +291,8 @@ def plan(
             valid_to=valid_to,
         )
         record = VectorRecord(
-            record_id, w.text, _EMPTY, w.scope, w.kind, now,
-            with_version(w.metadata, version, record_id=record_id, written_at=now), seq,
+            record_id, w.text, _EMPTY, w.scope, w.kind, written_at,
+            with_version(w.metadata, version, record_id=record_id, written_at=written_at), seq,
         )
         seq += 1
         mine = {r.id for r in lineage}

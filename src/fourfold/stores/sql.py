@@ -178,6 +178,19 @@ class SQLVectorStore(VectorStore):
                     found[record.scope][record.id] = record
         return {scope: list(records.values()) for scope, records in found.items()}
 
+    def last_written(self, scopes: Iterable[str | None]) -> dict[str | None, float]:
+        """A query per `CHUNK` scopes; each scope's newest row is the last entry of its part of
+        the (scope, created_at, seq) index, read without touching the scope's other rows."""
+        found: dict[str | None, float] = {}
+        with self.db.read() as conn:
+            for part in chunked([scope_key(scope) for scope in dict.fromkeys(scopes)], CHUNK):
+                newest = " UNION ALL ".join(
+                    f"SELECT * FROM (SELECT scope, created_at FROM memories WHERE scope = ?"
+                    f" ORDER BY created_at DESC LIMIT 1) AS n{i}" for i in range(len(part))
+                )
+                found.update((_unkey(scope), float(last)) for scope, last in conn.execute(newest, part))
+        return found
+
     def scan(self, scope: str | None) -> list[VectorRecord]:
         return self.scan_versioned(scope)[0]
 

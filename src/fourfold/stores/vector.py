@@ -229,6 +229,20 @@ class VectorStore(ABC):
         """
         return {scope: self.versioned(scope, ids) for scope, ids in wanted.items()}
 
+    def last_written(self, scopes: Iterable[str | None]) -> dict[str | None, float]:
+        """The newest write time (`created_at`) of each scope that holds anything.
+
+        A write takes its time from here and the clock (`fourfold.longterm.versions.next_time`),
+        inside its write block. This default scans the scopes; a store that can read the newest
+        time of a scope by itself should.
+        """
+        found: dict[str | None, float] = {}
+        for scope in dict.fromkeys(scopes):
+            times = [r.created_at for r in self.scan(scope)]
+            if times:
+                found[scope] = max(times)
+        return found
+
     def update_metadata(self, records: Sequence[VectorRecord]) -> None:
         """Store new metadata for records that exist (everything else about them is kept).
 
