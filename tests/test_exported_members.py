@@ -21,6 +21,7 @@ PUBLIC = {
         "TurnReport", "assemble_system", "customer_scope",
     },
     "fourfold.cli": {"main"},
+    "fourfold.compat": {"Identity"},
     "fourfold.embeddings": {
         "CoalescingEmbedder", "Embedder", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "Vectors", "default_embedder",
     },
