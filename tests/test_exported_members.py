@@ -14,7 +14,7 @@ PUBLIC = {
     "fourfold": {
         "BudgetExceeded", "DocHit", "DocSource", "EmbedderMismatch", "Episode", "Fact", "Forbidden", "FourfoldError",
         "Ingested", "InvalidInput", "LockTimeout", "Memory", "MissingDependency", "ModelError", "NotFound", "Recalled",
-        "Redaction", "Remembered", "StoreCorrupt", "StoreUnavailable", "TooLarge", "__version__",
+        "Redaction", "Remembered", "StorageFull", "StoreCorrupt", "StoreReadOnly", "StoreUnavailable", "TooLarge", "__version__",
     },
     "fourfold.agent": {
         "DATA_CLOSE", "DATA_OPEN", "OpenTicket", "PromptParts", "Reply", "Resolution", "SupportAgent", "ToolUse",

@@ -12,7 +12,9 @@ __all__ = [
     "MissingDependency",
     "ModelError",
     "NotFound",
+    "StorageFull",
     "StoreCorrupt",
+    "StoreReadOnly",
     "StoreUnavailable",
     "TooLarge",
 ]
@@ -79,6 +81,20 @@ class StoreUnavailable(FourfoldError):
     """A backend could not be reached or opened (server down, directory unreadable)."""
 
     code = "store_unavailable"
+
+
+class StorageFull(StoreUnavailable):
+    """The store's disk (or its size quota) is full: reads still work, writes are refused
+    until space is freed; a refused write left nothing behind."""
+
+    code = "storage_full"
+
+
+class StoreReadOnly(StoreUnavailable):
+    """The store can be read but not written (a read-only file, directory or mount, a
+    standby server); a refused write left nothing behind."""
+
+    code = "store_read_only"
 
 
 class StoreCorrupt(FourfoldError):

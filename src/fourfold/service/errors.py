@@ -36,6 +36,8 @@ STATUS: dict[str, int] = {
     "embedder_mismatch": 409,
     "lock_timeout": 503,
     "store_unavailable": 503,
+    "store_read_only": 503,
+    "storage_full": 507,  # Insufficient Storage (RFC 4918): the request may succeed once space is freed
     "model_error": 502,
     "store_corrupt": 500,
     "missing_dependency": 500,

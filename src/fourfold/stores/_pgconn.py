@@ -13,7 +13,9 @@ from fourfold.errors import (
     FourfoldError,
     InvalidInput,
     LockTimeout,
+    StorageFull,
     StoreCorrupt,
+    StoreReadOnly,
     StoreUnavailable,
 )
 
@@ -191,6 +193,16 @@ def translate(exc: Exception, url: str, *, timeout: float | None = None) -> Four
         return LockTimeout(
             f"{where} stayed locked by another writer{waited} ({message}). Retry, or raise "
             "MemoryConfig.lock_timeout if writers are slow."
+        )
+    if isinstance(exc, errors.DiskFull):
+        return StorageFull(
+            f"the disk of the PostgreSQL server at {where} is full ({message}); the write was not stored. "
+            "Free space on the server, and write again."
+        )
+    if isinstance(exc, errors.ReadOnlySqlTransaction):
+        return StoreReadOnly(
+            f"PostgreSQL at {where} accepts reads only ({message}): a standby, or a read-only "
+            "database. Point fourfold at the primary, and write again."
         )
     if isinstance(exc, (errors.DataCorrupted, errors.IndexCorrupted)):
         return StoreCorrupt(f"PostgreSQL reports damaged data in {where} ({message}); restore it from a backup.")

@@ -22,13 +22,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 from fourfold._files import FILE_MODE, private_dir
 from fourfold._locks import FileLock
 from fourfold.errors import (
     FourfoldError,
     LockTimeout,
+    StorageFull,
     StoreCorrupt,
+    StoreReadOnly,
     StoreUnavailable,
 )
 from fourfold.stores.database import EPISODE_INDEXES, Database
@@ -159,8 +162,16 @@ class SQLiteDatabase(Database):
                     conn.execute("ROLLBACK")
             raise
         self._local.depth = 0
-        with self.errors():
-            conn.execute("COMMIT")
+        try:
+            with self.errors():
+                conn.execute("COMMIT")
+        except BaseException:
+            # A commit refused (a full disk) leaves the transaction open; it must not stay
+            # so, or the connection's next BEGIN fails long after the disk has room again.
+            if conn.in_transaction:
+                with self.errors():
+                    conn.execute("ROLLBACK")
+            raise
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -275,6 +286,19 @@ def translate(exc: sqlite3.Error, path: Path, *, timeout: float | None = None) -
             f"{path} is damaged or is not a SQLite database ({exc}). Restore it from a backup, "
             "or move it aside to start an empty data dir."
         )
+    # An I/O error is often the disk's state: SQLite reports a write to a read-only mount
+    # as one, and a full disk met outside its own writes (a journal, the log's index) too.
+    disk = _disk_state(path) if primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN) else None
+    if primary == sqlite3.SQLITE_FULL or disk == "full":
+        return StorageFull(
+            f"the disk holding {path} is full, or the database reached its size limit ({exc}); "
+            "the write was not stored. Free space, and write again."
+        )
+    if primary == sqlite3.SQLITE_READONLY or disk == "read_only":
+        return StoreReadOnly(
+            f"{path} can be read but not written ({exc}): its file, directory or disk is read-only. "
+            "Make it writable again, and write again."
+        )
     if _busy(exc):
         waited = f" for {timeout:g}s" if timeout is not None else ""
         return LockTimeout(
@@ -282,6 +306,17 @@ def translate(exc: sqlite3.Error, path: Path, *, timeout: float | None = None) -
             "MemoryConfig.lock_timeout if writers are slow."
         )
     return StoreUnavailable(f"cannot use the database {path}: {exc}")
+
+
+def _disk_state(path: Path) -> Literal["full", "read_only"] | None:
+    """Whether the file system holding `path` is mounted read-only, or has no block left."""
+    try:
+        stat = os.statvfs(path.parent)
+    except OSError:
+        return None
+    if stat.f_flag & os.ST_RDONLY or not os.access(path.parent, os.W_OK):
+        return "read_only"
+    return "full" if stat.f_bavail == 0 else None
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:

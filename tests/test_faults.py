@@ -1,0 +1,104 @@
+"""Faults of the disk and the server: each refused write names its cause in a typed error,
+leaves nothing behind (no version without its bookkeeping), and writes work again without
+reopening once the fault is gone."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from conftest import OpenMemory
+from fourfold import Memory, StorageFull, StoreReadOnly, StoreUnavailable
+from fourfold.service.errors import error_for, status_for
+from fourfold.stores._pgconn import translate
+
+S = "customer:1"
+
+
+def snapshot(memory: Memory) -> list[tuple[str, str, float, float | None]]:
+    """Every memory of the scope with its validity: what a partial write would change."""
+    return sorted((m.id, m.text, m.valid_from, m.valid_to) for m in memory.long_term.all(scope=S, include_superseded=True))
+
+
+def batch(n: int, tag: str) -> list[dict[str, object]]:
+    return [{"text": f"The customer owns device {tag}-{i} bought in store {i}", "scope": S} for i in range(n)] + [
+        {"text": f"Prefers contact by {tag}", "scope": S, "key": "channel"}
+    ]
+
+
+def set_pragma(memory: Memory, pragma: str) -> None:
+    """Set a pragma on the connection this thread's writes use (SQLite keeps both per connection)."""
+    with memory.database.read() as conn:  # a read: a read-only connection refuses BEGIN IMMEDIATE
+        conn.execute(f"PRAGMA {pragma}")
+
+
+def test_a_full_sqlite_database_refuses_the_whole_batch_with_storage_full(memory: Memory) -> None:
+    memory.long_term.remember_many(batch(3, "email"))
+    before = snapshot(memory)
+    with memory.database.read() as conn:
+        pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    set_pragma(memory, f"max_page_count = {pages}")  # the quota: no page more than now
+    with pytest.raises(StorageFull, match="full"):
+        memory.long_term.remember_many(batch(400, "phone"))
+    assert snapshot(memory) == before  # not one memory, and the keyed version still current
+    set_pragma(memory, "max_page_count = 1073741823")  # room again: no reopening
+    memory.long_term.remember_many(batch(400, "phone"))
+    current = [m.text for m in memory.long_term.all(scope=S) if m.key == "channel"]
+    assert current == ["Prefers contact by phone"]
+
+
+def test_a_read_only_sqlite_database_refuses_writes_but_answers_reads(memory: Memory) -> None:
+    kept = memory.long_term.remember("The customer lives in Lisbon", scope=S)
+    set_pragma(memory, "query_only = ON")
+    with pytest.raises(StoreReadOnly, match="read-only"):
+        memory.long_term.remember("The customer moved to Porto", scope=S)
+    assert [m.id for m in memory.long_term.all(scope=S)] == [kept]
+    assert [h.id for h in memory.long_term.recall("where does the customer live", scope=S)] == [kept]
+    set_pragma(memory, "query_only = OFF")
+    memory.long_term.remember("The customer moved to Porto", scope=S)
+    assert len(memory.long_term.all(scope=S)) == 2
+
+
+def test_storage_errors_keep_their_type_and_their_http_status() -> None:
+    assert issubclass(StorageFull, StoreUnavailable) and issubclass(StoreReadOnly, StoreUnavailable)
+    assert status_for(StorageFull.code) == 507
+    assert status_for(StoreReadOnly.code) == 503
+    for cls in (StorageFull, StoreReadOnly):  # what RemoteMemory raises from the service's answer
+        assert type(error_for(cls.code, "x")) is cls
+
+
+def test_postgresql_disk_full_and_read_only_errors_are_typed() -> None:
+    url = "postgresql://app:s3cret@db.example/mem"
+    full = translate(psycopg.errors.DiskFull("could not extend file: No space left on device"), url)
+    assert isinstance(full, StorageFull) and "s3cret" not in str(full)
+    standby = translate(psycopg.errors.ReadOnlySqlTransaction("cannot execute INSERT in a read-only transaction"), url)
+    assert isinstance(standby, StoreReadOnly)
+    assert type(translate(psycopg.OperationalError("server closed the connection unexpectedly"), url)) is StoreUnavailable
+
+
+@pytest.mark.postgres
+def test_a_read_only_postgresql_database_refuses_writes_then_recovers(
+    open_memory: OpenMemory, postgres_url: str
+) -> None:
+    memory = open_memory(postgres_url)
+    kept = memory.long_term.remember("The customer lives in Lisbon", scope=S)
+    conninfo = postgres_url.split("?")[0]
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        database = admin.execute("SELECT current_database()").fetchone()[0]
+
+        def read_only(on: bool) -> None:
+            setting = "SET default_transaction_read_only = on" if on else "RESET default_transaction_read_only"
+            admin.execute(f'ALTER DATABASE "{database}" {setting}')
+            # Settings of a database apply to new sessions: end the pool's, as a failover does.
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                          " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+        read_only(True)
+        try:
+            with pytest.raises(StoreReadOnly, match="reads only"):
+                memory.long_term.remember("The customer moved to Porto", scope=S)
+            assert [m.id for m in memory.long_term.all(scope=S)] == [kept]
+        finally:
+            read_only(False)
+    memory.long_term.remember("The customer moved to Porto", scope=S)
+    assert len(memory.long_term.all(scope=S)) == 2
