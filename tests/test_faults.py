@@ -4,11 +4,13 @@ reopening once the fault is gone."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import psycopg
 import pytest
 
 from conftest import OpenMemory
-from fourfold import Memory, StorageFull, StoreReadOnly, StoreUnavailable
+from fourfold import Memory, StorageFull, StoreCorrupt, StoreReadOnly, StoreUnavailable
 from fourfold.service.errors import error_for, status_for
 from fourfold.stores._pgconn import translate
 
@@ -102,3 +104,42 @@ def test_a_read_only_postgresql_database_refuses_writes_then_recovers(
             read_only(False)
     memory.long_term.remember("The customer moved to Porto", scope=S)
     assert len(memory.long_term.all(scope=S)) == 2
+
+
+def test_healthz_reports_a_store_refusing_writes_until_a_write_lands(memory: Memory, tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from fourfold.embeddings import HashEmbedder
+    from fourfold.service.app import create_app
+    from fourfold.service.keys import KeyStore
+    from fourfold.service.tenancy import Tenants
+
+    tenants = Tenants(tmp_path / "svc", embedder=HashEmbedder(), memories={"acme": memory})
+    keys = KeyStore(tmp_path / "keys.sqlite3")
+    try:
+        with TestClient(create_app(tenants, keys, mount_mcp=False)) as client:
+            assert client.get("/healthz").json() == {"status": "ok"}
+            set_pragma(memory, "query_only = ON")
+            with pytest.raises(StoreReadOnly):
+                memory.long_term.remember("The customer moved to Porto", scope=S)
+            assert memory.database.degraded is not None
+            assert client.get("/healthz").json() == {"status": "degraded", "cause": "store_read_only", "tenants": "1"}
+            set_pragma(memory, "query_only = OFF")
+            memory.long_term.remember("The customer moved to Porto", scope=S)
+            assert client.get("/healthz").json() == {"status": "ok"}
+    finally:
+        keys.close()
+        tenants.close()
+
+
+def test_a_truncated_sqlite_database_is_refused_at_open_not_served_in_part(open_memory: OpenMemory, tmp_path: Path) -> None:
+    from fourfold import doctor
+
+    data_dir = tmp_path / "data"
+    with open_memory(data_dir) as memory:
+        memory.long_term.remember_many(batch(300, "email"))
+    path = data_dir / "fourfold.sqlite3"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(StoreCorrupt, match="truncated"):
+        open_memory(data_dir)
+    assert [f.problem.split(":")[0] for f in doctor.check(data_dir).findings] == ["database"]

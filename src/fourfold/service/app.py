@@ -186,8 +186,13 @@ def create_app(
 
     @app.get("/healthz", tags=["service"])
     def healthz() -> dict[str, str]:
-        """Answers once the service is ready (no key needed)."""
-        return {"status": "ok"}
+        """Answers once the service is ready (no key needed): "ok", or "degraded" with the cause
+        while a store refuses writes (reads are still answered); ok again once a write lands."""
+        degraded = tenants.degraded()
+        if not degraded:
+            return {"status": "ok"}
+        # The cause's code only: no key is needed here, and a message names paths and hosts.
+        return {"status": "degraded", "cause": next(iter(degraded.values())).code, "tenants": str(len(degraded))}
 
     @api.get("/whoami", tags=["service"])
     def whoami(request: Request) -> s.WhoAmIOut:

@@ -39,7 +39,7 @@ from fourfold._manifest import MANIFEST, VECTORS, check_manifest, store_kind
 from fourfold._validate import check_name
 from fourfold.embeddings.asymmetric import AsymmetricEmbedder
 from fourfold.embeddings.coalescing import CoalescingEmbedder, for_reader
-from fourfold.errors import StoreUnavailable
+from fourfold.errors import FourfoldError, StoreUnavailable
 from fourfold.stores.vector import VectorStore
 
 if TYPE_CHECKING:
@@ -167,6 +167,12 @@ class Tenants:
             self.data_dir / VECTORS, self.embedder, collection=collection, lock_timeout=config.lock_timeout
         )
         return Memory.open(home, embedder=self.embedder, vector_store=store, config=config, store="chroma")
+
+    def degraded(self) -> dict[str, FourfoldError]:
+        """The open tenants whose store refused their last write, with the error it gave."""
+        with self._lock:
+            found = {tenant: memory.database.degraded for tenant, memory in self._memories.items()}
+        return {tenant: error for tenant, error in found.items() if error is not None}
 
     def close(self) -> None:
         """Close every open memory and release the data dir."""

@@ -14,9 +14,10 @@ import threading
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
+from fourfold.errors import FourfoldError, StoreCorrupt, StoreUnavailable
 from fourfold.stores.vector import chunked
 
 __all__ = ["EPISODE_INDEXES", "Connection", "Cursor", "Database", "Lock", "is_url"]
@@ -79,6 +80,20 @@ class Database(ABC):
 
     #: Where the data lives, for messages (a path, or a URL without its password).
     where: str
+    #: The error the last write met when the store itself refused it (a full disk, a
+    #: read-only or damaged store, a server out of reach); None once a write commits again.
+    #: What a service's health check reports.
+    degraded: FourfoldError | None = None
+
+    @contextmanager
+    def _watched(self) -> Iterator[None]:
+        """Around a write transaction: note whether the store took it (`degraded`)."""
+        try:
+            yield
+        except (StoreUnavailable, StoreCorrupt) as exc:
+            self.degraded = exc
+            raise
+        self.degraded = None
 
     @abstractmethod
     def read(self) -> AbstractContextManager[Connection]:

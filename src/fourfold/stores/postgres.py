@@ -342,7 +342,7 @@ class PostgresDatabase(Database):
     @contextmanager
     def write(self) -> Iterator[_Connection]:
         """A transaction holding the schema's write turn (its clock row), like BEGIN IMMEDIATE."""
-        with self._transaction(True) as conn:
+        with self._watched(), self._transaction(True) as conn:
             yield conn
 
     def version(self, name: str) -> int:

@@ -99,6 +99,7 @@ class SQLiteDatabase(Database):
         self._guard = threading.Lock()
         self._closed = False
         _create_private(self.path)
+        _check_length(self.path)
         with self.write() as conn:
             _migrate(conn, self.path)
 
@@ -182,7 +183,7 @@ class SQLiteDatabase(Database):
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """The write lock, taken up front so a busy writer waits instead of failing later."""
-        with self._transaction("BEGIN IMMEDIATE"), self.errors():
+        with self._watched(), self._transaction("BEGIN IMMEDIATE"), self.errors():
             yield self._conn()
 
     # -- erasure ------------------------------------------------------------------------------
@@ -245,6 +246,36 @@ def _create_private(path: Path) -> None:
                 os.chmod(f"{path}{side}", FILE_MODE)
     except OSError as exc:
         raise StoreUnavailable(f"cannot create the database {path}: {exc.strerror or exc}") from None
+
+
+def _check_length(path: Path) -> None:
+    """Refuse a database file shorter than its header says: a truncated file would open and
+    answer from the pages left, without the memories that were cut off.
+
+    Checked only while the write-ahead log is empty: a checkpoint (which needs a log to copy)
+    writes the header's new size before the pages that reach it.
+    """
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size:
+        return
+    with open(path, "rb") as file:  # the caller made the file; reading it takes no lock
+        header = file.read(100)
+        size = os.fstat(file.fileno()).st_size
+    if not header:
+        return  # a new database
+    if len(header) < 100:
+        raise StoreCorrupt(f"{path} is truncated ({size} bytes, less than a SQLite header); restore it from a backup")
+    if header[:16] != b"SQLite format 3\x00":
+        return  # SQLite says what it is not when it is read
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    counted = header[24:28] == header[92:96]  # the size field is valid only then (SQLite's file format)
+    if counted and size < pages * page_size:
+        raise StoreCorrupt(
+            f"{path} is truncated: {size} bytes where its header counts {pages} pages of {page_size}. "
+            "Restore it from a backup, or let `fourfold doctor --repair` salvage the rows left."
+        )
 
 
 def enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
