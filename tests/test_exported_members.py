@@ -22,6 +22,7 @@ PUBLIC = {
     },
     "fourfold.cli": {"main"},
     "fourfold.compat": {"Identity"},
+    "fourfold.integrations": set(),
     "fourfold.embeddings": {
         "CoalescingEmbedder", "Embedder", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "Vectors", "default_embedder",
     },

@@ -17,15 +17,15 @@ versions (so its `history` is empty afterwards), and filters Mem0 has but fourfo
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any, Self, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
+from fourfold._lifecycle import Closing
 from fourfold._validate import check_metadata
 from fourfold.compat.identity import Identity
-from fourfold.embeddings.spec import EMBEDDER_ENV, embedder_from_spec
+from fourfold.compat.opening import open_memory
 from fourfold.errors import InvalidInput, NotFound
 from fourfold.longterm import MemoryInput
 from fourfold.longterm.consolidate import Consolidator, ModelConsolidator, SimilarityConsolidator
@@ -51,7 +51,7 @@ class MemoryNotFound(NotFound, ValueError):
     """No memory with that id. A `ValueError` too, which is what Mem0 raises there."""
 
 
-class Memory:
+class Memory(Closing):
     """Mem0's `Memory`, kept in a fourfold data dir (or PostgreSQL).
 
     `config` takes `path` (a data dir or a `postgresql://` URL; default: fourfold's data dir)
@@ -84,7 +84,7 @@ class Memory:
 
             model = default_model(str(config["llm"]) if config.get("llm") else None)
         self._owned = memory is None
-        self.memory: FourfoldMemory = memory if memory is not None else _open(config.get("path"))
+        self.memory: FourfoldMemory = memory if memory is not None else open_memory(config.get("path"))
         #: The chat model that extracts memories; the offline model means fourfold's rules.
         self.model = model
 
@@ -251,11 +251,6 @@ class Memory:
         if self._owned:
             self.memory.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"fourfold.compat.mem0.Memory({self.memory!r})"
@@ -294,12 +289,6 @@ class Memory:
         firsts = {r.id: r.created_at for r in self.memory.long_term.store.get(list(set(lineages)))}
         return [_item(m, lineage, firsts.get(lineage, m.created_at), score)
                 for m, lineage in zip(memories, lineages, strict=True)]
-
-
-def _open(path: str | None) -> FourfoldMemory:
-    """A data dir (or PostgreSQL URL) opened with the embedder `$FOURFOLD_EMBEDDER` names, if any."""
-    spec = os.environ.get(EMBEDDER_ENV)
-    return FourfoldMemory.open(path, embedder=embedder_from_spec(spec) if spec else None)
 
 
 def _item(m: Recalled, lineage: str, created_at: float, score: bool | None) -> dict[str, Any]:
