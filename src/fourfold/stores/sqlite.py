@@ -252,30 +252,36 @@ def _check_length(path: Path) -> None:
     """Refuse a database file shorter than its header says: a truncated file would open and
     answer from the pages left, without the memories that were cut off.
 
-    Checked only while the write-ahead log is empty: a checkpoint (which needs a log to copy)
-    writes the header's new size before the pages that reach it.
+    Another process's checkpoint writes the header's new size before the pages that reach
+    it, so a short file is refused only once its size has held still for a second.
     """
-    wal = Path(f"{path}-wal")
-    if wal.exists() and wal.stat().st_size:
-        return
-    with open(path, "rb") as file:  # the caller made the file; reading it takes no lock
-        header = file.read(100)
-        size = os.fstat(file.fileno()).st_size
-    if not header:
-        return  # a new database
-    if len(header) < 100:
-        raise StoreCorrupt(f"{path} is truncated ({size} bytes, less than a SQLite header); restore it from a backup")
-    if header[:16] != b"SQLite format 3\x00":
-        return  # SQLite says what it is not when it is read
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    counted = header[24:28] == header[92:96]  # the size field is valid only then (SQLite's file format)
-    if counted and size < pages * page_size:
+    short = _short(path)
+    deadline = time.monotonic() + 1.0
+    while short is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = _short(path)
+        if now != short:  # growing: a checkpoint is under way
+            short, deadline = now, time.monotonic() + 1.0
+    if short is not None:
+        size, pages, page_size = short
         raise StoreCorrupt(
             f"{path} is truncated: {size} bytes where its header counts {pages} pages of {page_size}. "
             "Restore it from a backup, or let `fourfold doctor --repair` salvage the rows left."
         )
+
+
+def _short(path: Path) -> tuple[int, int, int] | None:
+    """(size, pages, page size) when the file is shorter than its header's page count."""
+    with open(path, "rb") as file:  # the caller made the file; reading it takes no lock
+        header = file.read(100)
+        size = os.fstat(file.fileno()).st_size
+    if len(header) < 100 or header[:16] != b"SQLite format 3\x00":
+        return None  # new, or not a database: SQLite says which when it is read
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    counted = header[24:28] == header[92:96]  # the size field is valid only then (SQLite's file format)
+    return (size, pages, page_size) if counted and size < pages * page_size else None
 
 
 def enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
