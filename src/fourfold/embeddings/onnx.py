@@ -11,6 +11,7 @@ queries with) ahead of time, e.g. in an image build.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -139,6 +140,7 @@ def _export(source: Path, target: Path) -> None:
         got = _session(tmp).run(None, sample)[0]
         if not np.allclose(got, expected, atol=1e-4):
             raise ModelError("the ONNX export of MiniLM does not reproduce torch's vectors")
+        _write_check(target, _digest(tmp))
     log.info("exported MiniLM to ONNX at %s", target)
 
 
@@ -171,9 +173,59 @@ def _quantize(exact: Path, target: Path, source: Path) -> None:
             cosine = float(np.min(np.sum(expected * got, axis=1)))
             if cosine < INT8_MIN_COSINE:
                 raise ModelError(f"the int8 MiniLM is too far from the fp32 one (cosine {cosine:.3f})")
+            _write_check(target, _digest(tmp))
     finally:
         logging.getLogger().removeFilter(quiet)
     log.info("quantized MiniLM to int8 at %s", target)
+
+
+def _check_file(model: Path) -> Path:
+    """The digest of a cached model as it was made, beside it."""
+    return model.with_name(f"{model.name}.blake2b")
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_check(model: Path, digest: str) -> None:
+    with replacing(_check_file(model)) as tmp:
+        tmp.write_text(digest + "\n", encoding="ascii")
+
+
+def _open_checked(model: Path, threads: int) -> Any:
+    """A session on a cached model whose bytes are those it was made with; ModelError if they
+    differ or the file cannot be loaded (damaged weights may load, and give wrong vectors)."""
+    check = _check_file(model)
+    try:
+        found = _digest(model)
+        expected = check.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        if not model.exists():
+            raise ModelError(f"{model} is missing") from None
+        expected = found  # made by a fourfold that kept no digest: trusted from now on
+        _write_check(model, found)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"cannot read {model} or its digest ({exc})") from exc
+    if found != expected:
+        raise ModelError(f"{model} is not the file that was made (its digest differs)")
+    try:
+        return _session(model, threads)
+    except MissingDependency:
+        raise
+    except Exception as exc:  # ORT raises its own types for a damaged file
+        raise ModelError(f"cannot load {model} ({' '.join(str(exc).split())[:200]})") from exc
+
+
+def _set_aside(model: Path) -> None:
+    """Move a damaged model (and its check) aside, so that it is made again."""
+    for path in (model, _check_file(model)):
+        with contextlib.suppress(FileNotFoundError):  # another process moved it first
+            os.replace(path, path.with_name(f"{path.name}.damaged"))
 
 
 class _DropRecords(logging.Filter):
@@ -289,16 +341,26 @@ class OnnxMiniLMEmbedder(Embedder):
                     self._fallback = MiniLMEmbedder(batch_size=self.batch_size, path=self._path)
                     return None
                 try:
-                    session = _session(onnx_file, threads)
-                except MissingDependency:
-                    raise
-                except Exception as exc:  # ORT raises its own types for a damaged file
-                    raise ModelError(f"could not load {onnx_file} ({exc}); delete it to re-export") from exc
+                    session = _open_checked(onnx_file, threads)
+                except ModelError as damaged:
+                    session = self._rebuilt(source, onnx_file, damaged, threads)
                 self._loaded = (_tokenizer(source), session)
             return self._loaded
 
     def _model_file(self, source: Path) -> Path:
         return export_onnx(str(source))
+
+    def _rebuilt(self, source: Path, model: Path, damaged: ModelError, threads: int) -> Any:
+        """A damaged cached model is made again from the installed weights, or refused in one line."""
+        log.warning("%s: making it again from the installed model", damaged)
+        _set_aside(model)
+        try:
+            return _open_checked(self._model_file(source), threads)
+        except (MissingDependency, ModelError, OSError) as exc:
+            raise ModelError(
+                f"the cached model is damaged ({damaged}) and could not be made again here ({exc}); "
+                "make it with `python -m fourfold.embeddings.onnx` where torch and onnx are installed"
+            ) from exc
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         loaded = self._get()
