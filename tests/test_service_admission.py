@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fourfold.errors import StoreUnavailable
 from fourfold.service.admission import MAX_JSON_DEPTH, json_depth
+from fourfold.service.app import create_app
+from fourfold.service.keys import KeyStore
 from test_service import Service, error
 from test_service_routes import operations, path_names, sample_body
 
@@ -131,3 +135,30 @@ def _depth(value: Any) -> int:
 def test_json_depth_is_the_nesting_of_the_value_whatever_its_strings_hold(value: Any) -> None:
     assert json_depth(json.dumps(value).encode()) == _depth(value)
     assert json_depth(json.dumps(value, ensure_ascii=False).encode()) == _depth(value)
+
+
+class _KeysDown(KeyStore):
+    """A key table whose database stopped answering (PostgreSQL down, say)."""
+
+    def __init__(self) -> None:  # no database at all
+        pass
+
+    def identify(self, key: str) -> None:
+        raise StoreUnavailable("the key table's database is down")
+
+    def has_keys(self) -> bool:
+        raise StoreUnavailable("the key table's database is down")
+
+
+def test_a_key_table_that_is_down_is_a_503_not_a_reset(tmp_path: Path) -> None:
+    """Admission reads the key table before the body: when that store is down the answer is the
+    typed 503 a route would give, for a keyed and a keyless caller alike."""
+    service = Service(tmp_path, allow_anonymous=True)
+    try:
+        app = create_app(service.tenants, _KeysDown(), allow_anonymous=True, mount_mcp=False)
+        client = TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1")
+        for headers in ({}, {"Authorization": "Bearer ffk_000000000000_secret"}):
+            r = client.post("/v1/memories/search", json={"query": "q"}, headers=headers)
+            assert error(r) == (503, "store_unavailable")
+    finally:
+        service.close()

@@ -48,7 +48,7 @@ class _Served:
                                vector_store=lambda _t: InMemoryVectorStore(embedder_identity=EMBEDDER.identity))
         self.keys = KeyStore(data_dir / "keys.sqlite3")
         self.client = TestClient(create_app(self.tenants, self.keys, mount_mcp=False), raise_server_exceptions=False)
-        self.headers = {"Authorization": f"Bearer {self.keys.create('acme')[1]}"}
+        self.headers = {"Authorization": f"Bearer {self.keys.create('acme', role='operator')[1]}"}  # documents too
 
     def remote(self) -> RemoteMemory:
         return RemoteMemory("http://testserver", api_key=self.headers["Authorization"][7:], client=TestClient(self.client.app))

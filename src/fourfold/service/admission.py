@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from fourfold.errors import FourfoldError, InvalidInput
-from fourfold.service.errors import Unauthorized
 
 __all__ = ["CALLER", "MAX_JSON_DEPTH", "Admission", "guarded", "json_depth", "replay_body"]
 
@@ -82,7 +81,7 @@ class Admission:
         try:
             scope[CALLER] = await asyncio.get_running_loop().run_in_executor(
                 self.executor, self.authenticate, authorization, host)
-        except Unauthorized as exc:
+        except FourfoldError as exc:  # Unauthorized, or the key table's store unavailable (503)
             await self.respond(exc)(scope, receive, send)  # the body is never read
             return
         chunks: list[bytes] = []

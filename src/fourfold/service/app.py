@@ -471,7 +471,7 @@ def create_app(
 
         app.router.routes.append(Route("/mcp", _McpEndpoint(mcp_server, auth), methods=["GET", "POST", "DELETE"]))
     # the key before the body, the body's shape before any parser (inside the body limit)
-    app.add_middleware(Admission, authenticate=auth.caller, executor=requests, respond=_error_response)
+    app.add_middleware(Admission, authenticate=auth.caller, executor=requests, respond=_library_error)
     app.add_middleware(_BodyLimit, limit=max_body_bytes)
     return app
 
