@@ -75,7 +75,7 @@ def test_a_chroma_data_dir_is_refused_and_moves_by_export_and_reembedding_import
         with pytest.raises(EmbedderMismatch, match="reembed"):
             import_memory(mem, dump.getvalue().splitlines())
         counts = import_memory(mem, dump.getvalue().splitlines(), reembed=True)
-        assert (counts.memories, counts.episodes, counts.facts) == (3, 1, 1)
+        assert (counts.memories, counts.doc_chunks, counts.episodes, counts.facts) == (2, 1, 1, 1)
         assert mem.long_term.recall("email or phone", scope="customer:alice", k=1)[0].text == "Prefers email over phone"
         assert [e.goal for e in mem.episodes.similar_successes("invoice 502", scope="customer:alice")] == [
             "Invoice PDF fails with 502"]
