@@ -22,7 +22,8 @@ PASSWORD_WORDS = frozenset(
     """
     password passwords passwd pwd pw pass passcode passphrase passwort kennwort kenwort contraseña
     contrasena contraseñas senha senhas wachtwoord lösenord losenord lösenordet salasana hasło
-    haslo heslo jelszó jelszo jelszava şifre sifre şifrem parola parolă passord adgangskode
+    haslo heslo jelszó jelszo jelszava şifre sifre şifrem şifresi sifresi şifreniz parola parolası parolasi
+    parolanız parolă passord adgangskode hasła hasłem passwortes kennworts
     kodeord mdp motdepasse пароль пароля паролем парола лозинка κωδικός συνθηματικό
     密码 密碼 口令 パスワード 暗証番号 비밀번호 암호 סיסמה סיסמא पासवर्ड รหัสผ่าน
     """.split()
@@ -33,7 +34,7 @@ SECRET_WORDS = frozenset(
     """
     secret secrets token tokens apikey apikeys credential credentials creds cred auth
     authorization authorisation signature sig jwt bearer cookie privatekey secretkey
-    accesskey authkey sessionid sessiontoken otp totp mfa webhook
+    accesskey authkey sessionid sessiontoken otp totp mfa
     jeton jetons clé clef clave llave chave chiave schlüssel schluessel sleutel nyckel nøgle
     nøkkel avain klucz klíč kulcs anahtar cheie secreto segredo segreto geheimnis geheim
     ключ токен секрет 密钥 密鑰 令牌 秘钥 トークン 秘密鍵 シークレット 토큰 비밀키
@@ -79,7 +80,7 @@ PUBLIC_WORDS = frozenset(
 # marks that do, alone or at the start of the value ("密码是x", "password:x").
 COPULAS = frozenset(
     """
-    is was are equals reads es era est était ist lautet lautete war è é são var är blev jest
+    is was are equals reads es era est était ist lautet lautete war è é são var är blev jest to
     olarak olur это là adalah ialah sera será wird c'est è: 是 为 為 は 는 은 이 です
     """.split()
 )

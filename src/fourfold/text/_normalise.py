@@ -11,6 +11,7 @@ import bisect
 from dataclasses import dataclass
 
 from fourfold.text._rules import compile_re2
+from fourfold.text._shapes import looks_random
 
 __all__ = ["Normalised", "joined", "normalise"]
 
@@ -23,8 +24,12 @@ _ODD = compile_re2(f"[{_INVISIBLE}{_SPACES}]")
 _SPACE_TABLE = {ord(c): " " for c in _SPACES}
 _DROP_TABLE = {ord(c): None for c in _INVISIBLE}
 # A line break inside a token: a run of 12+ token characters, an optional continuation mark
-# ("\\" of a shell, "=" of quoted-printable), a line break and indentation, then more of it.
-_WRAP = compile_re2(r"[A-Za-z0-9+/_\-]{12}([\\=]?[ \t]*\r?\n[ \t>]*)[A-Za-z0-9+/_\-]")
+# ("\\" of a shell, "=" of quoted-printable), a line break and indentation, then 8 more.
+_WRAP = compile_re2(r"([A-Za-z0-9+/_\-]{12})([\\=]?[ \t]*\r?\n[ \t>]*)([A-Za-z0-9+/_\-]{8})")
+
+
+_QP_ESCAPE = compile_re2(r"=[0-9A-F]{2}")
+_QP_SOFT_BREAK = compile_re2(r"=\r?\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +92,23 @@ def normalise(text: str) -> Normalised:
     return _dropping(spaced, cuts)
 
 
+def _wrapped(text: str, match: object) -> bool:
+    """A break wraps a token if its line was wrapped (60+ characters, as mail and terminals
+    wrap) or holds only the token, and both sides read as noise: joining two lines of words or
+    settings would only make a longer word ("DATABASE_URL" after "my_secret_key")."""
+    at = match.start(2)  # type: ignore[attr-defined]
+    line = text[text.rfind("\n", 0, at) + 1 : at].strip()
+    if len(line) < 60 and (" " in line or len(line) < 16):
+        return False
+    return looks_random(match.group(1) + match.group(3), min_len=16)  # type: ignore[attr-defined]
+
+
 def joined(norm: Normalised) -> Normalised | None:
     """`norm` with each line break that wraps a long token removed; None if there is none."""
-    cuts = [match.span(1) for match in _WRAP.finditer(norm.text)]
+    cuts = [match.span(2) for match in _WRAP.finditer(norm.text) if _wrapped(norm.text, match)]
+    if _QP_ESCAPE.search(norm.text) is not None:
+        # Quoted-printable: "=" at a line's end is a soft break inside whatever it splits.
+        cuts = sorted(set(cuts) | {m.span() for m in _QP_SOFT_BREAK.finditer(norm.text)})
     if not cuts:
         return None
     inner = _dropping(norm.text, cuts)

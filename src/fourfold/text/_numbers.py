@@ -26,6 +26,7 @@ _CARD_WORDS = frozenset(
     """
     card cards visa mastercard amex discover maestro jcb diners unionpay credit debit cc ccn
     pan charge charged charging pay paid paying payment exp expiry expires cvv cvc
+    tarjeta karte kreditkarte carte cartão carta kaart karta kart kartu
     """.split()
 )
 _OTHER_WORDS = frozenset(
@@ -61,7 +62,7 @@ def _grouped_like_a_card(groups: list[str]) -> bool:
     ids group otherwise."""
     if len(groups) == 1:
         return True
-    return (len(groups[0]) == 4 and all(3 <= len(g) <= 7 for g in groups)) or len({len(g) for g in groups[:-1]}) == 1
+    return (len(groups[0]) == 4 and all(3 <= len(g) <= 8 for g in groups)) or len({len(g) for g in groups[:-1]}) == 1
 
 
 def _in_issuer_range(digits: str) -> bool:
@@ -110,7 +111,8 @@ def find_cards(text: str) -> Iterator[tuple[int, int]]:
     for run in _RUN.finditer(text):
         if run.start() and text[run.start() - 1].isalnum():
             continue  # part of a word or an identifier
-        for start, end, groups in _chains(text, *run.span()):
+        whole = [(run.start(), run.end(), _GROUP.findall(run.group()))]
+        for start, end, groups in whole + [c for c in _chains(text, *run.span()) if c[:2] != run.span()]:
             digits = "".join(groups)
             if not 13 <= len(digits) <= 19 or not _grouped_like_a_card(groups) or not _luhn(digits):
                 continue
@@ -168,8 +170,19 @@ def find_ibans(text: str) -> Iterator[tuple[int, int]]:
         following = text[pos : pos + 1]
         if size == length and not (following.isascii() and following.isalnum()):
             number = "".join(compact)
-            if _mod97(number[4:] + number[:4]) == 1 and iban.is_valid(number):
+            # The IBAN's own checks (country, length, format, mod-97), not a bank's national one.
+            if _mod97(number[4:] + number[:4]) == 1 and _valid_iban(iban, number):
                 yield match.start(), pos
+
+
+def _valid_iban(module: object, number: str) -> bool:
+    from stdnum.exceptions import ValidationError
+
+    try:
+        module.validate(number, check_country=False)  # type: ignore[attr-defined]
+    except ValidationError:
+        return False
+    return True
 
 
 def _mod97(number: str) -> int:

@@ -162,6 +162,6 @@ def long_or_mixed(value: str) -> bool:
     """
     if not plausible_value(value):
         return False
-    if number_like(value):
-        return False
+    if number_like(value) or number_like(value[1:] if value[:1] in "vV" else value):
+        return False  # a number, a date, a version ("v9.0.0")
     return len(value) >= 16 or (len(value) >= 6 and any(c.isdigit() for c in value))

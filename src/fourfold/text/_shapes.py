@@ -43,13 +43,19 @@ def looks_random(value: str, *, min_len: int = 16) -> bool:
     many distinct characters. Words, camelCase identifiers, versions and dates fail: a step
     into a capital counts (a word has one, at its start), a step out of one does not."""
     value = value.rstrip("=")
-    if len(value) < min_len:
+    if len(value) < min_len or any(c.isspace() for c in value):
         return False
     classes = [_char_class(c) for c in value]
     if len(set(classes) - {3}) < 2:
         return False
+    if 2 not in classes:
+        # Letters only: words in capitals or camelCase switch case often too; random letters
+        # mix both cases in about equal measure, and are long.
+        upper = classes.count(1) / len(classes)
+        if len(value) < 24 or not 0.3 <= upper <= 0.7:
+            return False
     switches = sum(b == 1 or (a != b and 2 in (a, b) and 3 not in (a, b)) for a, b in itertools.pairwise(classes))
-    return switches / (len(value) - 1) >= 0.3 and entropy(value) >= min(3.6, math.log2(len(value)) - 0.6)
+    return switches / (len(value) - 1) >= 0.26 and entropy(value) >= min(3.6, math.log2(len(value)) - 0.6)
 
 
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
@@ -188,3 +194,27 @@ def base58_kind(value: str) -> KeyKind:
     if payload[0] in (0x80, 0xEF) and len(payload) in (33, 34):
         return "private"
     return "public"
+
+
+_BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+
+
+def bech32(value: str) -> bool:
+    """Whether `value` is a bech32/bech32m string with a valid checksum (BIP-173/350):
+    addresses and public identifiers, never secrets of their own."""
+    lowered = value.lower()
+    at = lowered.rfind("1")
+    if value not in (lowered, value.upper()) or at < 1 or len(value) - at < 7 or len(value) > 90:
+        return False
+    hrp, data = lowered[:at], lowered[at + 1 :]
+    if any(c not in _BECH32 for c in data):
+        return False
+    values = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp] + [_BECH32.index(c) for c in data]
+    check = 1
+    for v in values:
+        top = check >> 25
+        check = (check & 0x1FFFFFF) << 5 ^ v
+        for i, g in enumerate((0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)):
+            if (top >> i) & 1:
+                check ^= g
+    return check in (1, 0x2BC830A3)
