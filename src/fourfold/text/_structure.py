@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from fourfold.text import _shapes as shapes
 from fourfold.text._credentials import (
@@ -178,33 +179,47 @@ def _value_of(kind: NameKind, value: str) -> str | None:
     return "secret" if _secret_value(value) else None
 
 
-def _assignments(text: str) -> Iterator[Finding]:
-    pending: tuple[NameKind, int] | None = None  # a `name: DB_PASSWORD` whose `value:` follows
+def _matches(text: str) -> Iterator[tuple[Any, int]]:
+    """Every field match with the offset of the text it was found in. A value that holds
+    another field ("Note: DB_PASSWORD='x'") is read again from its start, once."""
     for pattern in (_ASSIGN, _ELEMENT, _SPACED):
         for match in pattern.finditer(text):
-            name = match.group(1)
-            start, end = _unquoted(text, *match.span(2))
-            value = text[start:end]
-            if value.startswith("//") or "://" in value or "-----BEGIN" in value:
-                continue  # a URL or armour: read as such
-            if not value or _code(value, quoted=start > match.start(2)) or (" " in value and not _spaced_literal(value)):
-                pending = None
-                continue
-            kind = name_kind(name)
-            lowered = name.lower()
-            if pending is not None and lowered in ("value", "secretvalue", "defaultvalue") and match.start() - pending[1] < 200:
-                kind = pending[0]
+            yield match, 0
+            value_at = match.start(2)
+            if pattern is _ASSIGN and any(c in match.group(2) for c in "=:"):
+                line_end = text.find("\n", value_at)
+                inner = text[value_at : min(len(text) if line_end < 0 else line_end, value_at + 400)]
+                for nested in _ASSIGN.finditer(inner):
+                    yield nested, value_at
+
+
+def _assignments(text: str) -> Iterator[Finding]:
+    pending: tuple[NameKind, int] | None = None  # a `name: DB_PASSWORD` whose `value:` follows
+    for found, base in _matches(text):
+        match = _Shifted(found, base, text)
+        name = match.group(1)
+        start, end = _unquoted(text, *match.span(2))
+        value = text[start:end]
+        if value.startswith("//") or "://" in value or "-----BEGIN" in value:
+            continue  # a URL or armour: read as such
+        if not value or _code(value, quoted=start > match.start(2)) or (" " in value and not _spaced_literal(value)):
             pending = None
-            if lowered in ("name", "key", "parameterkey", "parametername", "variable", "id") and name_kind(value):
-                pending = (name_kind(value) or "secret", match.end())
-                continue
-            if kind is None:
-                if _random_unnamed(name, value):
-                    yield start, end, "secret"
-                continue
-            reported = _value_of(kind, value)
-            if reported:
-                yield start, end, reported
+            continue
+        kind = name_kind(name)
+        lowered = name.lower()
+        if pending is not None and lowered in ("value", "secretvalue", "defaultvalue") and match.start() - pending[1] < 200:
+            kind = pending[0]
+        pending = None
+        if lowered in ("name", "key", "parameterkey", "parametername", "variable", "id") and name_kind(value):
+            pending = (name_kind(value) or "secret", match.end())
+            continue
+        if kind is None:
+            if _random_unnamed(name, value):
+                yield start, end, "secret"
+            continue
+        reported = _value_of(kind, value)
+        if reported:
+            yield start, end, reported
 
 
 def _tables(text: str) -> Iterator[Finding]:
@@ -237,6 +252,28 @@ def _tables(text: str) -> Iterator[Finding]:
             offset += len(cell) + 1
 
 
+class _Shifted:
+    """A match in a slice of the text, read in the whole text's offsets."""
+
+    __slots__ = ("_base", "_match", "_text")
+
+    def __init__(self, match: Any, base: int, text: str) -> None:
+        self._match, self._base, self._text = match, base, text
+
+    def group(self, i: int = 0) -> str:
+        return str(self._match.group(i))
+
+    def span(self, i: int = 0) -> tuple[int, int]:
+        start, end = self._match.span(i)
+        return start + self._base, end + self._base
+
+    def start(self, i: int = 0) -> int:
+        return int(self._match.start(i)) + self._base
+
+    def end(self, i: int = 0) -> int:
+        return int(self._match.end(i)) + self._base
+
+
 def _spaced_literal(value: str) -> bool:
     """A quoted value with spaces is a password ("s3cr3t pass") only when short and with a
     digit; otherwise it is a message or a command."""
@@ -252,6 +289,8 @@ def _random_unnamed(name: str, value: str) -> bool:
             return True
     if any(w in PUBLIC_WORDS for w in words[-1:]) or shapes.is_hex(value) or shapes.is_uuid(value) or _code(value, quoted=False):
         return False
+    if value.startswith("=?") and value.endswith("?="):
+        return False  # a MIME encoded word (RFC 2047): a header's text
     return shapes.looks_random(value, min_len=24) and not _decodes_public(value) and not _decodes_text(value)
 
 
