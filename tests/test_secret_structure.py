@@ -263,3 +263,36 @@ _PUBLIC = [
 def test_public_identifiers_code_and_talk_about_credentials_pass_untouched(text: str) -> None:
     assert redact(text) == (text, ())
 
+
+# -- every string in a JSON value: keys and values at any depth ------------------------------------
+
+_TOKEN = "ghp_" + _r(_ALNUM, 36)
+
+
+def test_a_secret_in_a_nested_metadata_key_is_refused_and_nested_values_are_redacted(tmp_path: Path) -> None:
+    from fourfold import InvalidInput
+
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        with pytest.raises(InvalidInput, match="metadata key"):
+            mem.long_term.remember("form attached", scope="customer:1", metadata={"form": {"fields": [{_TOKEN: "x"}]}})
+        mid = mem.long_term.remember("form attached", scope="customer:1", metadata={"form": {"a": [{"b": f"use {_TOKEN}"}]}})
+        assert _TOKEN not in repr(mem.long_term.get(mid).metadata)
+
+
+def test_a_secret_in_a_fact_values_key_is_refused(tmp_path: Path) -> None:
+    from fourfold import InvalidInput
+
+    with Memory.open(tmp_path, embedder=HashEmbedder()) as mem:
+        with pytest.raises(InvalidInput, match="secret"):
+            mem.facts.set("plans", {"rows": [{_TOKEN: 1}]})
+        with pytest.raises(InvalidInput, match="secret"):
+            mem.facts.set("plans", {"a": {"b": [f"token {_TOKEN}"]}})
+        assert mem.facts.list() == []
+
+
+def test_a_secret_anywhere_in_a_threads_message_is_redacted() -> None:
+    from fourfold.shortterm.threads import Thread, thread_payload
+
+    message = {"role": "assistant", "content": [{"type": "tool_use", "input": {"headers": {_TOKEN: f"Bearer {_TOKEN}"}}}]}
+    payload = thread_payload(Thread(scope="customer:1", messages=(message,), extras={"ticket": {"note": _TOKEN}}))
+    assert _TOKEN not in repr(payload)

@@ -136,4 +136,20 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     except UnicodeEncodeError:
         raise InvalidInput("metadata holds invalid Unicode (a lone surrogate)") from None
     result: dict[str, Any] = json.loads(encoded)
+    for key in _nested_keys(result):
+        check_identifier(key, what="metadata key")
     return result
+
+
+def _nested_keys(value: Any) -> list[str]:
+    """The keys of every object inside `value` below its top level (read without recursion)."""
+    keys: list[str] = []
+    stack = list(value.values()) if isinstance(value, dict) else [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            keys.extend(k for k in item if isinstance(k, str))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return keys

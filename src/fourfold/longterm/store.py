@@ -58,7 +58,7 @@ from fourfold.ranking import Background, Parts
 from fourfold.ranking.bm25 import CollectionStats
 from fourfold.stores.vector import DOC_KIND, VectorRecord, VectorStore, WriteTicket, embedding_text
 from fourfold.text import is_chatter, redact
-from fourfold.text.redact import redact_many
+from fourfold.text.redact import redact_json, redact_many
 from fourfold.types import Recalled, Redaction, Remembered
 
 __all__ = ["DOC_KIND", "LongTermMemory", "MemoryInput", "Prepared", "When"]
@@ -737,21 +737,9 @@ def _kinds(kinds: Sequence[str] | None) -> frozenset[str] | None:
 
 
 def _redact_metadata(metadata: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    count = 0
-
-    def clean(value: Any) -> Any:
-        nonlocal count
-        if isinstance(value, str):
-            text, found = redact(value)
-            count += len(found)
-            return text
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        return value
-
-    return {k: clean(v) for k, v in metadata.items()}, count
+    """Metadata with every string value redacted (its keys were checked by `check_metadata`)."""
+    cleaned, kinds = redact_json(metadata)
+    return cleaned, len(kinds)
 
 
 def _recalled(record: VectorRecord, score: float) -> Recalled:

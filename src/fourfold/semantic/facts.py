@@ -409,20 +409,11 @@ def _refuse_secrets(key: str, value: Any, description: str | None) -> None:
     Redacting would silently change an authoritative value, so a secret is refused instead.
     """
     from fourfold._validate import check_identifier
-    from fourfold.text import redact
-
-    def strings(v: Any) -> list[str]:
-        if isinstance(v, str):
-            return [v]
-        if isinstance(v, list):
-            return [s for item in v for s in strings(item)]
-        if isinstance(v, dict):
-            return [s for item in v.values() for s in strings(item)]
-        return []
+    from fourfold.text.redact import redact_json
 
     check_identifier(key, what="fact key")
-    for text in [*strings(value), *([description] if description else [])]:
-        found = redact(text)[1]
-        if found:
-            kinds = ", ".join(sorted({r.kind for r in found}))
-            raise InvalidInput(f"fact {key!r} looks like it holds a secret ({kinds}); facts are shown to the model")
+    # Every string in the value counts, its objects' keys included, at any depth.
+    found = redact_json([value, description])[1]
+    if found:
+        kinds = ", ".join(sorted(set(found)))
+        raise InvalidInput(f"fact {key!r} looks like it holds a secret ({kinds}); facts are shown to the model")

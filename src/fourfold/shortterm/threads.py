@@ -11,7 +11,7 @@ from typing import Any
 from fourfold._validate import check_scope
 from fourfold.errors import InvalidInput, StoreCorrupt
 from fourfold.stores.database import Database, Lock
-from fourfold.text import redact
+from fourfold.text.redact import redact_json
 
 __all__ = ["THREAD_FORMAT", "ConversationStore", "Thread", "thread_from_payload", "thread_payload"]
 
@@ -86,7 +86,7 @@ def thread_payload(thread: Thread) -> dict[str, Any]:
         "format": THREAD_FORMAT,
         "scope": thread.scope,
         "messages": [_redacted(m) for m in thread.messages],
-        "extras": dict(thread.extras),
+        "extras": redact_json(dict(thread.extras))[0],
     }
 
 
@@ -106,17 +106,7 @@ def _checked(scope: str) -> str:
 
 
 def _redacted(message: Mapping[str, Any]) -> dict[str, Any]:
-    """A message with secrets redacted from its text (strings, text blocks, tool results)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return {**message, "content": redact(content)[0]}
-    if isinstance(content, list):
-        blocks = []
-        for block in content:
-            if isinstance(block, Mapping) and isinstance(block.get("text"), str):
-                block = {**block, "text": redact(block["text"])[0]}
-            elif isinstance(block, Mapping) and isinstance(block.get("content"), str):
-                block = {**block, "content": redact(block["content"])[0]}
-            blocks.append(block)
-        return {**message, "content": blocks}
-    return dict(message)
+    """A message with secrets redacted from every string in it (text, text blocks, tool
+    calls' inputs and results), object keys included, at any depth."""
+    cleaned: dict[str, Any] = redact_json(dict(message))[0]
+    return cleaned

@@ -1,7 +1,7 @@
 """The secrets corpus through every channel that stores text, then a byte scan of the data dir.
 
-Channels: memory text, metadata keys and values, episode goal/actions/outcome/tags,
-documents (the secret with prose around it), facts, the support agent's conversation (and
+Channels: memory text, metadata keys and values (at any depth), episode goal/actions/outcome/tags,
+documents (the secret with prose around it), facts (values, and keys inside values), the support agent's conversation (and
 what it sent to the model), MCP tools, and the REST API. Each channel writes into its own
 data dir, so a secret found on disk names the channel that let it through.
 
@@ -220,8 +220,11 @@ def _ch_memory_text(mem: Memory, i: int, text: str) -> None:
 
 
 def _ch_metadata(mem: Memory, i: int, text: str) -> None:
-    mem.long_term.remember(f"Ticket {i} has an attachment", scope=f"customer:s{i}", metadata={"note": text, "list": [text]})
+    mem.long_term.remember(f"Ticket {i} has an attachment", scope=f"customer:s{i}",
+                           metadata={"note": text, "list": [text], "deep": {"a": [{"b": text}]}})
     _refused(lambda: mem.long_term.remember(f"Ticket {i} has a labelled field", scope=f"customer:s{i}", metadata={text: "x"}))
+    _refused(lambda: mem.long_term.remember(f"Ticket {i} has a nested field", scope=f"customer:s{i}",
+                                            metadata={"form": {"fields": [{text: "x"}]}}))
 
 
 def _ch_episode(mem: Memory, i: int, text: str) -> None:
@@ -236,6 +239,8 @@ def _ch_document(mem: Memory, i: int, text: str) -> None:
 def _ch_facts(mem: Memory, i: int, text: str) -> None:
     _refused(lambda: mem.facts.set(f"note.{i}", text))
     _refused(lambda: mem.facts.set(text[:200], 1))
+    _refused(lambda: mem.facts.set(f"table.{i}", {"rows": [{text: 1}]}))  # a secret in a value's key
+    _refused(lambda: mem.facts.set(f"deep.{i}", {"a": {"b": [text]}}))
 
 
 _LIBRARY_CHANNELS: dict[str, Callable[[Memory, int, str], None]] = {
@@ -306,6 +311,7 @@ def _rest_channel(target: Target, keys_at: Target, texts: list[str], store: Stor
         for i, text in enumerate(texts):
             for path, body in [
                 ("/v1/memories", {"text": f"Note: {text}", "scope": f"customer:{i}", "metadata": {"n": text}}),
+                ("/v1/memories", {"text": f"Note {i}", "scope": f"customer:{i}", "metadata": {"n": {text: 1}}}),
                 ("/v1/episodes", {"goal": text, "actions": [text], "outcome": text, "success": True}),
                 ("/v1/docs", {"text": f"{_PROSE_BEFORE}\n\n{text}{_PROSE_AFTER}", "source": f"r{i}.md"}),
             ]:
