@@ -100,6 +100,14 @@ def _spec_option(envvar: str, default: str, text: str) -> Any:
     return typer.Option(envvar=envvar, show_default=default, help=text)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from fourfold import __version__
+
+        typer.echo(f"fourfold {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _options(
     data_dir: Annotated[Path, typer.Option("--data-dir", "-d", envvar=DATA_DIR_ENV, help="The data directory.")] = Path(
@@ -115,6 +123,8 @@ def _options(
     store: Annotated[str | None, typer.Option(
         "--store", envvar=STORE_ENV, help="Keep everything in PostgreSQL: postgresql://user:pass@host/db[?schema=NAME]."
     )] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print fourfold's version and exit.")] = False,
 ) -> None:
     state.data_dir, state.embedder, state.model, state.as_json = data_dir, embedder, model, as_json
     state.store = _store_url(store)
