@@ -309,4 +309,13 @@ PERSONAL: list[Case] = [
         )
         for i, cue in enumerate(cues)
     ],
+    # The reader's kinds beyond the ones rules used to find
+    Case("tenant", "Rotated the SAML certificate for tenant borealis-prod-us; all logins work.", "borealis-prod-us"),
+    Case("host_name", "Restarted the sync agent on db-07.corp and it caught up.", "db-07.corp"),
+    Case("user_name", "Unlocked user jkowalski after three failed attempts.", "jkowalski"),
+    Case("network_address", "The VPN drops whenever I connect from 172.16.4.20 at the office.", "172.16.4.20"),
+    Case("birth_date", "My date of birth is 14/03/1987 and the portal says my account is locked.", "14/03/1987"),
+    Case("spelled_number", "my number is oh seven seven zero zero nine double one two three four", "oh seven seven zero zero nine double one two three four"),
+    Case("organisation", "I manage the tills at Harrow & Finch Outfitters and the card reader is offline.", "Harrow & Finch Outfitters"),
+    Case("place", "Since we moved the office to Tampere, the label printer jams.", "Tampere"),
 ]

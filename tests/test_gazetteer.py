@@ -3,8 +3,6 @@ typed in; a known word of a customer's reaches a shared case only as the company
 
 from __future__ import annotations
 
-import re
-
 from fourfold import Memory
 from fourfold.agent import customer_scope
 from fourfold.agent.cases import CaseBase
@@ -33,54 +31,6 @@ def test_support_words_outside_the_lists_are_not_known() -> None:
     # the census list's long tail (one-off entries) holds these; it is left out
     for word in ("invoice", "app", "server", "code", "password", "browser"):
         assert known(word) is None, word
-
-
-def test_a_known_word_of_the_customer_is_masked_even_when_many_customers_use_it(memory: Memory) -> None:
-    """Towns recur across customers: customers' common ground is not enough for a known word."""
-    ticket = Ticket("the invoice pdf breaks in our reading shop", (), (), "Cleared the browser cache")
-    for who in ("ann", "ben", "cy"):  # about the same problem, even
-        memory.episodes.record(goal="the invoice pdf breaks in our reading shop", actions=[], outcome="fixed",
-                               success=True, scope=customer_scope(who))
-    case = CaseBase(memory).deidentify(ticket)
-    assert "invoice pdf breaks" in case.problem
-    assert not re.search(r"\breading\b", case.problem)
-
-
-def test_the_word_that_is_both_a_town_and_a_verb_travels_once_the_company_uses_it(memory: Memory) -> None:
-    cases = CaseBase(memory)
-    ticket = Ticket("error 502 when reading the invoice pdf", (), (), "Cleared the browser cache")
-    before = cases.deidentify(ticket).problem
-    assert "reading" not in before and "invoice pdf" in before
-    memory.docs.ingest_text("Reading an invoice PDF: open Billing, then Invoices.", source="billing.md")
-    after = cases.deidentify(ticket).problem
-    assert "error 502 when reading the invoice pdf" in after
-
-
-def test_operators_outcomes_of_several_customers_are_company_vocabulary(memory: Memory) -> None:
-    cases = CaseBase(memory, min_customers=3)
-    ticket = Ticket("the mobile app crashes", (), (), "Updated it")
-    assert "mobile" not in cases.deidentify(ticket).problem
-    for n, who in enumerate(("ann", "ben", "cy")):  # customers' own words: not the company's
-        memory.episodes.record(goal="my mobile app crashes", actions=[], outcome=f"fixed {n}", success=True,
-                               scope=customer_scope(who))
-    assert not cases.company_words()("mobil")
-    assert "mobile" not in cases.deidentify(ticket).problem
-    for who in ("dee", "eve", "fay"):  # the operators' outcomes of three customers' tickets
-        memory.episodes.record(goal="it crashes", actions=[], outcome="updated the mobile app", success=True,
-                               scope=customer_scope(who))
-    assert cases.company_words()("mobil")
-    assert "the mobile app crashes" in cases.deidentify(ticket).problem
-
-
-def test_a_town_the_operator_capitalizes_is_masked_in_the_fix(memory: Memory) -> None:
-    ticket = Ticket("the engineer never came. ambrose here from reading", (), (),
-                    "Rebooked the engineer from the Reading depot for Tuesday")
-    cases = CaseBase(memory)
-    case = cases.deidentify(ticket)
-    assert "Reading" not in case.fix and "Rebooked the engineer" in case.fix
-    # a town the customer never named is the company's own: the fix keeps it
-    other = cases.deidentify(Ticket("the engineer never came", (), (), "Rebooked the engineer from the Reading depot"))
-    assert "Reading depot" in other.fix
 
 
 def test_the_statement_is_the_sentence_that_shares_the_fixs_words_not_an_introduction(memory: Memory) -> None:

@@ -5,8 +5,8 @@ account and ticket numbers, cards, IBANs and stated preferences. Two levers catc
 misses:
 
 - *taint*: a word the detector found inside a personal detail anywhere in the ticket (the
-  customer said "I'm Maria Okonkwo") is masked everywhere else in the case too ("sent
-  Okonkwo a new link" in the operator's outcome);
+  customer said "I'm Maria Adeyemi") is masked everywhere else in the case too ("sent
+  Adeyemi a new link" in the operator's outcome);
 - *shared words* (offline): a word of the customer's own text travels only if it is common
   ground: in the documentation, the facts or the operator's outcome, or used by another
   customer about the same problem (several customers, outside the statement of the problem),
@@ -32,8 +32,8 @@ from typing import Literal
 from fourfold.agent._ordinary import is_ordinary, own_words
 from fourfold.models.base import ChatModel
 from fourfold.text import STOPWORDS, detect, redact, tokenize
-from fourfold.text.gazetteer import known_words
 from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
+from fourfold.text.reader import read
 from fourfold.types import Redaction
 
 __all__ = ["Case", "Evidence", "Ticket", "case_from_model", "copies", "echoed_names", "extract_case", "personal_words",
@@ -42,7 +42,7 @@ __all__ = ["Case", "Evidence", "Ticket", "case_from_model", "copies", "echoed_na
 #: Kinds whose words taint the rest of a case (a preference's words are ordinary: "email").
 _TAINTING = frozenset(
     {"name", "email", "phone", "postal_address", "order_number", "account_number", "ticket_number",
-     "card_number", "iban"}
+     "card_number", "iban", "organisation", "place", "tenant", "host_name", "user_name"}
 )
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
@@ -118,7 +118,7 @@ def echoed_names(customer: Iterable[str], shared_text: str, common: Callable[[st
     repeated = {_key(w) for w in set().union(*(titled(t) for t in customer)) & titled(shared_text)}
     echoed = {w for w in repeated if w not in STOPWORDS and not all(common(s) for s in tokenize(w))}
     if company is not None:
-        said = {w.lower() for t in customer for a, b, _ in known_words(t) for w in _WORD.findall(t[a:b])}
+        said = {w for t in customer for w in own_words(t)}
         openings = {m.end() for m in _SENTENCE_OPENING.finditer(shared_text)}
         capitalized = {m.group().lower() for m in _WORD.finditer(shared_text)
                        if m.group().istitle() and m.start() not in openings}
@@ -213,15 +213,12 @@ def _scrub_problem(message: _Message, tainted: frozenset[str], allowed: Callable
     redacted, start, end = message.redacted, message.start, message.end
     # what the ticket is about: its statement, or all of it when no sentence states the problem
     context = frozenset(tokenize(redacted[start:end] if end > start else redacted))
-    candidates = [(a, b) for a, b, _ in known_words(redacted)]
 
     def keep(word: str, at: int) -> bool:
         if _key(word) in tainted:
             return False
         if word.lower() in STOPWORDS:
             return True
-        if any(a <= at < b for a, b in candidates):
-            return all(company(s) for s in tokenize(word))
         if start <= at < end:
             return stated(word, context, besides)
         return allowed(word, context)
@@ -410,25 +407,28 @@ def _statement(text: str, own: frozenset[str] = frozenset(),
     """Where the problem is stated: of the sentences of a redacted text that hold no personal
     detail, are not mostly the customer's `own` words (an introduction: "hi, maria baker here
     from reading"), say something (two words or more), are short and are no directive
-    (`_DIRECTIVE`), the one with the most `company` words (the fix's, the documents'), else
+    (`_DIRECTIVE`), those the reader (`fourfold.text.reader`) reads as stating a problem if
+    any, and of them the one with the most `company` words (the fix's, the documents'), else
     the first; (0, 0) if none is."""
+    candidates: list[tuple[int, int, bool]] = []
     pos = 0
-    best, best_score = (0, 0), -1
     for sentence in _SENTENCE.split(text):
         start = text.index(sentence, pos)
         pos = start + len(sentence)
         found = _WORD.findall(sentence)
-        words = len(found)
         content = [w for w in found if w.lower() not in STOPWORDS]
         if (not _PLACEHOLDER.search(sentence) and not _DIRECTIVE.search(sentence)
                 and 3 * sum(w.lower() in own for w in content) < max(len(content), 1)
-                and len(tokenize(sentence)) >= 2 and words <= MAX_STATEMENT_WORDS):
-            if company is None:
-                return start, pos
-            score = len({s for s in tokenize(sentence) if company(s)})
-            if score > best_score:
-                best, best_score = (start, pos), score
-    return best
+                and len(tokenize(sentence)) >= 2 and len(found) <= MAX_STATEMENT_WORDS):
+            problem = any(s.role == "problem" for s in read(sentence).sentences)
+            candidates.append((start, pos, problem))
+    pool = [c for c in candidates if c[2]] or candidates
+    if not pool:
+        return 0, 0
+    if company is None:
+        return pool[0][0], pool[0][1]
+    best = max(pool, key=lambda c: (len({s for s in tokenize(text[c[0]:c[1]]) if company(s)}), -c[0]))
+    return best[0], best[1]
 
 
 def problem_query(message: str, *, company: Callable[[str], bool] | None = None) -> str:

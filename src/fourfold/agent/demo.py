@@ -15,14 +15,14 @@ __all__ = ["ALICE_CHANGE", "ALICE_DETAILS", "ALICE_FIRST", "ALICE_FIX", "ALICE_O
 
 #: Alice's first message and the operator's outcome hold personal details of several kinds.
 ALICE_FIRST = (
-    "Hi, I'm Alice Okonkwo (order ORD-88412). Downloading my invoice as PDF fails with error 502. "
-    "Please always contact me by email at alice.okonkwo@example.com, never by phone."
+    "Hi, I'm Alice Mbatha (order ORD-73105). Downloading my invoice as PDF fails with error 502. "
+    "Please always contact me by email at alice.mbatha@example.com, never by phone."
 )
 ALICE_OUTCOME = "Called Alice back on +1 415 555 0142: invoice PDF error 502 fixed by clearing the browser cache"
 ALICE_FIX = "clearing the browser cache"
 #: Later alice changes how she wants to be contacted: the new preference replaces the old one.
 ALICE_CHANGE = "One more thing: please text me instead of email from now on."
-ALICE_DETAILS = ("Alice", "Okonkwo", "ORD-88412", "88412", "alice.okonkwo@example.com", "415 555 0142",
+ALICE_DETAILS = ("Alice", "Mbatha", "ORD-73105", "73105", "alice.mbatha@example.com", "415 555 0142",
                  "contact me by email", "never by phone")
 
 POLICIES: dict[str, tuple[object, str]] = {

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from fourfold.longterm.extract import read_memories
 from fourfold.longterm.slots import derived_key
 from fourfold.models.base import ChatModel
-from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
 from fourfold.text.lines import one_line
 from fourfold.text.preferences import PREFERENCE_KEYS, preference_key, states_preference
+from fourfold.text.reader import read
 
-__all__ = ["PREFERENCE_KEYS", "Distilled", "distill_offline", "distill_with_model", "preference_key", "states_preference"]
+__all__ = ["PREFERENCE_KEYS", "Distilled", "distill_offline", "distill_with_model", "preference_key",
+           "problem_sentence", "states_preference"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,22 +30,22 @@ class Distilled:
 
 
 def distill_offline(goal: str, outcome: str, user_messages: Sequence[str]) -> Distilled:
-    """Without an LLM: the outcome itself, plus sentences where the customer states a preference.
+    """Without an LLM: the problem and the outcome, plus the sentences where the customer
+    states a preference or changes one (the reader's sentence roles, `fourfold.text.reader`).
 
-    A preference of a kind `preference_key` knows gets its key, one of another kind the
-    generic attribute `fourfold.longterm.slots` reads from its shape ("I'd prefer the dark
-    theme" -> "theme"), and of several statements of one kind (the thread holds earlier
-    tickets too) only the last is kept: it is the one that holds now.
+    A preference gets the reader's key, else the generic attribute `fourfold.longterm.slots`
+    reads from its shape ("I'd prefer the dark theme" -> "theme"), and of several statements
+    of one kind (the thread holds earlier tickets too) only the last is kept: it is the one
+    that holds now.
     """
     stated: dict[str, tuple[str, str | None]] = {}
     for message in user_messages:
-        for sentence in _SENTENCE.split(message.strip()):
-            if states_preference(sentence):
-                text, key = f"Customer said: {sentence.strip()}", derived_key(sentence)
-                stated.pop(key or text, None)  # a later statement of the same kind replaces it
-                stated[key or text] = (text, key)
+        for sentence in read(message).of_role("preference", "preference_change"):
+            text, key = f"Customer said: {sentence.text}", sentence.key or derived_key(sentence.text)
+            stated.pop(key or text, None)  # a later statement of the same kind replaces it
+            stated[key or text] = (text, key)
     items = [(text, "preference", key) for text, key in stated.values()]
-    items.append((f"Resolved: {one_line(_first_sentence(goal), 160)} Fix: {outcome.strip()}", "resolution", None))
+    items.append((f"Resolved: {one_line(problem_sentence(goal), 160)} Fix: {outcome.strip()}", "resolution", None))
     return Distilled(tuple((t, k) for t, k, _ in items), tuple(key for _, _, key in items))
 
 
@@ -70,6 +71,13 @@ def distill_with_model(model: ChatModel, goal: str, outcome: str, transcript: st
     return Distilled(tuple((m.text, m.kind) for m in found), tuple(m.key for m in found))
 
 
-def _first_sentence(text: str) -> str:
-    sentences = [s for s in _SENTENCE.split(text.strip()) if len(s.split()) > 2]
+def problem_sentence(text: str) -> str:
+    """The sentence of a customer's message that states the problem (the reader's role), not
+    its greeting or the customer's details; the first sentence that says something when none
+    does."""
+    reading = read(text)
+    problems = reading.of_role("problem")
+    if problems:
+        return max(problems, key=lambda s: s.confidence).text
+    sentences = [s.text for s in reading.sentences if s.role not in ("contact", "chatter") and len(s.text.split()) > 2]
     return sentences[0] if sentences else text.strip()

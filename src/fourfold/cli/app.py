@@ -191,7 +191,7 @@ def add(
     with _memory(create=True) as mem:
         done = mem.add(messages, scope=scope, model=model)
     _out(done, "\n".join(f"{r.id}  {r.text}" + ("" if r.created else "  (unchanged)") for r in done)
-         or "(nothing worth remembering)")
+         or "(nothing to keep)")
 
 
 #: Input that opens as JSON does (an object, or a list of objects or strings): it is read as

@@ -1,7 +1,7 @@
 """What of a conversation is worth remembering: `Memory.add(messages, scope=...)`.
 
-Offline, by rules: the user's sentences that state a preference (keyed by its kind, so a
-changed one replaces the old: `fourfold.text.preferences`) or a durable fact about
+Offline: the user's sentences that the reader (a trained model, `fourfold.text.reader`) finds
+to state or change a preference (keyed by its kind, so a changed one replaces the old) or a durable fact about
 themselves ("I live in Porto", "my account is on the Team plan"); questions, requests for
 help and passing states ("I'm trying to log in") are not kept. With a chat model, the model
 extracts them, and its answer falls back to the rules when it cannot be read.
@@ -19,8 +19,8 @@ from fourfold.errors import InvalidInput
 from fourfold.longterm.slots import derived_key
 from fourfold.models.base import ChatModel
 from fourfold.text import is_chatter
-from fourfold.text.lines import SENTENCE_BREAK as _SENTENCE
-from fourfold.text.preferences import PREFERENCE_KEYS, states_preference
+from fourfold.text.preferences import PREFERENCE_KEYS
+from fourfold.text.reader import read
 
 __all__ = ["Extracted", "extract", "extract_offline", "extract_with_model", "read_memories", "user_texts"]
 
@@ -74,17 +74,18 @@ def user_texts(messages: Iterable[Mapping[str, Any] | str]) -> list[str]:
 
 
 def extract_offline(texts: Sequence[str]) -> list[Extracted]:
-    """The rules: stated preferences (the last of each kind) and lasting facts about the speaker."""
+    """Without a model: the sentences the reader (`fourfold.text.reader`) finds to state or
+    change a preference (the last of each kind), and lasting facts about the speaker."""
     found: dict[str, Extracted] = {}
     for text in texts:
-        for sentence in (s.strip() for s in _SENTENCE.split(text.strip())):
-            if len(sentence.split()) < 3 or sentence.endswith("?") or is_chatter(sentence):
-                continue
-            if states_preference(sentence):
-                key = derived_key(sentence)
-                item = Extracted(f"User said: {sentence}", "preference", key)
-            elif _SELF_FACT.match(sentence) and not _PASSING.search(sentence):
-                key, item = None, Extracted(f"User said: {sentence}", "fact")
+        for sentence in read(text.strip()).sentences:
+            words = sentence.text.split()
+            if sentence.role in ("preference", "preference_change"):
+                key = sentence.key or derived_key(sentence.text)
+                item = Extracted(f"User said: {sentence.text}", "preference", key)
+            elif (len(words) >= 3 and sentence.role not in ("question", "chatter") and not is_chatter(sentence.text)
+                  and _SELF_FACT.match(sentence.text) and not _PASSING.search(sentence.text)):
+                key, item = None, Extracted(f"User said: {sentence.text}", "fact")
             else:
                 continue
             found.pop(key or item.text, None)  # a later statement of one kind replaces the earlier

@@ -120,12 +120,17 @@ def slot_of(text: str) -> Slot | None:
     lowered = _SPEAKER.sub("", text.lower().replace("’", "'"), count=1)
     key = preference_key(lowered)
     context = _context(lowered)
-    if key is not None:
+    if key in _LISTED:
         also = frozenset((k, v) for k, _ in PREFERENCE_KEYS if k != key for v in _listed_values(k, lowered))
         dropped = _listed_values(key, lowered, negated=True)
         return Slot(key, _listed_values(key, lowered), True, also, context, dropped)
     found = _generic(lowered)
+    if key is not None:  # a kind the reader names but no value list has: its values by the sentence's shape
+        return Slot(key, found[1] if found is not None else frozenset(), False, context=context)
     return Slot(found[0], found[1], False, context=context) if found is not None else None
+
+
+_LISTED = dict(PREFERENCE_KEYS)
 
 
 def attribute_key(text: str) -> str | None:

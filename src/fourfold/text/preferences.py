@@ -1,4 +1,5 @@
-"""Stated preferences: recognising one ("please text me instead"), and naming its kind.
+"""Stated preferences: recognising one ("please text me instead"), and naming its kind (the
+reader's sentence roles and keys, `fourfold.text.reader`).
 
 The kind is a memory `key`: two statements of one kind are versions of one memory, so a
 changed preference replaces the old one (`fourfold.longterm.versions`).
@@ -7,19 +8,17 @@ changed preference replaces the old one (`fourfold.longterm.versions`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-from fourfold.text.redact import detect
-
-__all__ = ["CHANGE_SIGNAL", "PREFERENCE_KEYS", "preference_key", "signals_change", "states_preference"]
+__all__ = ["PREFERENCE_KEYS", "preference_key", "signals_change", "states_preference"]
 
 _LANGUAGES = (
     "english spanish french german italian portuguese dutch polish turkish arabic chinese mandarin cantonese "
     "japanese korean russian hindi swedish danish norwegian finnish greek czech hebrew ukrainian romanian"
 )
 _DAYS = "monday tuesday wednesday thursday friday saturday sunday"
-#: The preference kinds the offline distiller recognises, each a `key` so that a changed
-#: preference replaces the old one; the first that matches a sentence names it (a time or a
-#: language is what "call me in the evening" or "write to me in Spanish" is about).
+#: The values each listed preference kind takes, for reading a preference's value
+#: (`fourfold.longterm.slots`); which kind a sentence is about is the reader's decision.
 PREFERENCE_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (key, re.compile(pattern, re.IGNORECASE))
     for key, pattern in (
@@ -36,33 +35,33 @@ PREFERENCE_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
-#: Words that say a statement changes what held before ("text me *instead*", "*from now on*",
-#: "I *no longer* want paper", "*switch* me to the dark theme"): with one, a preference of a kind
-#: no rule names still replaces the customer's most similar current preference
-#: (`fourfold.longterm.consolidate.SimilarityConsolidator`).
-CHANGE_SIGNAL: re.Pattern[str] = re.compile(
-    r"\b(?:instead|rather than|from now on|from today|going forward|no longer|any ?more|these days|now"
-    r"|switch(?:ed|ing)?(?: me)? (?:to|over)|chang(?:e|ed|ing) (?:my mind|it to|that to|to|over)"
-    r"|not (?:\w+ ){0,3}?(?:any ?more|any longer))\b",
-    re.IGNORECASE,
-)
+def _roles(text: str) -> list[tuple[str, str | None]]:
+    """(role, key) of each sentence of `text`, by the reader."""
+    from fourfold.text.reader import read
+
+    return [(s.role, s.key) for s in read(text).sentences]
 
 
 def signals_change(text: str) -> bool:
-    """Does the text say it changes an earlier preference ("I'd rather have X instead")?"""
-    return CHANGE_SIGNAL.search(text) is not None
+    """Does the text say it changes an earlier preference ("I'd rather have X instead")? The
+    reader decides: a sentence whose role is a preference change."""
+    return any(role == "preference_change" for role, _ in _roles(text))
 
 
-def preference_key(text: str) -> str | None:
-    """The kind of a stated preference (`PREFERENCE_KEYS`): 'contact_channel' for "text me
-    instead of email"; None for a kind it does not know."""
-    for key, pattern in PREFERENCE_KEYS:
-        if pattern.search(text):
-            return key
+def preference_key(text: str, *, keys: Iterable[str] = ()) -> str | None:
+    """The kind of a stated preference: 'contact_channel' for "text me instead of email";
+    None when the text states no preference. `keys` are the ones the scope already uses: a
+    preference about one of them gets it (the reader's keys grow with the scope's)."""
+    from fourfold.text.reader import read
+
+    for sentence in read(text, keys=keys).sentences:
+        if sentence.key is not None:
+            return sentence.key
     return None
 
 
 def states_preference(text: str) -> bool:
-    """Does the text state how this customer wants to be treated? (The detector's rule, so
-    what is kept privately as a preference is exactly what is never shared.)"""
-    return any(r.kind == "preference" for r in detect(text, policy="personal"))
+    """Does the text state how this customer wants to be treated? (The reader's sentence
+    roles, which the personal-details policy uses too, so what is kept privately as a
+    preference is exactly what is never shared.)"""
+    return any(role in ("preference", "preference_change") for role, _ in _roles(text))
