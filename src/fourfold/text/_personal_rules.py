@@ -12,11 +12,10 @@ everything stored, so this policy applies the secret rules too.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 
-from fourfold.text._rules import Rule, regex_rule
+from fourfold.text._rules import Rule, compile_re2, regex_rule
 
 __all__ = ["MODEL_KINDS", "PERSONAL_RULES"]
 
@@ -69,9 +68,17 @@ def _find_preferences(text: str) -> Iterator[tuple[int, int]]:
     yield from _reading(text)[1]
 
 
+#: Kinds a standard defines: the model's guesses at them are left to the standard's rules.
+_BY_STANDARD = frozenset({"email", "phone"})
+#: The model's rules run on any text with a letter or a digit (every span it finds has one).
+_ANY_WORD = compile_re2(r"\w")
+_PHONE_GATE = compile_re2(r"\d(?:\D{0,3}\d){6}")
+
+
 PERSONAL_RULES: tuple[Rule, ...] = (
     regex_rule("email", r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b", triggers=("@",), policy="personal"),
-    Rule("phone", _find_phones, "personal", gate=re.compile(r"\d(?:\D{0,3}\d){6}")),
-    *(Rule(kind, _model_finder(kind), "personal") for kind in dict.fromkeys(MODEL_KINDS.values())),
-    Rule("preference", _find_preferences, "personal"),
+    Rule("phone", _find_phones, "personal", gate=_PHONE_GATE, patterns=(_PHONE_GATE,)),
+    *(Rule(kind, _model_finder(kind), "personal", gate=_ANY_WORD, patterns=(_ANY_WORD,))
+      for kind in dict.fromkeys(MODEL_KINDS.values()) if kind not in _BY_STANDARD),
+    Rule("preference", _find_preferences, "personal", gate=_ANY_WORD, patterns=(_ANY_WORD,)),
 )
