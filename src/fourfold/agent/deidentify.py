@@ -254,11 +254,10 @@ def extract_case(ticket: Ticket, *, evidence: Evidence | None = None) -> Case:
     sandwich shop") is used, if by anyone, about other problems. In the statement an ordinary
     word (`is_ordinary`) that no other customer's ticket holds travels too, so first cases stay
     useful, unless the customer wrote it besides the statement as well. Never: a word the
-    ticket gives as the customer's own (`own_words`), one some customer gave as their own name
-    or place, or a known name or place (`known_words`), unless the company's texts use it. A
-    word of the operator's outcome that the customer wrote too ("told sugar to restart", after
-    "regards, sugar") and that neither the company's texts nor another customer's ticket hold
-    is the customer's (`_theirs`): it is masked wherever it occurs in the case.
+    ticket gives as the customer's own (`own_words`) or one some customer gave as their own name
+    or place, unless the company's texts use it. The operator's outcome loses exactly the words
+    of what identifies someone (the reader's spans anywhere in the ticket): an ordinary word
+    the customer happened to type too stays, so the fix arrives whole.
     """
     if evidence is None:
         tainted = _tainted(ticket, ticket.outcome, None)
@@ -292,8 +291,9 @@ def extract_case(ticket: Ticket, *, evidence: Evidence | None = None) -> Case:
         return unowned(word) and all(company(s) or supported(s, context) or (s not in besides and (
             s in outcome_stems or (is_ordinary(word) and not others(s)))) for s in tokenize(word))
 
-    tainted = _tainted(ticket, ticket.outcome, evidence) | {
-        _key(w) for w in _WORD.findall(ticket.outcome) if any(s in theirs for s in tokenize(w))}
+    # The fix loses exactly the words of what identifies someone (the reader's spans, anywhere
+    # in the ticket): an ordinary word the customer happened to type too is the fix's as well.
+    tainted = _tainted(ticket, ticket.outcome, None)
     problem, n = _scrub_problem(opening, tainted, allowed, stated, lambda s: s in outcome_stems or company(s), besides)
     fix = _scrub(ticket.outcome, tainted)  # the operator's words; details still go
     return _case((_informative(problem), n), fix, ticket, tainted, "extraction")
