@@ -143,3 +143,25 @@ def test_a_truncated_sqlite_database_is_refused_at_open_not_served_in_part(open_
     with pytest.raises(StoreCorrupt, match="truncated"):
         open_memory(data_dir)
     assert [f.problem.split(":")[0] for f in doctor.check(data_dir).findings] == ["database"]
+
+
+def test_a_key_store_out_of_reach_is_a_typed_503_not_a_500() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.testclient import TestClient
+
+    from fourfold.errors import FourfoldError
+    from fourfold.service.admission import Admission
+
+    def authenticate(authorization: str | None, host: str | None) -> object:
+        raise StoreUnavailable("cannot reach PostgreSQL at postgresql://app:***@db/mem")
+
+    def respond(exc: FourfoldError) -> JSONResponse:
+        return JSONResponse({"error": {"code": exc.code}}, status_code=status_for(exc.code))
+
+    with ThreadPoolExecutor(1) as executor:
+        app = Admission(Starlette(), authenticate=authenticate, executor=executor, respond=respond)
+        reply = TestClient(app).post("/v1/memories", json={"text": "The customer lives in Lisbon"})
+    assert (reply.status_code, reply.json()) == (503, {"error": {"code": "store_unavailable"}})
