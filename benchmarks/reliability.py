@@ -7,6 +7,7 @@ same workloads, from tests/harness/reliability.py and sharing.py, with CI sizes)
                                      [--isolation-ops 600] [--fuzz-rounds 400]
                                      [--engine both|sqlite|postgres] [--sharing-writes 80]
                                      [--restart-s 9] [--chroma-server] [--seed 1] [--secrets]
+    python benchmarks/reliability.py --faults [--engine both|sqlite|postgres]
 
 Before it, ``secrets: caught=N of M leaked_channels=N false_positives=N of K``: the secrets
 corpus (tests/secrets_corpus.py) through every channel that stores text (see
@@ -17,6 +18,10 @@ line last. The last line printed is exactly
 ``reliability: lost=N leaked=N crashes=N of M cases``: writes acknowledged but missing
 (crash cycles and concurrent writers), another scope's text or a secret seen where it must
 not be, and bad inputs that ended in anything but a typed error or a clean result.
+
+``--faults`` runs only the faults (benchmarks/_faults.py: a full disk, a truncated file, a
+slow, cut or read-only PostgreSQL, under a write load against a running service) and prints
+last ``faults: cases=N acked_lost=N untyped_errors=N partial=N recovered=N of M``.
 
 The crash cycles, the concurrent writers and the CLI beside a running service (harness.sharing) run
 on each --engine: SQLite in a data dir, and a throwaway PostgreSQL (started on loopback for the
@@ -86,9 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chroma-server", action="store_true", help="also run the concurrency load against a Chroma server")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--secrets", action="store_true", help="run only the secrets corpus through every channel")
+    parser.add_argument("--faults", action="store_true",
+                        help="run only the faults: a full disk, a damaged file, a slow, cut or read-only PostgreSQL")
     args = parser.parse_args(argv)
     if args.secrets:
         return secrets_only()
+    if args.faults:
+        return faults_only(args.engine)
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     rows: list[tuple[str, str, str]] = []
     lost = leaked = crashes = cases = 0
@@ -153,6 +162,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(secrets.line())
     print(f"reliability: lost={lost} leaked={leaked} crashes={crashes} of {cases} cases")
     return 0 if not (lost or leaked or crashes) else 1
+
+
+def faults_only(engine: str) -> int:
+    from _faults import run_faults, summary
+
+    results = run_faults(engine)
+    print(*(r.line() for r in results), sep="\n")
+    print(summary(results))
+    return 0 if all(r.ok() for r in results if r.ran) else 1
 
 
 def secrets_only() -> int:
