@@ -4,6 +4,7 @@ reopening once the fault is gone."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psycopg
@@ -165,3 +166,37 @@ def test_a_key_store_out_of_reach_is_a_typed_503_not_a_500() -> None:
         app = Admission(Starlette(), authenticate=authenticate, executor=executor, respond=respond)
         reply = TestClient(app).post("/v1/memories", json={"text": "The customer lives in Lisbon"})
     assert (reply.status_code, reply.json()) == (503, {"error": {"code": "store_unavailable"}})
+
+
+def test_a_write_to_a_full_device_is_storage_full() -> None:
+    import errno
+
+    from fourfold._files import write_error
+
+    with pytest.raises(OSError) as info, open("/dev/full", "w") as device:  # the kernel's full disk
+        device.write("x" * 10_000)
+        device.flush()
+    assert info.value.errno == errno.ENOSPC
+    assert isinstance(write_error(info.value, "/dev/full"), StorageFull)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a size-limited file system needs root")
+def test_an_export_onto_a_full_disk_is_one_typed_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    from fourfold.cli import main
+
+    where = ["--data-dir", str(tmp_path / "data"), "--embedder", "hash"]
+    for i in range(30):
+        main([*where, "remember", "--scope", S, f"Customer bought item {i}: {'a detailed description ' * 20}"])
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mnt)], check=True)
+    try:
+        capsys.readouterr()
+        assert main([*where, "export", str(mnt / "out.jsonl")]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and "No space left" in err and len(err.strip().splitlines()) == 1
+        assert list(mnt.iterdir()) == []  # nothing half-written left behind
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)

@@ -4,11 +4,14 @@ user can read a memory. Every store that creates files goes through these."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "narrow_tree", "private_dir", "private_file", "replacing", "write_private"]
+from fourfold.errors import StorageFull, StoreReadOnly, StoreUnavailable
+
+__all__ = ["DIR_MODE", "FILE_MODE", "narrow_tree", "private_dir", "private_file", "replacing", "write_error", "write_private"]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -79,3 +82,14 @@ def replacing(target: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(temp, final)
     finally:
         temp.unlink(missing_ok=True)
+
+
+def write_error(exc: OSError, path: str | os.PathLike[str]) -> StoreUnavailable:
+    """A failed write of a file as the typed error that names its cause (a full disk, a
+    read-only one, or another I/O error)."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageFull(f"cannot write {path}: {reason}; nothing was left half-written. Free space, and retry.")
+    if exc.errno == errno.EROFS:
+        return StoreReadOnly(f"cannot write {path}: {reason}")
+    return StoreUnavailable(f"cannot write {path}: {reason}")

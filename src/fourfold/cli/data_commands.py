@@ -15,7 +15,7 @@ def export(
     file: Annotated[Path | None, typer.Argument(help="Where to write (default: standard output).")] = None,
 ) -> None:
     """Write every memory, episode, fact and thread as versioned JSON Lines (never API keys)."""
-    from fourfold._files import private_file, replacing
+    from fourfold._files import private_file, replacing, write_error
     from fourfold.cli._common import _memory
     from fourfold.transfer import export_memory
 
@@ -26,9 +26,12 @@ def export(
             import os
 
             # Written beside the file and renamed over it: a failed export leaves the old file whole.
-            with replacing(file) as tmp, os.fdopen(private_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w",
-                                                   encoding="utf-8") as out:
-                counts = export_memory(mem, out)
+            try:
+                with replacing(file) as tmp, os.fdopen(private_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w",
+                                                       encoding="utf-8") as out:
+                    counts = export_memory(mem, out)
+            except OSError as exc:  # a full or read-only disk: the cause, not a traceback
+                raise write_error(exc, file) from None
     _report(counts.as_dict(), f"exported to {file}" if file else None)
 
 
