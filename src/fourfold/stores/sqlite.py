@@ -99,9 +99,15 @@ class SQLiteDatabase(Database):
         self._guard = threading.Lock()
         self._closed = False
         _create_private(self.path)
-        _check_length(self.path)
-        with self.write() as conn:
-            _migrate(conn, self.path)
+        with _OPENED.hold(self.path) as first:
+            if first:
+                _check_length(self.path)
+        try:
+            with self.write() as conn:
+                _migrate(conn, self.path)
+        except BaseException:
+            self.close()
+            raise
 
     def __repr__(self) -> str:
         return f"SQLiteDatabase({str(self.path)!r})"
@@ -216,6 +222,7 @@ class SQLiteDatabase(Database):
                 return
             self._closed = True
             connections, self._connections = self._connections, []
+        _OPENED.release(self.path)
         for conn in connections:
             try:
                 if not conn.in_transaction:
@@ -248,9 +255,52 @@ def _create_private(path: Path) -> None:
         raise StoreUnavailable(f"cannot create the database {path}: {exc.strerror or exc}") from None
 
 
+class _OpenFiles:
+    """How many `SQLiteDatabase`s of this process have each file open.
+
+    Reading a file's header opens and closes a descriptor of it, and closing any descriptor
+    drops every POSIX lock this process holds on the file: SQLite's locks of the connections
+    already open here would go, and another process closing last would take the write-ahead
+    log for unused and delete it, leaving this process writing to a log nobody else reads. So
+    the header is read only by the first open of a file in a process, before any lock exists.
+    """
+
+    def __init__(self) -> None:
+        self._count: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def hold(self, path: Path) -> Iterator[bool]:
+        """Count one more open of `path` (undone if the body fails); yields whether it is the first."""
+        key = os.path.realpath(path)
+        with self._lock:  # held through the first open's check: a second open waits for it
+            first = self._count.get(key, 0) == 0
+            self._count[key] = self._count.get(key, 0) + 1
+            try:
+                yield first
+            except BaseException:
+                self._release(key)
+                raise
+
+    def release(self, path: Path) -> None:
+        with self._lock:
+            self._release(os.path.realpath(path))
+
+    def _release(self, key: str) -> None:
+        left = self._count.get(key, 0) - 1
+        if left > 0:
+            self._count[key] = left
+        else:
+            self._count.pop(key, None)
+
+
+_OPENED = _OpenFiles()
+
+
 def _check_length(path: Path) -> None:
     """Refuse a database file shorter than its header says: a truncated file would open and
-    answer from the pages left, without the memories that were cut off.
+    answer from the pages left, without the memories that were cut off. Only the first open
+    of a file in a process may call it (`_OpenFiles`).
 
     Another process's checkpoint writes the header's new size before the pages that reach
     it, so a short file is refused only once its size has held still for a second.
