@@ -79,7 +79,8 @@ _JWT = compile_re2(r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{0,10
 _TOKEN = compile_re2(r"[A-Za-z0-9+/_\-.~]{12,}={0,3}")
 _CLAUSE_END = compile_re2(r"[.!?;\n]\s")
 _CONTEXT = compile_re2("(?i)(" + "|".join(sorted((w.replace(" ", r"\s") for w in CONTEXT_WORDS), key=len, reverse=True)) + ")")
-_WORD_JOINS = compile_re2(r"[_.:/\-]")
+# The marks that join the words of a name: `a_b`, `a.b`, `a:b`, `a/b`, `a-b`.
+_JOINS = str.maketrans(dict.fromkeys("_.:/-", "\x00"))
 _AFFIXED_HEX = compile_re2(r"(?i)([a-z]{2,12})[-_]?([0-9a-f]{32,})|([0-9a-f]{32,})[-_]([a-z0-9]{1,6})")
 _DIGEST_PREFIX = compile_re2(r"(?i)(?:sha(?:1|224|256|384|512)|sha3-\d+|md5|blake2[bs]?|xxh\d*)[-:_]")
 _PHRASE_WORDS = compile_re2(r"(?i)\b(?:pass\s?phrase|seed\s+phrase|recovery\s+phrase|mnemonic|seed\s+words|recovery\s+words)\b")
@@ -87,7 +88,7 @@ _PHRASE_WORDS = compile_re2(r"(?i)\b(?:pass\s?phrase|seed\s+phrase|recovery\s+ph
 PATTERNS = (
     _ASSIGN, _ELEMENT, _SPACED, _FLAG, _SHORT_P, _AUTH_HEADER, _BEARER, _COOKIE, _URL, _USERINFO,
     _HOOK_PATH, _ARMOUR_BEGIN, _ARMOUR_END, _PUTTY, _JWT, _TOKEN, _CLAUSE_END, _CONTEXT,
-    _PHRASE_WORDS, _DIGEST_PREFIX, _WORD_JOINS, _AFFIXED_HEX,
+    _PHRASE_WORDS, _DIGEST_PREFIX, _AFFIXED_HEX,
 )
 
 
@@ -143,7 +144,7 @@ def _code(value: str, quoted: bool) -> bool:
         return True
     if not quoted and value.lower() in _CODE_WORDS:
         return True
-    return _identifier([p for p in _WORD_JOINS.split(value) if p])
+    return _identifier([p for p in value.translate(_JOINS).split("\x00") if p])
 
 
 # Keywords and type names that stand where a value would in code (`password: String`).
@@ -157,7 +158,7 @@ def _identifier(parts: list[str]) -> bool:
     """Parts of a constant, a dotted or a path-like name (`TLS_AES_256_GCM_SHA384`,
     `trt.BuilderFlag.FP16`, `arn:aws:acm:REGION:ACCOUNT_ID`): two or more, each made of a few
     words as camelCase splits them. A random token's parts split into many short scraps."""
-    if len(parts) < 2:
+    if not 2 <= len(parts) <= 64:
         return False
     for part in parts:
         if part.isdigit():
@@ -186,10 +187,13 @@ def _matches(text: str) -> Iterator[tuple[Any, int]]:
         for match in pattern.finditer(text):
             yield match, 0
             value_at = match.start(2)
+            value_length = match.end(2) - value_at
             if pattern is _ASSIGN and any(c in match.group(2) for c in "=:"):
                 line_end = text.find("\n", value_at)
-                inner = text[value_at : min(len(text) if line_end < 0 else line_end, value_at + 400)]
+                inner = text[value_at : min(len(text) if line_end < 0 else line_end, value_at + value_length + 200)]
                 for nested in _ASSIGN.finditer(inner):
+                    if nested.start() >= value_length:
+                        break  # past the value: the outer search finds it
                     yield nested, value_at
 
 
@@ -805,10 +809,17 @@ def _tail_tokens(tail: str) -> Iterator[_Token]:
         i += 1
 
 
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _has_digit(value: str) -> bool:
+    return len(value.translate(_NO_DIGITS)) != len(value)
+
+
 def _strong_value(value: str) -> bool:
     """A value that stands without a copula ("pw Kx7q2Lm9"): mixed letters and digits."""
     stripped = value.strip("\"'.,;:)")
-    return (stripped[:1].isalnum() and "=" not in stripped.rstrip("=") and long_or_mixed(stripped) and any(c.isalpha() for c in stripped) and any(c.isdigit() for c in stripped)
+    return (stripped[:1].isalnum() and "=" not in stripped.rstrip("=") and long_or_mixed(stripped) and not stripped.isdigit() and _has_digit(stripped)
             and stripped.lower() not in NOT_A_VALUE and not _code(stripped, quoted=False))
 
 
@@ -828,7 +839,7 @@ def _finding(at: int, start: int, end: int, tail: str, kind: str, *, explicit: b
         last = not rest or rest[0] in ",;)(.!?"
         ok = _password_value(value) and (not value.isalpha() or (explicit and last and value.islower() and len(value) >= 8))
     else:
-        ok = _secret_value(value) and (any(c.isdigit() for c in value) or shapes.looks_random(value, min_len=12))
+        ok = _secret_value(value) and (_has_digit(value) or shapes.looks_random(value, min_len=12))
     return (at + start, at + end, kind) if ok else None
 
 
