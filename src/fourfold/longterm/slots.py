@@ -148,10 +148,12 @@ def derived_key(text: str) -> str | None:
 
 
 def key_kind(key: str) -> str:
-    """What a memory key is about: the kind `preference_key` lists that its name names
+    """What a memory key is about: the listed kind (`PREFERENCE_KEYS`) its name names
     ("contact", "preferred_contact" -> contact_channel), else the key itself. Keys of one kind
-    name one value of a scope (`fourfold.longterm.namespace`)."""
-    return preference_key(key.replace("_", " ").replace("-", " ")) or key
+    name one value of a scope (`fourfold.longterm.namespace`). The name is read by the kinds'
+    own patterns: a bare key is no sentence for the reader to read."""
+    words = key.replace("_", " ").replace("-", " ")
+    return next((kind for kind, pattern in PREFERENCE_KEYS if kind == key or pattern.search(words)), key)
 
 
 _CONTEXT_CUE = re.compile(r"\b(?:for|about|regarding|when it comes to)\b")
