@@ -9,6 +9,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import episode_desk, off_topic, reliability, sharing
+from harness import episode_desk, off_topic, reliability, secrets_channels, sharing
 
-__all__ = ["episode_desk", "off_topic", "reliability", "sharing"]
+__all__ = ["episode_desk", "off_topic", "reliability", "secrets_channels", "sharing"]

@@ -11,7 +11,7 @@ same workloads, from tests/harness/reliability.py and sharing.py, with CI sizes)
 
 Before it, ``secrets: caught=N of M leaked_channels=N false_positives=N of K``: the secrets
 corpus (tests/secrets_corpus.py) through every channel that stores text (see
-fourfold.testing.secrets_channels), once with SQLite as the engine (a byte scan of each data dir) and once
+tests/harness/secrets_channels.py), once with SQLite as the engine (a byte scan of each data dir) and once
 with a throwaway PostgreSQL (a byte scan of its data directory, WAL included, and log); a
 secret counts as caught only if caught on both. ``--secrets`` runs only that and prints that
 line last. The last line printed is exactly
@@ -51,10 +51,8 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from _harness import sharing
+from _harness import secrets_channels, sharing
 from fourfold import FourfoldError
-from fourfold.testing import secrets_channels
-from fourfold.testing.secrets_channels import SecretsResult
 from harness.reliability import (
     Outcome,
     bad_input_cases,
@@ -70,6 +68,7 @@ from harness.reliability import (
     run_cli,
     store_intact,
 )
+from harness.secrets_channels import SecretsResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from secrets_corpus import ORDINARY, SECRETS

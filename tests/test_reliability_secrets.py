@@ -23,8 +23,8 @@ from fourfold import InvalidInput, Memory
 from fourfold.agent import SupportAgent
 from fourfold.models import ScriptedModel
 from fourfold.shortterm.threads import Thread
-from fourfold.testing import secrets_channels
 from fourfold.text.tokenize import tokenize
+from harness import secrets_channels
 from test_text import ORDINARY, SECRETS, _secret_of
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def test_ordinary_support_sentences_are_stored_unchanged_in_every_store(memory: 
 
 
 def test_the_corpus_through_every_channel_leaves_no_secret_in_reads_or_files(tmp_path: Path) -> None:
-    """The benchmark's workload (fourfold.testing.secrets_channels), 40+ formats x 8 channels."""
+    """The benchmark's workload (harness.secrets_channels), 40+ formats x 8 channels."""
     from fourfold.stores import InMemoryVectorStore
 
     embedder = secrets_channels.EMBEDDER
