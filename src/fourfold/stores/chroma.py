@@ -7,7 +7,7 @@ import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -411,6 +411,17 @@ class ChromaVectorStore(VectorStore):
             records += _records(self._read(partial(_get_records, ids=list(part))))
         return [r for r in records if r.scope == scope]  # ids are digests of (scope, text): a guard only
 
+    def last_written(self, scopes: Iterable[str | None]) -> dict[str | None, float]:
+        """Each scope's write times from its metadata alone (no vectors, no documents)."""
+        found: dict[str | None, float] = {}
+        for scope in dict.fromkeys(scopes):
+            where = {"ff_scope": "" if scope is None else scope}
+            got = self._read(partial(_get_metadatas, where=where))
+            times = [float(m["ff_created"]) for m in got["metadatas"] or () if m and "ff_created" in m]
+            if times:
+                found[scope] = max(times)
+        return found
+
     def _scan_where(self, scope: str | None) -> list[VectorRecord]:
         key = "" if scope is None else scope
         return _records(self._read(lambda c: c.get(where={"ff_scope": key}, include=_INCLUDE)))
@@ -558,3 +569,7 @@ def _records(got: Any) -> list[VectorRecord]:
         VectorRecord.from_flat(i, doc or "", emb, meta or {})
         for i, doc, emb, meta in zip(got["ids"], got["documents"], embeddings, got["metadatas"], strict=True)
     ]
+
+
+def _get_metadatas(collection: Any, *, where: dict[str, str]) -> Any:
+    return collection.get(where=where, include=["metadatas"])
