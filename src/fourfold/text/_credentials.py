@@ -91,7 +91,8 @@ SKIP_WORDS = frozenset("now still currently set changed reset updated to just si
 CONTEXT_WORDS = PASSWORD_WORDS | SECRET_WORDS | KEY_WORDS
 
 
-def name_words(name: str) -> list[str]:
+@lru_cache(maxsize=16384)  # names and their parts repeat, within a text and across texts
+def name_words(name: str) -> tuple[str, ...]:
     """A field name's words, lowercased: `x-api-key`, `AccountKey`, `DB_PASSWORD` -> [.., key].
 
     Words break at anything not a letter or digit, and before a capital that follows a
@@ -113,7 +114,7 @@ def name_words(name: str) -> list[str]:
         current.append(char)
     if current:
         words.append("".join(current))
-    return [w.lower() for w in words]
+    return tuple(w.lower() for w in words)
 
 
 @lru_cache(maxsize=8192)  # the same few field names and words come back in every text

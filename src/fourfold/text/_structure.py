@@ -509,7 +509,7 @@ def _context(words: list[str]) -> tuple[str | None, bool]:
         if word in CONTEXT_WORDS or name_kind(word) is not None:
             # "publishable key", "public key": made to be shown
             return ("public" if before in _PUBLIC_MODIFIERS else "secret"), copula
-        if nearest and (word in PUBLIC_WORDS or name_words(word)[-1:] in ([w] for w in PUBLIC_WORDS)):
+        if nearest and (word in PUBLIC_WORDS or name_words(word)[-1:] in _PUBLIC_HEADS):
             if word == "id" and (before in CONTEXT_WORDS or name_kind(before) is not None):
                 return "secret", copula  # an access key's id travels with its secret
             return "public", copula
@@ -518,6 +518,7 @@ def _context(words: list[str]) -> tuple[str | None, bool]:
     return None, copula
 
 
+_PUBLIC_HEADS = frozenset((w,) for w in PUBLIC_WORDS)
 _PUBLIC_MODIFIERS = frozenset("public publishable pub publishing verification verify".split())
 _PLURALS = frozenset("passwords secrets tokens keys credentials apikeys cookies signatures".split())
 # How many words before a value a credential's noun may stand.
