@@ -2,28 +2,29 @@
 
 A ticket's first message also greets, introduces, gives contact details and states standing
 preferences; those belong to the customer's profile (or nowhere), not to the record of the
-problem, where an old preference would come back after it changed. `problem_sentence` is the
-one place that decides, so a learned reader can take its place without touching its callers.
+problem, where an old preference would come back after it changed. The reader
+(`fourfold.text.reader`) gives each sentence its role; this is the one place that picks the
+problem from them.
 """
 
 from __future__ import annotations
 
-from fourfold.text.chatter import is_chatter
-from fourfold.text.lines import SENTENCE_BREAK
-from fourfold.text.redact import detect
+from fourfold.text.reader import read
 
 __all__ = ["problem_sentence"]
+
+#: Roles a sentence never carries the problem in: the customer's details and greetings, and
+#: their standing wishes (a preference that may change).
+_NOT_THE_PROBLEM = frozenset({"contact", "chatter", "preference", "preference_change"})
 
 
 def problem_sentence(message: str) -> str:
     """The sentence of `message` (a ticket's messages, one a line) that states the problem: the
-    first that is not a greeting and carries no personal detail (a name, a contact, a stated
-    preference), else the first that states no preference; "" when every sentence greets or
-    states a preference (a preference is the customer's standing wish, not the problem).
+    reader's most confident problem sentence, else the first that is no greeting, contact
+    detail or preference (a question, an operator's fix); "" when every sentence is one of those.
     """
-    sentences = [s.strip() for line in message.splitlines() for s in SENTENCE_BREAK.split(line) if s.strip()]
-    found = [(s, {r.kind for r in detect(s, policy="personal")}) for s in sentences if not is_chatter(s)]
-    plain = next((s for s, kinds in found if not kinds), None)
-    if plain is not None:
-        return plain
-    return next((s for s, kinds in found if "preference" not in kinds), "")
+    reading = read(message)
+    problems = reading.of_role("problem")
+    if problems:
+        return max(problems, key=lambda s: s.confidence).text
+    return next((s.text for s in reading.sentences if s.role not in _NOT_THE_PROBLEM), "")
