@@ -10,6 +10,7 @@ from fourfold.longterm.slots import derived_key
 from fourfold.models.base import ChatModel
 from fourfold.text.lines import one_line
 from fourfold.text.preferences import PREFERENCE_KEYS, preference_key, states_preference
+from fourfold.text.problem import problem_sentence
 from fourfold.text.reader import read
 
 __all__ = ["PREFERENCE_KEYS", "Distilled", "distill_offline", "distill_with_model", "preference_key",
@@ -69,15 +70,3 @@ def distill_with_model(model: ChatModel, goal: str, outcome: str, transcript: st
     if not found:
         return distill_offline(goal, outcome, [])
     return Distilled(tuple((m.text, m.kind) for m in found), tuple(m.key for m in found))
-
-
-def problem_sentence(text: str) -> str:
-    """The sentence of a customer's message that states the problem (the reader's role), not
-    its greeting or the customer's details; the first sentence that says something when none
-    does."""
-    reading = read(text)
-    problems = reading.of_role("problem")
-    if problems:
-        return max(problems, key=lambda s: s.confidence).text
-    sentences = [s.text for s in reading.sentences if s.role not in ("contact", "chatter") and len(s.text.split()) > 2]
-    return sentences[0] if sentences else text.strip()
