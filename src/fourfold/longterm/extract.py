@@ -83,7 +83,7 @@ def extract_offline(texts: Sequence[str]) -> list[Extracted]:
             if sentence.role in ("preference", "preference_change"):
                 key = sentence.key or derived_key(sentence.text)
                 item = Extracted(f"User said: {sentence.text}", "preference", key)
-            elif (len(words) >= 3 and sentence.role not in ("question", "chatter") and not is_chatter(sentence.text)
+            elif (len(words) >= 3 and not sentence.text.endswith("?") and not is_chatter(sentence.text)
                   and _SELF_FACT.match(sentence.text) and not _PASSING.search(sentence.text)):
                 key, item = None, Extracted(f"User said: {sentence.text}", "fact")
             else:

@@ -70,8 +70,8 @@ def _find_preferences(text: str) -> Iterator[tuple[int, int]]:
 
 #: Kinds a standard defines: the model's guesses at them are left to the standard's rules.
 _BY_STANDARD = frozenset({"email", "phone"})
-#: The model's rules run on any text with a letter or a digit (every span it finds has one).
-_ANY_WORD = compile_re2(r"\w")
+#: The model's rules run on any text that is not all white space (every span it finds is).
+_ANY_WORD = compile_re2(r"\S")
 _PHONE_GATE = compile_re2(r"\d(?:\D{0,3}\d){6}")
 
 
