@@ -296,3 +296,14 @@ def test_a_secret_anywhere_in_a_threads_message_is_redacted() -> None:
     message = {"role": "assistant", "content": [{"type": "tool_use", "input": {"headers": {_TOKEN: f"Bearer {_TOKEN}"}}}]}
     payload = thread_payload(Thread(scope="customer:1", messages=(message,), extras={"ticket": {"note": _TOKEN}}))
     assert _TOKEN not in repr(payload)
+
+
+def test_fourfold_s_own_record_ids_are_not_tokens() -> None:
+    """A memory's id in another's metadata or in a note names a record; a word stuck to the same
+    hex digits that is not one of fourfold's kinds is still a token's shape."""
+    from fourfold.longterm.store import memory_id
+    from fourfold.text import redact
+
+    for made in (memory_id("customer:acme", "Prefers email"), memory_id(None, "x", prefix="doc")):
+        assert redact(f"supersedes {made}")[0] == f"supersedes {made}"
+    assert "REDACTED" in redact("mailer-" + memory_id(None, "x").split("_")[1])[0]

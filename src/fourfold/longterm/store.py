@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from fourfold._ids import DOCUMENT_PREFIX, MEMORY_PREFIX, record_id
 from fourfold._parallel import overlap, spare_core
 from fourfold._validate import (
     check_k,
@@ -80,10 +81,10 @@ class MemoryInput:
     valid_from: float | datetime | None = None
 
 
-def memory_id(scope: str | None, text: str, *, prefix: str = "mem") -> str:
+def memory_id(scope: str | None, text: str, *, prefix: str = MEMORY_PREFIX) -> str:
     """Content-derived id: the same text in the same scope is the same memory."""
     digest = hashlib.blake2b(f"{scope or ''}\x00{text}".encode(), digest_size=16).hexdigest()
-    return f"{prefix}_{digest}"
+    return record_id(prefix, digest)
 
 
 class LongTermMemory:
@@ -688,7 +689,7 @@ def _prepared(item: _Checked, clean: str, redactions: tuple[Redaction, ...]) -> 
     if redactions or meta_redactions:
         log.warning("redacted %d secret(s) before storing a memory", len(redactions) + meta_redactions)
     kind = item.kind
-    prefix = "doc" if kind == DOC_KIND else "mem"
+    prefix = DOCUMENT_PREFIX if kind == DOC_KIND else MEMORY_PREFIX
     key_text = clean if kind != DOC_KIND else f"{metadata.get('source', '')}\x00{metadata.get('position', '')}\x00{clean}"
     return Prepared(memory_id(item.scope, key_text, prefix=prefix), clean, item.scope, kind, metadata, redactions,
                     item.key, item.valid_from)
@@ -696,7 +697,7 @@ def _prepared(item: _Checked, clean: str, redactions: tuple[Redaction, ...]) -> 
 
 def _new_id() -> str:
     """A version's id: never derived from its text, which an earlier version may share."""
-    return f"mem_{uuid.uuid4().hex}"
+    return record_id(MEMORY_PREFIX, uuid.uuid4().hex)
 
 
 def _with_metadata(index: ScopeIndex, changed: Sequence[VectorRecord]) -> ScopeIndex:

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from fourfold._ids import is_record_id
 from fourfold.text import _shapes as shapes
 from fourfold.text._credentials import (
     CONTEXT_WORDS,
@@ -608,7 +609,7 @@ def _affixed_hex(token: str) -> bool:
     """A word stuck to 32+ hex digits (`key-9f3a...`, `9f3a...-us12`): a token's shape. A bare
     hex string is a checksum or a commit, and a word that names one makes it public."""
     match = _AFFIXED_HEX.fullmatch(token)
-    if match is None:
+    if match is None or is_record_id(token):  # fourfold's own record ids name, they open nothing
         return False
     affix = (match.group(1) or match.group(4) or "").lower()
     return affix not in PUBLIC_WORDS and not shapes.is_hex(affix) and "sha" not in affix and "md" not in affix
