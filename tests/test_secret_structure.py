@@ -307,3 +307,11 @@ def test_fourfold_s_own_record_ids_are_not_tokens() -> None:
     for made in (memory_id("customer:acme", "Prefers email"), memory_id(None, "x", prefix="doc")):
         assert redact(f"supersedes {made}")[0] == f"supersedes {made}"
     assert "REDACTED" in redact("mailer-" + memory_id(None, "x").split("_")[1])[0]
+
+
+def test_the_vendored_rules_json_form_is_the_toml_file() -> None:
+    """The detector reads gitleaks' rules from their JSON form; it must be the released file's
+    data exactly (regenerate with `python -m fourfold.text._gitleaks`)."""
+    from fourfold.text._gitleaks import parsed, parsed_toml
+
+    assert parsed() == parsed_toml()

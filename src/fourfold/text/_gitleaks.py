@@ -11,6 +11,7 @@ paths only, is skipped and counted.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -107,10 +108,26 @@ def _secret_span(match: Any, group: int) -> tuple[int, int]:
     return tuple(match.span())  # type: ignore[return-value]
 
 
+def parsed() -> dict[str, Any]:
+    """The vendored rule file as data, read from its JSON form (`vendor/gitleaks.json`).
+
+    Python's TOML parser takes about as long over the file as compiling all its regexes, and
+    every cold command that stores text pays for it; the JSON form is the same data (made by
+    `python -m fourfold.text._gitleaks`, and a test holds it equal to the TOML file).
+    """
+    text = resources.files(__package__).joinpath("vendor/gitleaks.json").read_text(encoding="utf-8")
+    config: dict[str, Any] = json.loads(text)
+    return config
+
+
+def parsed_toml() -> dict[str, Any]:
+    """The vendored TOML file itself, parsed (what `parsed` must equal)."""
+    return tomllib.loads(resources.files(__package__).joinpath("vendor/gitleaks.toml").read_text(encoding="utf-8"))
+
+
 def load() -> Vendored:
     """The vendored file's rules, compiled by RE2, and the ones skipped."""
-    text = resources.files(__package__).joinpath("vendor/gitleaks.toml").read_text(encoding="utf-8")
-    config = tomllib.loads(text)
+    config = parsed()
     global_allow = _allowlist(config.get("allowlist", {}))
     rules: list[Rule] = []
     skipped: dict[str, str] = {}
@@ -125,3 +142,10 @@ def load() -> Vendored:
     # The generic rules go last: a vendor's own rule names what it finds, and ties go to it.
     rules.sort(key=lambda r: r.kind.startswith("generic"))
     return Vendored(tuple(rules), skipped)
+
+
+if __name__ == "__main__":  # writes vendor/gitleaks.json from vendor/gitleaks.toml
+    from pathlib import Path
+
+    target = Path(__file__).with_name("vendor") / "gitleaks.json"
+    target.write_text(json.dumps(parsed_toml(), ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
