@@ -315,3 +315,12 @@ def test_the_vendored_rules_json_form_is_the_toml_file() -> None:
     from fourfold.text._gitleaks import parsed, parsed_toml
 
     assert parsed() == parsed_toml()
+
+
+def test_a_password_that_ends_like_a_credential_word_is_still_a_password() -> None:
+    """A variable named for a credential (`hashed_password`) is code; a value with a digit that
+    happens to end in such a word is a literal."""
+    from fourfold.text import redact
+
+    assert redact("db password=hunter2secret for staging")[0] == "db password=[REDACTED:password] for staging"
+    assert redact("password=hashed_password")[0] == "password=hashed_password"

@@ -141,8 +141,10 @@ def _code(value: str, quoted: bool) -> bool:
         return True  # a template
     if value[:1] == "/" and value.count("/") >= 2 and not any(shapes.looks_random(p, min_len=16) for p in value.split("/")):
         return True  # a path
-    if not quoted and (any(c in value for c in "()[]") or value[:1] in "$@" or name_kind(value) is not None):
+    if not quoted and (any(c in value for c in "()[]") or value[:1] in "$@"):
         return True
+    if not quoted and name_kind(value) is not None and not any(c.isdigit() for c in value):
+        return True  # a variable named for a credential; "hunter2secret" is a value that ends like one
     if not quoted and value.lower() in _CODE_WORDS:
         return True
     return _identifier([p for p in value.translate(_JOINS).split("\x00") if p])
