@@ -19,6 +19,7 @@ from pathlib import Path
 from fourfold._files import write_private
 from fourfold._manifest import FORMAT, MANIFEST, VECTORS, LegacyFile
 from fourfold.errors import InvalidInput
+from fourfold.salvage import copy_readable, readonly_db
 from fourfold.shortterm.threads import THREAD_FORMAT
 from fourfold.stores.chroma import ChromaVectorStore
 from fourfold.stores.sqlite import DATABASE, SCHEMA_VERSION, SQLiteDatabase
@@ -153,7 +154,7 @@ def _collection_identity(root: Path) -> str | None:
     database = root / DATABASE
     if database.exists():
         try:
-            with _readonly(database) as conn:
+            with readonly_db(database) as conn:
                 row = conn.execute("SELECT value FROM meta WHERE name = 'embedder'").fetchone()
         except sqlite3.Error:
             row = None
@@ -200,7 +201,7 @@ def _check_facts(root: Path, report: Report) -> list[Finding]:
 
 def _schema_version(path: Path) -> list[Finding]:
     try:
-        with _readonly(path) as conn:
+        with readonly_db(path) as conn:
             row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
     except sqlite3.Error:
         return []
@@ -212,7 +213,7 @@ def _schema_version(path: Path) -> list[Finding]:
 
 def _sqlite_problem(path: Path) -> str | None:
     try:
-        with _readonly(path) as conn:
+        with readonly_db(path) as conn:
             result = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
     except sqlite3.Error as exc:
         return f"not a readable SQLite database ({exc})"
@@ -221,16 +222,11 @@ def _sqlite_problem(path: Path) -> str | None:
 
 def _salvageable(path: Path) -> bool:
     try:
-        with _readonly(path) as conn:
+        with readonly_db(path) as conn:
             conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.Error:
         return False
     return True
-
-
-#: Columns made from a row's other columns: a damaged file's copy is not trusted, the store
-#: makes them again when it reads the row (a memory's or an episode's kept tokens, from its text).
-_DERIVED: dict[str, set[str]] = {"memories": {"tokens"}, "episodes": {"tokens"}}
 
 
 def _repair_database(root: Path, finding: Finding) -> list[str]:
@@ -239,26 +235,7 @@ def _repair_database(root: Path, finding: Finding) -> list[str]:
     fresh = path.with_name(f".{path.name}.salvage")
     for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
         leftover.unlink(missing_ok=True)
-    SQLiteDatabase(fresh).close()  # the current schema
-    copied = 0
-    new = sqlite3.connect(fresh)
-    try:
-        tables = [r[0] for r in new.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        with _readonly(path) as old:
-            for table in tables:
-                try:
-                    theirs = {r[1] for r in old.execute(f"PRAGMA table_info({table})")} - _DERIVED.get(table, set())
-                    cols = ", ".join(r[1] for r in new.execute(f"PRAGMA table_info({table})") if r[1] in theirs)
-                    rows = old.execute(f"SELECT {cols} FROM {table}").fetchall() if cols else []
-                except sqlite3.Error:
-                    continue
-                marks = ", ".join("?" * len(cols.split(",")))
-                new.executemany(f"INSERT OR REPLACE INTO {table} ({cols}) VALUES ({marks})", rows)
-                copied += len(rows)
-        new.commit()
-        new.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        new.close()
+    salvage = copy_readable(path, fresh)
     aside = _aside(path)
     os.replace(path, aside)
     for suffix in ("-wal", "-shm"):
@@ -266,7 +243,8 @@ def _repair_database(root: Path, finding: Finding) -> list[str]:
         if side.exists():
             os.replace(side, Path(f"{aside}{suffix}"))
     os.replace(fresh, path)
-    return [f"{path}: salvaged {copied} row(s) into a fresh file; the damaged file is {aside.name}"]
+    return [f"{path}: salvaged {salvage.total} row(s) into a fresh file ({salvage.summary()}); "
+            f"the damaged file is {aside.name}"]
 
 
 # -- vectors --------------------------------------------------------------------------------
@@ -327,7 +305,7 @@ def _check_conversations(root: Path, report: Report) -> list[Finding]:
     if not path.exists() or _sqlite_problem(path) is not None:
         return []
     found = []
-    with _readonly(path) as conn:
+    with readonly_db(path) as conn:
         for scope, payload in conn.execute("SELECT scope, payload FROM threads"):
             try:
                 raw = json.loads(payload)
@@ -406,19 +384,6 @@ _REPAIRS = {
 
 
 # -- helpers --------------------------------------------------------------------------------
-
-
-class _readonly:
-    """A read-only SQLite connection that is closed on exit (sqlite3's own context manager is not)."""
-
-    def __init__(self, path: Path) -> None:
-        self._conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self._conn
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.close()
 
 
 def _aside(path: Path) -> Path:

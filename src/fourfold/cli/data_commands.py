@@ -4,34 +4,49 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
+
+from fourfold.errors import InvalidInput
 
 __all__ = ["register"]
 
 
 def export(
     file: Annotated[Path | None, typer.Argument(help="Where to write (default: standard output).")] = None,
+    salvage: Annotated[bool, typer.Option("--salvage", help="Export the rows that can still be read of a damaged "
+                                          "SQLite store (the store is left untouched).")] = False,
 ) -> None:
     """Write every memory, episode, fact and thread as versioned JSON Lines (never API keys)."""
     from fourfold._files import private_file, replacing, write_error
-    from fourfold.cli._common import _memory
-    from fourfold.transfer import export_memory
+    from fourfold.cli._common import _embedder, _memory, state
+    from fourfold.transfer import Counts, export_memory
 
-    with _memory() as mem:
-        if file is None:
-            counts = export_memory(mem, sys.stdout)
-        else:
-            import os
+    def write(out: IO[str]) -> Counts:
+        if salvage:
+            from fourfold.salvage import export_salvaged
 
-            # Written beside the file and renamed over it: a failed export leaves the old file whole.
-            try:
-                with replacing(file) as tmp, os.fdopen(private_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w",
-                                                       encoding="utf-8") as out:
-                    counts = export_memory(mem, out)
-            except OSError as exc:  # a full or read-only disk: the cause, not a traceback
-                raise write_error(exc, file) from None
+            if state.store is not None:
+                raise InvalidInput("--salvage reads a data dir's SQLite file; a PostgreSQL store has its own backups")
+            counts, rows = export_salvaged(state.data_dir, _embedder(), out)
+            typer.echo(f"salvaged from {state.data_dir}: {rows.summary()}", err=True)
+            return counts
+        with _memory() as mem:
+            return export_memory(mem, out)
+
+    if file is None:
+        counts = write(sys.stdout)
+    else:
+        import os
+
+        # Written beside the file and renamed over it: a failed export leaves the old file whole.
+        try:
+            with replacing(file) as tmp, os.fdopen(private_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w",
+                                                   encoding="utf-8") as out:
+                counts = write(out)
+        except OSError as exc:  # a full or read-only disk: the cause, not a traceback
+            raise write_error(exc, file) from None
     _report(counts.as_dict(), f"exported to {file}" if file else None)
 
 

@@ -316,7 +316,8 @@ def _check_length(path: Path) -> None:
         size, pages, page_size = short
         raise StoreCorrupt(
             f"{path} is truncated: {size} bytes where its header counts {pages} pages of {page_size}. "
-            "Restore it from a backup, or let `fourfold doctor --repair` salvage the rows left."
+            "Restore it from a backup, export the rows left with `fourfold export --salvage FILE`, "
+            "or let `fourfold doctor --repair` salvage them in place."
         )
 
 
