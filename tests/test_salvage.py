@@ -117,3 +117,18 @@ def test_rows_around_a_damaged_page_are_read_one_by_one_and_the_lost_counted(ope
     assert recovered + lost == len(written) and counts.memories == recovered
     assert (salvage.recovered["facts"], salvage.lost["facts"]) == (1, 0)
     assert f"memories {recovered} recovered, {lost} lost" in salvage.summary()
+
+
+def test_the_doctor_repairs_a_truncated_store_in_place_with_the_same_rows(open_memory: OpenMemory, tmp_path: Path) -> None:
+    from fourfold import doctor
+
+    root = tmp_path / "damaged"
+    written = _truncated_store(open_memory, root)
+    (finding,) = doctor.check(root).findings
+    assert finding.repairable
+    assert doctor.repair(root).ok
+    assert list(root.glob("fourfold.sqlite3.damaged-*"))  # the original is kept
+    with open_memory(root) as mem:
+        kept = {r.id: r.text for r in mem.long_term.all(scope=S)}
+        assert 0 < len(kept) < len(written) and all(written[i] == text for i, text in kept.items())
+        assert mem.facts.get("refund_window_days").value == 30
