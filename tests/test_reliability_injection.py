@@ -64,7 +64,8 @@ def test_stored_attacks_arrive_as_quoted_data_in_their_own_section(memory: Memor
     reply = agent.turn("eve", "Where is my parcel note?")
     sections = parse_system(reply.report.system_prompt)
     assert sections[HEADINGS[0]] and set(sections[HEADINGS[0]]) == set(ATTACKS)  # exact text, nothing lost
-    assert len(sections[HEADINGS[1]]) == 3 and all(s.startswith("Previously: Parcel note") for s in sections[HEADINGS[1]])
+    # past tickets by their problem and fix: the attack stays inside its line, or is no problem at all
+    assert len(sections[HEADINGS[1]]) == 3 and all(s.startswith("Previously: ") for s in sections[HEADINGS[1]])
     assert sections[HEADINGS[2]] == ["(none)"]  # eve's tickets were recorded, never resolved: no case
     assert sections[HEADINGS[3]] and all(s.startswith("evil.md: ") for s in sections[HEADINGS[3]])
     sent = model.requests[0]

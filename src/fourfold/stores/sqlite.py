@@ -323,9 +323,12 @@ def _check_length(path: Path) -> None:
 
 def _short(path: Path) -> tuple[int, int, int] | None:
     """(size, pages, page size) when the file is shorter than its header's page count."""
-    with open(path, "rb") as file:  # the caller made the file; reading it takes no lock
-        header = file.read(100)
-        size = os.fstat(file.fileno()).st_size
+    try:
+        with open(path, "rb") as file:  # the caller made the file; reading it takes no lock
+            header = file.read(100)
+            size = os.fstat(file.fileno()).st_size
+    except OSError:
+        return None  # a folder, or unreadable: opening it says so, as a typed error
     if len(header) < 100 or header[:16] != b"SQLite format 3\x00":
         return None  # new, or not a database: SQLite says which when it is read
     page_size = int.from_bytes(header[16:18], "big")
