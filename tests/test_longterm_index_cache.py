@@ -4,7 +4,7 @@ recall answers exactly what an index freshly read from the store answers."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,9 @@ class _Counting(VectorStore):
 
     def version(self, scope: str | None) -> Hashable | None:
         return self.inner.version(scope)
+
+    def last_written(self, scopes: Iterable[str | None]) -> dict[str | None, float]:
+        return self.inner.last_written(scopes)  # the store's own way: an index read, not a scan
 
     def generation(self) -> Hashable | None:
         return self.inner.generation()
