@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 
+from fourfold.text._personal_fallback import PERSONAL_RULES as FALLBACK_RULES
 from fourfold.text._rules import Rule, compile_re2, regex_rule
 
 __all__ = ["MODEL_KINDS", "PERSONAL_RULES"]
@@ -81,4 +82,7 @@ PERSONAL_RULES: tuple[Rule, ...] = (
     *(Rule(kind, _model_finder(kind), "personal", gate=_ANY_WORD, patterns=(_ANY_WORD,))
       for kind in dict.fromkeys(MODEL_KINDS.values()) if kind not in _BY_STANDARD),
     Rule("preference", _find_preferences, "personal", gate=_ANY_WORD, patterns=(_ANY_WORD,)),
+    # Until the reader finds every name and number the earlier rules did, they stay beside it: what
+    # either finds is removed from a shared case (a span it misses reaches another customer).
+    *(rule for rule in FALLBACK_RULES if rule.kind not in ("email", "phone")),
 )
