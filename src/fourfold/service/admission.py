@@ -20,7 +20,7 @@ import numpy as np
 
 from fourfold.errors import FourfoldError, InvalidInput
 
-__all__ = ["CALLER", "MAX_JSON_DEPTH", "Admission", "guarded", "json_depth", "replay_body"]
+__all__ = ["CALLER", "MAX_JSON_DEPTH", "Admission", "guarded", "json_depth", "read_body", "replay_body"]
 
 #: Where the admitted caller, (tenant, who), is kept in the ASGI scope.
 CALLER = "fourfold.caller"
@@ -84,15 +84,9 @@ class Admission:
         except FourfoldError as exc:  # Unauthorized, or the key table's store unavailable (503)
             await self.respond(exc)(scope, receive, send)  # the body is never read
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await read_body(receive)
+        if body is None:
+            return
         # Only a body with that many brackets can nest that deep (counting them is cheap).
         if body.count(b"[") + body.count(b"{") > self.max_depth and json_depth(body) > self.max_depth:
             refusal = InvalidInput(f"the request body nests deeper than {self.max_depth} levels of JSON")
@@ -108,6 +102,18 @@ def _has_body(scope: MutableMapping[str, Any]) -> bool:
         if key == b"transfer-encoding":
             return True
     return False
+
+
+async def read_body(receive: Any) -> bytes | None:
+    """A request's whole body; None when the client went away before sending it all."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def replay_body(body: bytes, receive: Any) -> Any:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fourfold.errors import FourfoldError
 from fourfold.memory import Memory
-from fourfold.service.admission import replay_body
+from fourfold.service.admission import read_body, replay_body
 
 __all__ = ["FastLane", "Lane", "lanes_for"]
 
@@ -103,15 +103,9 @@ class FastLane:
             await self.app(scope, receive, send)
             return
         content_type = next((value for key, value in scope["headers"] if key == b"content-type"), None)
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        raw = b"".join(chunks)
+        raw = await read_body(receive)
+        if raw is None:  # the client went away
+            return
         body = _parsed(lane, raw) if _is_json(content_type) else None
         if body is None:  # FastAPI answers it, from the same bytes
             await self.app(scope, replay_body(raw, receive), send)
