@@ -29,8 +29,9 @@ CALLER = "fourfold.caller"
 MAX_JSON_DEPTH = 64
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
-#: (authorization, host) -> the caller, kept in the scope; raises Unauthorized.
-Authenticate = Callable[[str | None, str | None], object]
+#: Finds the request's caller from its scope's headers and keeps it there (CALLER); raises
+#: Unauthorized, or the key table's own error.
+Authenticate = Callable[[MutableMapping[str, Any]], object]
 #: An error as the ASGI response the service sends for it.
 Respond = Callable[[FourfoldError], Any]
 
@@ -75,12 +76,8 @@ class Admission:
         if scope["type"] != "http" or not guarded(scope["path"]) or not _has_body(scope):
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers", []))
-        authorization, host = (headers[k].decode("latin-1") if k in headers else None
-                               for k in (b"authorization", b"host"))
-        try:
-            scope[CALLER] = await asyncio.get_running_loop().run_in_executor(
-                self.executor, self.authenticate, authorization, host)
+        try:  # the caller is kept in the scope (CALLER), so the route does not check again
+            await asyncio.get_running_loop().run_in_executor(self.executor, self.authenticate, scope)
         except FourfoldError as exc:  # Unauthorized, or the key table's store unavailable (503)
             await self.respond(exc)(scope, receive, send)  # the body is never read
             return

@@ -88,7 +88,7 @@ Who = Annotated[Caller, Depends(_caller_of)]
 
 def _shared_needs_operator(caller: Caller, scope: str | None) -> None:
     """Erasing shared cases (read by every customer's agent) takes an operator's key."""
-    if scope is not None and scope.strip() in (SHARED_SCOPE, PENDING_SCOPE):
+    if scope in (SHARED_SCOPE, PENDING_SCOPE):
         check(caller, "operator")
 
 
@@ -471,7 +471,7 @@ def create_app(
 
         app.router.routes.append(Route("/mcp", _McpEndpoint(mcp_server, auth), methods=["GET", "POST", "DELETE"]))
     # the key before the body, the body's shape before any parser (inside the body limit)
-    app.add_middleware(Admission, authenticate=auth.caller, executor=requests, respond=_library_error)
+    app.add_middleware(Admission, authenticate=auth.of_scope, executor=requests, respond=_library_error)
     app.add_middleware(_BodyLimit, limit=max_body_bytes)
     return app
 
