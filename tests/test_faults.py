@@ -156,7 +156,7 @@ def test_a_key_store_out_of_reach_is_a_typed_503_not_a_500() -> None:
     from fourfold.errors import FourfoldError
     from fourfold.service.admission import Admission
 
-    def authenticate(authorization: str | None, host: str | None) -> object:
+    def authenticate(scope: object) -> object:
         raise StoreUnavailable("cannot reach PostgreSQL at postgresql://app:***@db/mem")
 
     def respond(exc: FourfoldError) -> JSONResponse:
